@@ -1,0 +1,82 @@
+"""People: e-mail is the login, unique regardless of case."""
+
+from __future__ import annotations
+
+import uuid
+import zoneinfo
+
+from django.contrib.auth.models import AbstractUser, BaseUserManager
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models.functions import Lower
+
+
+def validate_timezone(value: str) -> None:
+    if value not in zoneinfo.available_timezones():
+        raise ValidationError(f"{value!r} is not a known time zone.")
+
+
+class UserManager(BaseUserManager["User"]):
+    use_in_migrations = True
+
+    def get_by_natural_key(self, email: str) -> User:
+        return self.get(email__iexact=email)
+
+    def _create_user(self, email: str, password: str | None, **extra: object) -> User:
+        if not email:
+            raise ValueError("An e-mail address is required.")
+        user = self.model(email=self.normalize_email(email).lower(), **extra)
+        user.set_password(password)
+        user.full_clean(exclude=["password"])
+        user.save(using=self._db)
+        return user
+
+    def create_user(self, email: str, password: str | None = None, **extra: object) -> User:
+        extra.setdefault("is_staff", False)
+        extra.setdefault("is_superuser", False)
+        return self._create_user(email, password, **extra)
+
+    def create_superuser(self, email: str, password: str | None = None, **extra: object) -> User:
+        extra["is_staff"] = True
+        extra["is_superuser"] = True
+        return self._create_user(email, password, **extra)
+
+
+class User(AbstractUser):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    username = None  # type: ignore[assignment]
+    first_name = None  # type: ignore[assignment]
+    last_name = None  # type: ignore[assignment]
+    email = models.EmailField("e-mail address", max_length=254)
+    display_name = models.CharField(max_length=100, blank=True)
+    timezone = models.CharField(max_length=64, default="UTC", validators=[validate_timezone])
+
+    USERNAME_FIELD = "email"
+    EMAIL_FIELD = "email"
+    REQUIRED_FIELDS: list[str] = []
+
+    objects = UserManager()
+
+    class Meta:
+        ordering = ["email"]
+        constraints = [
+            models.UniqueConstraint(Lower("email"), name="user_email_ci_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.email
+
+    def save(self, *args, **kwargs) -> None:
+        # One spelling is stored, so lookups and the unique index agree.
+        self.email = (self.email or "").strip().lower()
+        super().save(*args, **kwargs)
+
+    @property
+    def name(self) -> str:
+        return self.display_name or self.email.split("@", 1)[0]
+
+    def get_full_name(self) -> str:
+        return self.name
+
+    def get_short_name(self) -> str:
+        return self.name

@@ -1,0 +1,59 @@
+"""Admin for the audit trail: read-only, searchable, filterable.
+
+Audit events are append-only (the model and, on PostgreSQL, a trigger refuse
+changes), so the admin offers no add, change or delete at all.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html
+
+from audit.models import AuditEvent
+from config.admin_tools import ExactUuidSearchMixin, ReadOnlyAdminMixin
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ExactUuidSearchMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    uuid_search_fields = ("subject_id", "token_id", "pk")
+    list_display = (
+        "occurred_at",
+        "action",
+        "actor_kind",
+        "user",
+        "token_prefix",
+        "subject_link",
+    )
+    list_filter = ("actor_kind", "action", "occurred_at")
+    list_select_related = ("user", "subject_type")
+    # A UUID term (subject, token or event id) is matched exactly in get_search_results.
+    search_fields = ("user__email", "token_prefix")
+    search_help_text = "Commitment (subject) id, a user's e-mail, a token prefix or token id."
+    date_hierarchy = "occurred_at"
+    ordering = ("-occurred_at", "-id")
+    fields = (
+        "id",
+        "occurred_at",
+        "actor_kind",
+        "user",
+        "token_id",
+        "token_prefix",
+        "subject_type",
+        "subject_link",
+        "action",
+        "payload",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="subject", ordering="subject_id")
+    def subject_link(self, obj: AuditEvent) -> str:
+        ct = obj.subject_type
+        short = str(obj.subject_id)[:8] + "…"
+        try:
+            url = reverse(f"admin:{ct.app_label}_{ct.model}_change", args=[obj.subject_id])
+        except NoReverseMatch:
+            return format_html('{} <span title="{}">{}</span>', ct.model, obj.subject_id, short)
+        return format_html(
+            '<a href="{}" title="{}">{} {}</a>', url, obj.subject_id, ct.model, short
+        )

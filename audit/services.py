@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.contenttypes.models import ContentType
+from django.db import models
+
+from audit.models import ActorKind, AuditEvent
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who did something: a user, a user through one of their API tokens, or the system."""
+
+    kind: str
+    user: Any = None
+    token_id: uuid.UUID | None = None
+    token_prefix: str = ""
+
+    @classmethod
+    def for_user(cls, user) -> Actor:
+        return cls(kind=ActorKind.USER, user=user)
+
+    @classmethod
+    def for_token(cls, *, user, token_id: uuid.UUID, token_prefix: str = "") -> Actor:
+        return cls(kind=ActorKind.API_TOKEN, user=user, token_id=token_id,
+                   token_prefix=token_prefix)
+
+    @classmethod
+    def system(cls) -> Actor:
+        return cls(kind=ActorKind.SYSTEM)
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": str(self.kind),
+                                "userId": str(self.user.pk) if self.user else None}
+        if self.kind == ActorKind.API_TOKEN:
+            data["tokenId"] = str(self.token_id)
+        return data
+
+
+def audit_event_record(
+    *, actor: Actor, subject: models.Model, action: str, payload: dict[str, Any] | None = None
+) -> AuditEvent:
+    """Append one audit event. Call it inside the transaction of the change it records."""
+    return AuditEvent.objects.create(
+        actor_kind=actor.kind,
+        user=actor.user,
+        token_id=actor.token_id,
+        token_prefix=actor.token_prefix,
+        subject_type=ContentType.objects.get_for_model(subject),
+        subject_id=subject.pk,
+        action=action,
+        payload=payload or {},
+    )

@@ -1,0 +1,43 @@
+"""Application errors raised by the commitment services."""
+
+from __future__ import annotations
+
+
+class CommitmentError(Exception):
+    """Base class for errors the services raise on purpose."""
+
+
+class InvalidTransition(CommitmentError):
+    """The state machine does not allow this move from the current status."""
+
+    def __init__(self, *, action: str, current_status: str) -> None:
+        self.action = action
+        self.current_status = current_status
+        super().__init__(f"Cannot {action} a commitment whose status is {current_status}.")
+
+
+class NotPermitted(CommitmentError):
+    """The actor is not the person the state machine lets make this move."""
+
+    def __init__(self, *, action: str, reason: str) -> None:
+        self.action = action
+        super().__init__(f"Not allowed to {action}: {reason}")
+
+
+class CommitmentNotFound(CommitmentError):
+    def __init__(self, message: str = "No such commitment.") -> None:
+        super().__init__(message)
+
+
+class DuplicateExternalRef(CommitmentError):
+    def __init__(self) -> None:
+        super().__init__(
+            "A commitment with this externalSystem and externalId already exists for this assigner."
+        )
+
+
+class NothingChanged(CommitmentError):
+    """A renegotiation must change the description or the deadline."""
+
+    def __init__(self) -> None:
+        super().__init__("A renegotiation must change the description or the deadline.")

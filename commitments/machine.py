@@ -1,0 +1,78 @@
+"""The state machine of DECISIONS.md as data: where each move may start and
+who may make it. The services enforce it, under a row lock; pages read it to
+offer only the moves a person can make. One table, so the two cannot drift.
+
+Creation (by the assigner, or the assigner's own token for the inbox) starts
+from no status: `may_create`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from audit.models import ActorKind
+from audit.services import Actor
+from commitments.models import Commitment, Status
+
+ASSIGNER = "assigner"
+ASSIGNEE = "assignee"
+
+
+@dataclass(frozen=True)
+class Move:
+    words: str  # for messages: "Cannot <words> a commitment whose status is ..."
+    from_statuses: frozenset[str]
+    by: frozenset[str]  # roles of a signed-in user who may make it
+    by_assigner_token: bool = False  # also the assigner's API token (sync)
+
+    @property
+    def who(self) -> str:
+        people = [f"the {role}" for role in sorted(self.by)]
+        if self.by_assigner_token:
+            people.append("the assigner's token")
+        return "only " + " or ".join(people)
+
+
+MOVES: dict[str, Move] = {
+    "send": Move("send for handshake", frozenset({Status.DRAFT}), frozenset({ASSIGNER})),
+    "edit_draft": Move("edit the draft of", frozenset({Status.DRAFT}), frozenset({ASSIGNER})),
+    "accept": Move("accept", frozenset({Status.PENDING_HANDSHAKE}), frozenset({ASSIGNEE})),
+    "decline": Move("decline", frozenset({Status.PENDING_HANDSHAKE}), frozenset({ASSIGNEE})),
+    "complete": Move(
+        "complete",
+        frozenset({Status.ACTIVE}),
+        frozenset({ASSIGNER, ASSIGNEE}),
+        by_assigner_token=True,
+    ),
+    "renegotiate": Move(
+        "renegotiate",
+        frozenset({Status.PENDING_HANDSHAKE, Status.REFUSED}),
+        frozenset({ASSIGNER}),
+    ),
+}
+
+
+# Creation starts from no status: the assigner, or the assigner's own token.
+CREATE = Move("create", frozenset(), frozenset({ASSIGNER}), by_assigner_token=True)
+
+
+def may_make(move: Move, *, actor: Actor, commitment: Commitment) -> bool:
+    """Whether `actor` is someone the table lets make `move` on `commitment`."""
+    return _may(move, actor, commitment.assigner_id, commitment.assignee_id)
+
+
+def may_create(*, actor: Actor, assigner_id) -> bool:
+    return _may(CREATE, actor, assigner_id, None)
+
+
+def _may(move: Move, actor: Actor, assigner_id, assignee_id) -> bool:
+    if actor.user is None:
+        return False
+    if actor.kind == ActorKind.USER:
+        roles = {ASSIGNER} if actor.user.pk == assigner_id else set()
+        if actor.user.pk == assignee_id:
+            roles.add(ASSIGNEE)
+        return bool(roles & move.by)
+    if actor.kind == ActorKind.API_TOKEN and actor.token_id is not None:
+        return move.by_assigner_token and actor.user.pk == assigner_id
+    return False

@@ -1,0 +1,143 @@
+"""Commitments and the outbox of what happened to them.
+
+Transitions are made only through `commitments.services`; nothing here moves a
+status by itself.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Status(models.TextChoices):
+    DRAFT = "Draft", "Draft"
+    PENDING_HANDSHAKE = "Pending_Handshake", "Pending handshake"
+    ACTIVE = "Active", "Active"
+    COMPLETED = "Completed", "Completed"
+    REFUSED = "Refused", "Refused"
+
+
+DESCRIPTION_MAX = 2000
+EXTERNAL_SYSTEM_MAX = 32
+EXTERNAL_ID_MAX = 128
+
+
+class Commitment(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.DRAFT)
+    assigner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="commitments_assigned"
+    )
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="commitments_owed"
+    )
+    description = models.TextField(max_length=DESCRIPTION_MAX)
+    # NULL, not '', is meaningful here: DECISIONS.md stores raw_text as null for
+    # inbox rows, and the external pair is both-null or both-set (a constraint).
+    raw_text = models.TextField(null=True, blank=True)  # noqa: DJ001
+    deadline = models.DateTimeField(null=True, blank=True)
+    external_system = models.CharField(  # noqa: DJ001
+        max_length=EXTERNAL_SYSTEM_MAX, null=True, blank=True
+    )
+    external_id = models.CharField(  # noqa: DJ001
+        max_length=EXTERNAL_ID_MAX, null=True, blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Set by the services, so a transition's stamp, updated_at and the outbox
+    # row's occurred_at are one and the same instant.
+    updated_at = models.DateTimeField(default=timezone.now)
+    activated_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    refused_at = models.DateTimeField(null=True, blank=True)
+    renegotiated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["external_system", "external_id", "assigner"],
+                name="commitment_external_ref_unique",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    Q(external_system__isnull=True, external_id__isnull=True)
+                    | Q(external_system__isnull=False, external_id__isnull=False)
+                ),
+                name="commitment_external_ref_both_or_neither",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=[s.value for s in Status]),
+                name="commitment_status_valid",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["assignee", "status", "-created_at"], name="commitment_assignee_idx"
+            ),
+            models.Index(
+                fields=["assigner", "status", "-created_at"], name="commitment_assigner_idx"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.description[:60]} ({self.status})"
+
+    @property
+    def has_external_ref(self) -> bool:
+        return self.external_system is not None
+
+    def is_overdue(self, now=None) -> bool:
+        now = now or timezone.now()
+        return self.status == Status.ACTIVE and self.deadline is not None and self.deadline < now
+
+
+class EventKind(models.TextChoices):
+    """What happened to a commitment; each is one outbox row, written with the change."""
+
+    HANDSHAKE_REQUESTED = "handshake_requested", "Handshake requested"
+    ACTIVATED = "activated", "Accepted"
+    REFUSED = "refused", "Declined"
+    COMPLETED = "completed", "Completed"
+    RENEGOTIATED = "renegotiated", "Renegotiated"
+
+
+class OutboxEvent(models.Model):
+    """A transactional-outbox row: written in the transaction of the change it
+    records, turned into nudges and webhook deliveries by the workers in
+    `integrations`. It names what happened, to which commitment, and by whom.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    commitment = models.ForeignKey(Commitment, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=32, choices=EventKind.choices)
+    previous_status = models.CharField(max_length=24, blank=True)
+    new_status = models.CharField(max_length=24)
+    occurred_at = models.DateTimeField(default=timezone.now)
+    actor_kind = models.CharField(max_length=16)
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    actor_token_id = models.UUIDField(null=True, blank=True)
+    # Processing state, owned by the dispatcher in `integrations`: null until the
+    # event has been turned into deliveries.
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    dispatch_attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=Q(dispatched_at__isnull=True),
+                name="outbox_undispatched_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} for {self.commitment_id}"

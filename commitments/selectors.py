@@ -1,0 +1,78 @@
+"""Reads of commitments."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db.models import Count, F, Q, QuerySet
+from django.utils import timezone
+
+from audit.models import AuditEvent
+from audit.services import Actor
+from commitments.machine import MOVES, may_make
+from commitments.models import Commitment, Status
+
+FLOW_SCORE_WINDOW = dt.timedelta(days=90)
+# The moves the commitment page offers as buttons.
+PAGE_MOVES = ("send", "accept", "decline", "complete")
+
+
+def commitment_list_for_assignee(*, user) -> QuerySet[Commitment]:
+    """The Accord: what others asked of this person, drafts excluded."""
+    return (
+        Commitment.objects.filter(assignee=user)
+        .exclude(status=Status.DRAFT)
+        .select_related("assigner", "assignee")
+    )
+
+
+def commitment_list_for_assigner(*, user) -> QuerySet[Commitment]:
+    return Commitment.objects.filter(assigner=user).select_related("assigner", "assignee")
+
+
+def commitment_get_visible(*, user, commitment_id) -> Commitment | None:
+    """A commitment its assigner or assignee may see; drafts only by the assigner."""
+    return (
+        Commitment.objects.filter(pk=commitment_id)
+        .filter(Q(assigner=user) | (Q(assignee=user) & ~Q(status=Status.DRAFT)))
+        .select_related("assigner", "assignee")
+        .first()
+    )
+
+
+def commitment_timeline(*, commitment: Commitment) -> QuerySet[AuditEvent]:
+    return AuditEvent.objects.for_object(commitment).select_related("user")
+
+
+def flow_score(*, user, now: dt.datetime | None = None) -> int | None:
+    """100 x kept / (completed + overdue) over the last 90 days, as assignee.
+
+    kept: completed by the deadline, or with no deadline; overdue: Active past
+    its deadline. None when there is nothing to score. One query.
+    """
+    now = now or timezone.now()
+    since = now - FLOW_SCORE_WINDOW
+    completed = Q(status=Status.COMPLETED, completed_at__gte=since)
+    kept = completed & (Q(deadline__isnull=True) | Q(completed_at__lte=F("deadline")))
+    overdue = Q(status=Status.ACTIVE, deadline__lt=now, deadline__gte=since)
+    totals = Commitment.objects.filter(assignee=user).aggregate(
+        kept=Count("pk", filter=kept),
+        completed=Count("pk", filter=completed),
+        overdue=Count("pk", filter=overdue),
+    )
+    denominator = totals["completed"] + totals["overdue"]
+    if denominator == 0:
+        return None
+    return round(100 * totals["kept"] / denominator)
+
+
+def commitment_actions_for(*, user, commitment: Commitment) -> set[str]:
+    """The moves `user` may make on `commitment` now: a subset of
+    {"send", "accept", "decline", "complete"}."""
+    actor = Actor.for_user(user)
+    return {
+        move
+        for move in PAGE_MOVES
+        if commitment.status in MOVES[move].from_statuses
+        and may_make(MOVES[move], actor=actor, commitment=commitment)
+    }

@@ -1,0 +1,356 @@
+"""Writes to commitments: one function per state-machine move.
+
+Each transition is one transaction that locks the row, checks who may act and
+whether the move may start from the current status (the table of DECISIONS.md,
+kept as data in `commitments.machine`), sets the transition time, and writes
+the audit row and the outbox row with it. The web interface and the API call
+these same functions: there is one path to every status.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from audit.services import Actor, audit_event_record
+from commitments.errors import (
+    CommitmentNotFound,
+    DuplicateExternalRef,
+    InvalidTransition,
+    NothingChanged,
+    NotPermitted,
+)
+from commitments.machine import MOVES, may_create, may_make
+from commitments.models import Commitment, EventKind, OutboxEvent, Status
+
+UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class TransitionResult:
+    commitment: Commitment
+    previous_status: str
+    changed: bool
+
+
+# --- helpers -------------------------------------------------------------------
+
+
+def _lock(**lookup: Any) -> Commitment:
+    try:
+        return Commitment.objects.select_for_update().get(**lookup)
+    except Commitment.DoesNotExist:
+        raise CommitmentNotFound() from None
+
+
+def _check(commitment: Commitment, *, actor: Actor, move: str, replay_into: str = "") -> bool:
+    """Raise unless the table in `commitments.machine` lets `actor` make `move`
+    now. Returns False for a replay into `replay_into`, the status the move
+    would reach (nothing to do), True otherwise."""
+    rule = MOVES[move]
+    if not may_make(rule, actor=actor, commitment=commitment):
+        raise NotPermitted(action=rule.words, reason=rule.who)
+    if replay_into and commitment.status == replay_into:
+        return False
+    if commitment.status not in rule.from_statuses:
+        raise InvalidTransition(action=rule.words, current_status=commitment.status)
+    return True
+
+
+def _record(
+    commitment: Commitment,
+    *,
+    actor: Actor,
+    action: str,
+    previous_status: str,
+    event: str | None,
+    payload: dict[str, Any] | None = None,
+) -> None:
+    body = {"from": previous_status or None, "to": commitment.status}
+    body.update(payload or {})
+    audit_event_record(actor=actor, subject=commitment, action=action, payload=body)
+    if event is not None:
+        outbox_row = OutboxEvent.objects.create(
+            commitment=commitment,
+            kind=event,
+            previous_status=previous_status,
+            new_status=commitment.status,
+            occurred_at=commitment.updated_at,
+            actor_kind=actor.kind,
+            actor_user=actor.user,
+            actor_token_id=actor.token_id,
+        )
+        _publish_on_commit(outbox_row.pk)
+
+
+def _publish_on_commit(event_id: int) -> None:
+    """Hand the outbox row to its deliverer (settings.OUTBOX_PUBLISHER) once
+    the transaction commits; nothing is handed over for a rolled-back change."""
+    if settings.OUTBOX_PUBLISHER:
+        publisher = import_string(settings.OUTBOX_PUBLISHER)
+        transaction.on_commit(partial(publisher, event_id=event_id))
+
+
+def _move(
+    commitment: Commitment, *, to: str, stamp_field: str | None, now: dt.datetime,
+    extra_fields: tuple[str, ...] = (),
+) -> str:
+    previous = commitment.status
+    commitment.status = to
+    commitment.updated_at = now
+    fields = ["status", "updated_at", *extra_fields]
+    if stamp_field:
+        setattr(commitment, stamp_field, now)
+        fields.append(stamp_field)
+    commitment.save(update_fields=fields)
+    return previous
+
+
+def _clean_text(value: str) -> str:
+    return (value or "").strip()
+
+
+# --- creation ------------------------------------------------------------------
+
+
+def _create(
+    *,
+    actor: Actor,
+    status: str,
+    action: str,
+    event: str | None,
+    assigner,
+    assignee,
+    description: str,
+    deadline: dt.datetime | None,
+    raw_text: str | None,
+    external_system: str | None,
+    external_id: str | None,
+) -> Commitment:
+    if not may_create(actor=actor, assigner_id=assigner.pk):
+        raise NotPermitted(action=action, reason="only the assigner creates a commitment")
+    payload: dict[str, Any] = {}
+    if external_system is not None:
+        payload = {"externalSystem": external_system, "externalId": external_id}
+    try:
+        with transaction.atomic():
+            commitment = Commitment.objects.create(
+                status=status,
+                assigner=assigner,
+                assignee=assignee,
+                description=_clean_text(description),
+                deadline=deadline,
+                raw_text=raw_text,
+                external_system=external_system,
+                external_id=external_id,
+            )
+            _record(commitment, actor=actor, action=action, previous_status="", event=event,
+                    payload=payload)
+    except IntegrityError as exc:
+        if "commitment_external_ref_unique" in str(exc) or (
+            external_system is not None
+            and Commitment.objects.filter(
+                external_system=external_system, external_id=external_id, assigner=assigner
+            ).exists()
+        ):
+            raise DuplicateExternalRef() from exc
+        raise
+    return commitment
+
+
+def commitment_create_pending(
+    *,
+    actor: Actor,
+    assigner,
+    assignee,
+    description: str,
+    deadline: dt.datetime | None,
+    external_system: str | None = None,
+    external_id: str | None = None,
+    raw_text: str | None = None,
+) -> Commitment:
+    """Create a commitment straight into Pending_Handshake (the inbox path) and
+    request the assignee's handshake. Raises DuplicateExternalRef when the
+    (external_system, external_id, assigner) constraint refuses the row."""
+    return _create(
+        actor=actor,
+        status=Status.PENDING_HANDSHAKE,
+        action="created",
+        event=EventKind.HANDSHAKE_REQUESTED,
+        assigner=assigner,
+        assignee=assignee,
+        description=description,
+        deadline=deadline,
+        raw_text=raw_text,
+        external_system=external_system,
+        external_id=external_id,
+    )
+
+
+def commitment_create_draft(
+    *,
+    actor: Actor,
+    assignee,
+    description: str,
+    deadline: dt.datetime | None = None,
+    raw_text: str | None = None,
+) -> Commitment:
+    """A draft from the capture surface; nobody is notified until it is sent."""
+    return _create(
+        actor=actor,
+        status=Status.DRAFT,
+        action="draft_created",
+        event=None,
+        assigner=actor.user,
+        assignee=assignee,
+        description=description,
+        deadline=deadline,
+        raw_text=raw_text,
+        external_system=None,
+        external_id=None,
+    )
+
+
+# --- transitions ---------------------------------------------------------------
+
+
+@transaction.atomic
+def commitment_update_draft(
+    *,
+    actor: Actor,
+    commitment_id: uuid.UUID,
+    description: str = UNSET,
+    deadline: dt.datetime | None = UNSET,
+    assignee=UNSET,
+) -> Commitment:
+    """A plain edit of a Draft: no transition, no notification."""
+    commitment = _lock(pk=commitment_id)
+    _check(commitment, actor=actor, move="edit_draft")
+    changes: dict[str, Any] = {}
+    if description is not UNSET:
+        commitment.description = _clean_text(description)
+        changes["description"] = commitment.description
+    if deadline is not UNSET:
+        commitment.deadline = deadline
+        changes["deadline"] = deadline.isoformat() if deadline else None
+    if assignee is not UNSET:
+        commitment.assignee = assignee
+        changes["assigneeId"] = str(assignee.pk)
+    commitment.updated_at = timezone.now()
+    commitment.save()
+    audit_event_record(actor=actor, subject=commitment, action="draft_edited", payload=changes)
+    return commitment
+
+
+def _assignee_answers(
+    *, actor: Actor, commitment_id: uuid.UUID, move: str, to: str, stamp_field: str,
+    audit_action: str, event: str,
+) -> TransitionResult:
+    """The handshake: the assignee answers a Pending_Handshake commitment."""
+    commitment = _lock(pk=commitment_id)
+    _check(commitment, actor=actor, move=move)
+    previous = _move(commitment, to=to, stamp_field=stamp_field, now=timezone.now())
+    _record(commitment, actor=actor, action=audit_action, previous_status=previous, event=event)
+    return TransitionResult(commitment, previous, True)
+
+
+@transaction.atomic
+def commitment_send_for_handshake(*, actor: Actor, commitment_id: uuid.UUID) -> TransitionResult:
+    commitment = _lock(pk=commitment_id)
+    _check(commitment, actor=actor, move="send")
+    previous = _move(commitment, to=Status.PENDING_HANDSHAKE, stamp_field=None, now=timezone.now())
+    _record(commitment, actor=actor, action="sent_for_handshake", previous_status=previous,
+            event=EventKind.HANDSHAKE_REQUESTED)
+    return TransitionResult(commitment, previous, True)
+
+
+@transaction.atomic
+def commitment_accept(*, actor: Actor, commitment_id: uuid.UUID) -> TransitionResult:
+    return _assignee_answers(
+        actor=actor, commitment_id=commitment_id, move="accept", to=Status.ACTIVE,
+        stamp_field="activated_at", audit_action="accepted", event=EventKind.ACTIVATED,
+    )
+
+
+@transaction.atomic
+def commitment_decline(*, actor: Actor, commitment_id: uuid.UUID) -> TransitionResult:
+    return _assignee_answers(
+        actor=actor, commitment_id=commitment_id, move="decline", to=Status.REFUSED,
+        stamp_field="refused_at", audit_action="declined", event=EventKind.REFUSED,
+    )
+
+
+@transaction.atomic
+def commitment_complete(
+    *,
+    actor: Actor,
+    commitment_id: uuid.UUID | None = None,
+    external_system: str | None = None,
+    external_id: str | None = None,
+    replay_is_noop: bool = False,
+) -> TransitionResult:
+    """Active -> Completed, by the assigner, the assignee, or the assigner's token.
+
+    Found by id, or (for sync) by external reference among the actor's own
+    commitments as assigner. With `replay_is_noop`, a commitment already
+    Completed is returned unchanged and nothing is written.
+    """
+    if commitment_id is not None:
+        commitment = _lock(pk=commitment_id)
+    else:
+        commitment = _lock(
+            external_system=external_system, external_id=external_id, assigner=actor.user
+        )
+    replay_into = Status.COMPLETED if replay_is_noop else ""
+    if not _check(commitment, actor=actor, move="complete", replay_into=replay_into):
+        return TransitionResult(commitment, commitment.status, False)
+    previous = _move(commitment, to=Status.COMPLETED, stamp_field="completed_at",
+                     now=timezone.now())
+    payload = {}
+    if commitment.has_external_ref:
+        payload = {"externalSystem": commitment.external_system,
+                   "externalId": commitment.external_id}
+    _record(commitment, actor=actor, action="completed", previous_status=previous,
+            event=EventKind.COMPLETED, payload=payload)
+    return TransitionResult(commitment, previous, True)
+
+
+@transaction.atomic
+def commitment_renegotiate(
+    *,
+    actor: Actor,
+    commitment_id: uuid.UUID,
+    description: str = UNSET,
+    deadline: dt.datetime | None = UNSET,
+) -> TransitionResult:
+    """The assigner changes the description or deadline before a handshake
+    completed; the assignee is asked for the handshake again."""
+    commitment = _lock(pk=commitment_id)
+    _check(commitment, actor=actor, move="renegotiate")
+    changes: dict[str, Any] = {}
+    if description is not UNSET and _clean_text(description) != commitment.description:
+        commitment.description = _clean_text(description)
+        changes["description"] = commitment.description
+    if deadline is not UNSET and deadline != commitment.deadline:
+        commitment.deadline = deadline
+        changes["deadline"] = deadline.isoformat() if deadline else None
+    if not changes:
+        raise NothingChanged()
+    previous = _move(
+        commitment,
+        to=Status.PENDING_HANDSHAKE,
+        stamp_field="renegotiated_at",
+        now=timezone.now(),
+        extra_fields=("description", "deadline"),
+    )
+    _record(commitment, actor=actor, action="renegotiated", previous_status=previous,
+            event=EventKind.RENEGOTIATED, payload={"changes": changes})
+    return TransitionResult(commitment, previous, True)

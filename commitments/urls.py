@@ -1,0 +1,20 @@
+from django.urls import path
+
+from commitments import views
+
+urlpatterns = [
+    path("", views.accord, name="accord"),
+    path("dashboard/", views.dashboard, name="dashboard"),
+    # Nudges link to /commitments/<id> without a trailing slash; both forms work.
+    path("commitments/<uuid:commitment_id>", views.commitment_detail, name="commitment_detail"),
+    path("commitments/<uuid:commitment_id>/", views.commitment_detail),
+    *(
+        path(
+            f"commitments/<uuid:commitment_id>/{action}",
+            views.commitment_act,
+            {"action": action},
+            name=f"commitment_{action}",
+        )
+        for action in views.HANDSHAKE_ACTIONS
+    ),
+]

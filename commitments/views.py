@@ -1,0 +1,136 @@
+"""Pages about commitments: the Accord (what others asked of you), the dashboard,
+and one commitment's detail page with its handshake buttons."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST, require_safe
+
+from audit.models import ActorKind
+from audit.services import Actor
+from commitments import selectors, services
+from commitments.errors import CommitmentNotFound, InvalidTransition, NotPermitted
+from commitments.models import Commitment, Status
+
+# The Accord's sections, in the order a person acts on them.
+ACCORD_SECTIONS = [
+    ("waiting", "Waiting for your handshake", {Status.PENDING_HANDSHAKE}),
+    ("active", "In progress", {Status.ACTIVE}),
+    ("closed", "Closed", {Status.COMPLETED, Status.REFUSED}),
+]
+
+
+@login_required
+def accord(request: HttpRequest) -> HttpResponse:
+    commitments = list(selectors.commitment_list_for_assignee(user=request.user))
+    sections = [
+        {"key": key, "title": title, "rows": [c for c in commitments if c.status in statuses]}
+        for key, title, statuses in ACCORD_SECTIONS
+    ]
+    return render(
+        request,
+        "commitments/accord.html",
+        {"commitments": commitments, "sections": sections, "now": timezone.now()},
+    )
+
+
+@login_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "commitments/dashboard.html",
+        {
+            "flow_score": selectors.flow_score(user=request.user),
+            "assigned": selectors.commitment_list_for_assigner(user=request.user),
+            "now": timezone.now(),
+        },
+    )
+
+
+# Audit actions as the timeline words them; anything else is shown as its name.
+TIMELINE_WORDS = {
+    "created": "Asked for a handshake",
+    "draft_created": "Drafted",
+    "draft_edited": "Edited the draft",
+    "sent_for_handshake": "Sent for handshake",
+    "accepted": "Accepted",
+    "declined": "Declined",
+    "completed": "Marked completed",
+    "renegotiated": "Renegotiated",
+}
+
+
+def _timeline(commitment: Commitment) -> list[dict]:
+    return [
+        {
+            "event": event,
+            "words": TIMELINE_WORDS.get(event.action, event.action.replace("_", " ").capitalize()),
+            "by_token": event.actor_kind == ActorKind.API_TOKEN,
+            "by_system": event.actor_kind == ActorKind.SYSTEM,
+        }
+        for event in selectors.commitment_timeline(commitment=commitment)
+    ]
+
+
+@require_safe
+@login_required
+def commitment_detail(request: HttpRequest, commitment_id: uuid.UUID) -> HttpResponse:
+    commitment = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
+    if commitment is None:
+        raise Http404("No such commitment.")
+    return render(
+        request,
+        "commitments/detail.html",
+        {
+            "commitment": commitment,
+            "c": commitment,  # for the shared _deadline.html
+            "actions": selectors.commitment_actions_for(user=request.user, commitment=commitment),
+            "timeline": _timeline(commitment),
+            "now": timezone.now(),
+        },
+    )
+
+
+# action name -> (service, message on success)
+HANDSHAKE_ACTIONS: dict[str, tuple[Callable[..., object], str]] = {
+    "send": (services.commitment_send_for_handshake, "Sent for handshake."),
+    "accept": (services.commitment_accept, "Accepted: the commitment is now active."),
+    "decline": (services.commitment_decline, "Declined."),
+    "complete": (services.commitment_complete, "Marked completed."),
+}
+
+
+@require_POST
+def commitment_act(request: HttpRequest, commitment_id: uuid.UUID, action: str) -> HttpResponse:
+    """One handshake move through its service, then back to the detail page."""
+    detail_url = reverse("commitment_detail", args=[commitment_id])
+    if not request.user.is_authenticated:
+        # Back to the page after signing in, not to this POST-only address.
+        return redirect_to_login(detail_url)
+    # Someone who cannot see the commitment learns nothing about it, not even
+    # whether the move would have been refused for its status.
+    if selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id) is None:
+        raise Http404("No such commitment.")
+    service, success = HANDSHAKE_ACTIONS[action]
+    try:
+        service(actor=Actor.for_user(request.user), commitment_id=commitment_id)
+    except CommitmentNotFound:
+        raise Http404("No such commitment.") from None
+    except NotPermitted as exc:
+        raise PermissionDenied(str(exc)) from None
+    except InvalidTransition as exc:
+        status = Status(exc.current_status).label
+        messages.error(request, f"Could not {exc.action} this commitment: its status is {status}.")
+        return redirect(detail_url)
+    messages.success(request, success)
+    return redirect(detail_url)

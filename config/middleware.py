@@ -1,0 +1,140 @@
+"""Project-wide request guards: HTTPS in production and JSON-only API errors."""
+
+from __future__ import annotations
+
+import io
+import ipaddress
+import logging
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.http.request import UnreadablePostError
+
+logger = logging.getLogger(__name__)
+
+API_PREFIXES = ("/api/",)
+
+
+def is_api_path(path: str) -> bool:
+    return path.startswith(API_PREFIXES)
+
+
+def error_response(status: int, error: str, message: str, **extra: object) -> JsonResponse:
+    body: dict[str, object] = {"error": error, "message": message}
+    body.update(extra)
+    return JsonResponse(body, status=status)
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for localhost, 127.0.0.0/8 and [::1], with or without a port."""
+    if host.startswith("["):
+        name = host[1 : host.find("]")] if "]" in host else host[1:]
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    name = name.lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+class HttpsOnlyMiddleware:
+    """In production, plain HTTP is served only to loopback hosts.
+
+    Pages redirect to HTTPS. The API refuses with 403 https_required instead of
+    redirecting, so a client never re-sends its bearer token after a redirect.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if settings.HTTPS_ONLY and not request.is_secure():
+            host = request.META.get("HTTP_HOST") or request.META.get("SERVER_NAME", "")
+            if not is_loopback_host(host):
+                if is_api_path(request.path):
+                    return error_response(
+                        403, "https_required", "This API is served over HTTPS only."
+                    )
+                return HttpResponsePermanentRedirect(f"https://{host}{request.get_full_path()}")
+        return self.get_response(request)
+
+
+_ERROR_NAMES = {400: "bad_request", 403: "forbidden", 413: "payload_too_large"}
+
+
+def payload_too_large() -> JsonResponse:
+    limit = settings.API_MAX_BODY_BYTES
+    return error_response(
+        413, "payload_too_large", f"The request body is larger than {limit} bytes."
+    )
+
+
+def read_bounded_body(request: HttpRequest) -> HttpResponse | None:
+    """Read an API request's body, refusing more than settings.API_MAX_BODY_BYTES.
+
+    DRF's parsers stream the body, so DATA_UPLOAD_MAX_MEMORY_SIZE never applies
+    to them. A declared Content-Length over the limit is refused unread; the
+    body is then read up to one byte past the limit, which catches a body that
+    turns out larger than declared (or one sent with no length, under ASGI),
+    and at most limit + 1 bytes are ever held in memory.
+    """
+    limit = settings.API_MAX_BODY_BYTES
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > limit:
+        return payload_too_large()
+    try:
+        body = request.read(limit + 1)
+    except UnreadablePostError:
+        return error_response(400, "invalid_payload", "The request body could not be read.")
+    if len(body) > limit:
+        return payload_too_large()
+    # Hand the body on as if HttpRequest.body had read it (Django does the same there).
+    request._body = body
+    request._stream = io.BytesIO(body)
+    return None
+
+
+class ApiErrorMiddleware:
+    """No API route answers with an HTML page or a stack trace.
+
+    DRF's exception handler covers errors raised inside API views; this covers
+    what happens outside them (unknown /api/ paths, errors in middleware), and
+    refuses API bodies over settings.API_MAX_BODY_BYTES before any view runs.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if is_api_path(request.path):
+            refused = read_bounded_body(request)
+            if refused is not None:
+                return refused
+        response = self.get_response(request)
+        if not is_api_path(request.path) or response.get("Content-Type", "").startswith(
+            "application/json"
+        ):
+            return response
+        if response.status_code == 404:
+            return error_response(404, "not_found", "No such route.")
+        if response.status_code == 405:
+            return error_response(405, "method_not_allowed", "Method not allowed.")
+        if response.status_code >= 500:
+            return error_response(500, "internal_error", "Something went wrong on our side.")
+        if response.status_code >= 400:
+            # e.g. Django's own 400 for a disallowed Host header, 403 for CSRF.
+            error = _ERROR_NAMES.get(response.status_code, "bad_request")
+            return error_response(response.status_code, error, "The request was refused.")
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not is_api_path(request.path):
+            return None
+        logger.exception("Unhandled error on %s", request.path)
+        return error_response(500, "internal_error", "Something went wrong on our side.")

@@ -1,0 +1,337 @@
+"""Django settings. Everything machine-specific comes from the environment.
+
+With nothing set, the service runs locally on SQLite with an embedded broker
+(see CELERY_* below). Production sets DEBUG=0, SECRET_KEY, ALLOWED_HOSTS,
+DATABASE_URL and REDIS_URL.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", default=True)
+
+_DEV_SECRET_KEY = "dev-insecure-key-do-not-use-in-production"
+SECRET_KEY = env_str("SECRET_KEY", _DEV_SECRET_KEY)
+if not DEBUG and (SECRET_KEY == _DEV_SECRET_KEY or len(SECRET_KEY) < 32):
+    raise ImproperlyConfigured(
+        "Production mode (DEBUG=0) needs SECRET_KEY set to a random value of 32+ characters."
+    )
+# Keys that encrypt secrets at rest (provider keys, webhook secrets). The first
+# encrypts; all decrypt, so a key can be rotated by prepending a new one.
+FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEYS") or [SECRET_KEY]
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS")
+# Loopback names are always served, also in production: the container's health
+# check (Dockerfile HEALTHCHECK) and an operator on the machine reach the
+# service as localhost, the only hosts where plain HTTP is accepted.
+ALLOWED_HOSTS += [h for h in ("localhost", "127.0.0.1", "[::1]") if h not in ALLOWED_HOSTS]
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+SITE_URL = env_str("SITE_URL", "http://localhost:3000").rstrip("/")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "allauth",
+    "allauth.account",
+    "accounts",
+    "audit",
+    "commitments",
+    "integrations",
+    "gather",
+]
+
+MIDDLEWARE = [
+    "config.middleware.HttpsOnlyMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.middleware.ApiErrorMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+    "accounts.middleware.UserTimezoneMiddleware",
+    # After a write, queue the outbox events it left (nudges go out at once).
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -----------------------------------------------------------------
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    DATABASES = {
+        "default": dj_database_url.parse(
+            DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
+        )
+    }
+else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "db.sqlite3",
+            "OPTIONS": {
+                # Writers take the lock at BEGIN, so a transition's
+                # read-check-write cannot interleave with another writer's
+                # (SQLite has no SELECT ... FOR UPDATE).
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Users and sign-in --------------------------------------------------------
+AUTH_USER_MODEL = "accounts.User"
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+# E-mail uniqueness is enforced case-insensitively by a functional unique index
+# (accounts.User.Meta.constraints), which this check does not recognise.
+SILENCED_SYSTEM_CHECKS = ["auth.W004"]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+ACCOUNT_LOGIN_METHODS = {"email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
+ACCOUNT_USER_MODEL_USERNAME_FIELD = None
+ACCOUNT_UNIQUE_EMAIL = True
+ACCOUNT_PRESERVE_USERNAME_CASING = False
+ACCOUNT_EMAIL_VERIFICATION = env_str("ACCOUNT_EMAIL_VERIFICATION", "none")
+ACCOUNT_SIGNUP_FORM_CLASS = "accounts.forms.SignupForm"
+ACCOUNT_LOGOUT_ON_GET = False
+LOGIN_URL = "account_login"
+LOGIN_REDIRECT_URL = "/"
+ACCOUNT_LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# --- Mail ---------------------------------------------------------------------
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+# For EMAIL_BACKEND=django.core.mail.backends.filebased.EmailBackend.
+EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH", str(VAR_DIR / "mail"))
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Commitments <noreply@localhost>")
+
+# --- Internationalisation -----------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# --- Static files (served by the app itself through WhiteNoise) ---------------
+STATIC_URL = "/static/"
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# In development (and tests) WhiteNoise serves from the finders, so it needs no
+# collectstatic run; production serves the collected, hashed files.
+WHITENOISE_AUTOREFRESH = DEBUG
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+
+# --- HTTPS in production ------------------------------------------------------
+# Plain HTTP is accepted only from loopback hosts; elsewhere pages redirect and
+# the API refuses with 403 https_required (config.middleware.HttpsOnlyMiddleware).
+HTTPS_ONLY = env_bool("HTTPS_ONLY", default=not DEBUG)
+if env_bool("TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = not DEBUG
+CSRF_COOKIE_SECURE = not DEBUG
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
+SECURE_HSTS_PRELOAD = False
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+
+# --- API ----------------------------------------------------------------------
+API_MAX_BODY_BYTES = 1024 * 1024
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "config.api_errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Commitment Tracking Service API",
+    "DESCRIPTION": (
+        "Issue trackers and chat tools create commitments with `POST /api/v1/inbox` and "
+        "complete them by their external reference with `POST /api/v1/sync`, authenticated "
+        "with a personal API token (`Authorization: Bearer svc_...`, minted on Settings, "
+        "API Tokens). Every error answers `{\"error\", \"message\"}` with a stable `error` "
+        "name, plus `details` for validation errors. Retry only on 5xx: a 4xx is the same "
+        "for the same payload. Production accepts HTTPS only.\n\n"
+        "`POST /api/gather` (the capture surface, session cookie only) is not built yet."
+    ),
+    "VERSION": "1.0.0",
+    "OAS_VERSION": "3.0.3",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    # The session-cookie scheme of /api/gather, declared whether or not a view uses it yet.
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {
+            "cookieAuth": {"type": "apiKey", "in": "cookie", "name": "sessionid"},
+        },
+    },
+    "ENUM_NAME_OVERRIDES": {
+        "CommitmentStatusEnum": "commitments.models.Status",
+        "SyncTargetStatusEnum": ["Completed"],
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "integrations.openapi.add_auth_challenge_headers",
+    ],
+}
+
+# --- Background work ----------------------------------------------------------
+# Called (by dotted path, so `commitments` imports no delivery code) with the id
+# of every outbox row once its transaction commits. The row is the truth: a
+# publish that fails or never happens only waits for the next sweep.
+OUTBOX_PUBLISHER = env_str("OUTBOX_PUBLISHER", "integrations.outbox.outbox_publish_event")
+# Celery carries only row ids. The rows (commitments.OutboxEvent,
+# integrations.Delivery) are the truth, and a periodic sweep re-enqueues what
+# the broker lost; so a publish may fail, and it is bounded: a request never
+# hangs on a dead or paused broker (it publishes once, without retries, and
+# loses at most BROKER_TIMEOUT seconds).
+REDIS_URL = env_str("REDIS_URL")
+BROKER_TIMEOUT = env_int("BROKER_TIMEOUT", 2)  # seconds per broker command or connect
+if REDIS_URL:
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
+        # Without socket timeouts a publish to a paused Redis waits forever.
+        "socket_connect_timeout": BROKER_TIMEOUT,
+        "socket_timeout": BROKER_TIMEOUT,
+        "socket_keepalive": True,
+        # A message taken by a worker that then died comes back after this.
+        # Tasks are short (time limits below) and nothing waits in the queue
+        # on a countdown (retries are scheduled in the database), so no
+        # healthy message stays unacknowledged this long.
+        "visibility_timeout": 300,
+    }
+else:
+    # Embedded default: a broker that needs no server. Web and worker share
+    # these folders; the outbox rows in the database stay the source of truth.
+    _broker_dir = VAR_DIR / "broker"
+    for _sub in ("queue", "processed", "control"):
+        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "queue"),
+        "data_folder_out": str(_broker_dir / "queue"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),
+        "store_processed": False,
+    }
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_TIMEOUT
+# Publishes from workers and beat retry a little (a pooled connection may be
+# stale after a Redis restart); the sweep is the real retry. Requests publish
+# without retries (integrations.outbox). Workers and beat wait for the broker
+# at start and reconnect as long as it takes.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# With late acks a task running when the broker connection drops is delivered
+# again; stop it instead of letting two copies run at once.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+# Every task is bounded; the delivery lease below is longer than the hard limit,
+# so a lease expires only when its worker is really gone.
+CELERY_TASK_SOFT_TIME_LIMIT = 45
+CELERY_TASK_TIME_LIMIT = 60
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "UTC"
+
+# --- Nudges and the outbox (integrations.outbox) ------------------------------
+OUTBOX_SWEEP_INTERVAL = env_int("OUTBOX_SWEEP_INTERVAL", 30)  # s between sweeps (beat)
+# The sweep leaves a row alone this long after it was written or last queued,
+# so it does not queue again what the after-commit publish just queued.
+OUTBOX_SWEEP_GRACE = env_int("OUTBOX_SWEEP_GRACE", 10)
+OUTBOX_REQUEUE_AFTER = env_int("OUTBOX_REQUEUE_AFTER", 120)  # s before queueing a row again
+DELIVERY_LEASE_SECONDS = env_int("DELIVERY_LEASE_SECONDS", 120)  # a claimed send's lease
+DELIVERY_MAX_ATTEMPTS = env_int("DELIVERY_MAX_ATTEMPTS", 10)  # per channel, then fall back
+NOTIFY_HTTP_TIMEOUT = env_int("NOTIFY_HTTP_TIMEOUT", 10)  # s, Slack and Teams webhooks
+# Outbound HTTP (chat webhooks) to http:// URLs and to private, loopback or
+# link-local addresses: for development and tests only.
+OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", DEBUG)
+CELERY_BEAT_SCHEDULE = {
+    "outbox-sweep": {
+        "task": "integrations.tasks.sweep",
+        "schedule": float(OUTBOX_SWEEP_INTERVAL),
+        # A sweep queued while no worker ran is stale once the next is due.
+        "options": {"expires": float(OUTBOX_SWEEP_INTERVAL)},
+    },
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+# --- Logging ------------------------------------------------------------------
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class GatherConfig(AppConfig):
+    name = "gather"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,3 @@
+"""POST /api/gather and the capture page."""
+
+urlpatterns: list = []

@@ -1,0 +1,1 @@
+from integrations.admin import notifications, tokens  # noqa: F401

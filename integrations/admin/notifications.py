@@ -1,0 +1,121 @@
+"""Admin for notification channels, deliveries and their attempts.
+
+Read-only windows: a webhook URL is a secret and is shown masked (scheme and
+host only); deliveries change only through `integrations.outbox`. Two actions:
+clear a channel's broken mark, and send failed deliveries again.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from config.admin_tools import ReadOnlyAdminMixin, ReadOnlyInlineMixin
+from integrations import outbox
+from integrations.models import Delivery, DeliveryAttempt, NotificationChannel
+
+
+@admin.register(NotificationChannel)
+class NotificationChannelAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("user", "kind", "masked_url", "broken_at", "updated_at")
+    list_filter = ("kind", ("broken_at", admin.EmptyFieldListFilter))
+    list_select_related = ("user",)
+    search_fields = ("user__email",)
+    ordering = ("-updated_at",)
+    # `webhook_url` itself is deliberately absent.
+    fields = (
+        "id",
+        "user",
+        "kind",
+        "masked_url",
+        "broken_at",
+        "broken_reason",
+        "created_at",
+        "updated_at",
+    )
+    readonly_fields = fields
+    actions = ["clear_broken"]
+
+    @admin.display(description="webhook URL")
+    def masked_url(self, obj: NotificationChannel) -> str:
+        return obj.masked_url or "—"
+
+    def has_clear_broken_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("integrations.change_notificationchannel")
+
+    @admin.action(
+        description="Clear the broken mark (try the channel again)", permissions=["clear_broken"]
+    )
+    def clear_broken(self, request: HttpRequest, queryset: QuerySet) -> None:
+        count = queryset.filter(broken_at__isnull=False).update(
+            broken_at=None, broken_reason="", updated_at=timezone.now()
+        )
+        self.message_user(request, f"Cleared {count} channel(s).", messages.SUCCESS)
+
+
+class DeliveryAttemptInline(ReadOnlyInlineMixin, admin.TabularInline):
+    model = DeliveryAttempt
+    fields = ("started_at", "channel", "outcome", "status_code", "duration_ms", "error")
+    readonly_fields = fields
+    ordering = ("started_at", "id")
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = (
+        "created_at",
+        "purpose",
+        "event_kind",
+        "recipient",
+        "channel",
+        "status",
+        "attempts",
+        "next_attempt_at",
+        "delivered_at",
+    )
+    list_filter = ("status", "purpose", "channel", "created_at")
+    list_select_related = ("recipient", "event")
+    search_fields = ("recipient__email", "=id", "=event__commitment__id")
+    search_help_text = "Recipient e-mail, delivery id or commitment id."
+    date_hierarchy = "created_at"
+    ordering = ("-created_at",)
+    fields = (
+        "id",
+        "event",
+        "commitment_id",
+        "purpose",
+        "recipient",
+        "channel",
+        "status",
+        "attempts",
+        "next_attempt_at",
+        "claimed_until",
+        "enqueued_at",
+        "delivered_at",
+        "last_error",
+        "created_at",
+        "updated_at",
+    )
+    readonly_fields = fields
+    inlines = [DeliveryAttemptInline]
+    actions = ["retry_now"]
+
+    @admin.display(description="event", ordering="event__kind")
+    def event_kind(self, obj: Delivery) -> str:
+        return obj.event.get_kind_display()
+
+    @admin.display(description="commitment")
+    def commitment_id(self, obj: Delivery) -> str:
+        return str(obj.event.commitment_id)
+
+    def has_retry_now_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("integrations.change_delivery")
+
+    @admin.action(
+        description="Send again now (failed or waiting deliveries)", permissions=["retry_now"]
+    )
+    def retry_now(self, request: HttpRequest, queryset: QuerySet) -> None:
+        count = sum(outbox.delivery_retry(delivery_id=d.pk) for d in queryset)
+        self.message_user(request, f"Queued {count} delivery(ies) again.", messages.SUCCESS)

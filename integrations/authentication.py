@@ -1,0 +1,76 @@
+"""Bearer-token authentication for the public API (DRF).
+
+One query finds the token and its owner (by digest, through the unique index).
+Anything wrong with the credentials (missing, malformed, unknown, revoked, or an
+owner who can no longer sign in) is `401 unauthorized` with
+`WWW-Authenticate: Bearer`, through the one exception handler.
+
+`last_used_at` is written at most once a minute per token, by a conditional
+UPDATE: requests in between write nothing, and of racing requests at the minute
+boundary only one UPDATE matches a row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db.models import Q
+from django.utils import timezone
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
+
+from integrations import tokens
+from integrations.models import ApiToken
+
+KEYWORD = "Bearer"
+LAST_USED_RESOLUTION = dt.timedelta(minutes=1)
+INVALID_TOKEN = "The bearer token is not valid (unknown or revoked)."
+
+
+class BearerTokenAuthentication(BaseAuthentication):
+    def authenticate(self, request: Request) -> tuple[object, ApiToken] | None:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            return None  # the permission check answers 401 "not provided"
+        scheme, _, credentials = header.partition(" ")
+        # The scheme name is case-insensitive (RFC 9110, section 11.1).
+        if scheme.lower() != KEYWORD.lower():
+            raise exceptions.AuthenticationFailed(
+                "Use the Bearer scheme: Authorization: Bearer <API token>."
+            )
+        credentials = credentials.strip()
+        if not tokens.has_valid_shape(credentials):
+            # Wrong length, alphabet or checksum: no lookup needed to know.
+            raise exceptions.AuthenticationFailed("Malformed bearer token.")
+        return self._authenticate_token(credentials)
+
+    def _authenticate_token(self, plaintext: str) -> tuple[object, ApiToken]:
+        digest = tokens.digest(plaintext)
+        try:
+            token = ApiToken.objects.select_related("user").get(digest=digest)
+        except ApiToken.DoesNotExist:
+            raise exceptions.AuthenticationFailed(INVALID_TOKEN) from None
+        # The row was found by equality on the digest; compare again in constant
+        # time so the decision itself never depends on where two strings differ.
+        if not tokens.matches(plaintext, token.digest):
+            raise exceptions.AuthenticationFailed(INVALID_TOKEN)
+        if token.revoked_at is not None or not token.user.is_active:
+            raise exceptions.AuthenticationFailed(INVALID_TOKEN)
+        _touch(token)
+        return token.user, token
+
+    def authenticate_header(self, request: Request) -> str:
+        return KEYWORD
+
+
+def _touch(token: ApiToken) -> None:
+    """Record use, at most once per LAST_USED_RESOLUTION per token."""
+    now = timezone.now()
+    stale_before = now - LAST_USED_RESOLUTION
+    if token.last_used_at is not None and token.last_used_at > stale_before:
+        return
+    ApiToken.objects.filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lte=stale_before), pk=token.pk
+    ).update(last_used_at=now)
+    token.last_used_at = now

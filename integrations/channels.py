@@ -1,0 +1,166 @@
+"""Writes and reads of notification channels: choose one, test it, mark it broken."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from audit.services import Actor, audit_event_record
+from integrations.models import ChannelKind, NotificationChannel
+from integrations.nudges import sample_message
+from integrations.transports import TransportError, excerpt, transport_for
+
+WEBHOOK_URL_MAX = 2000
+CHAT_KINDS = {ChannelKind.SLACK, ChannelKind.TEAMS}
+_LOCAL_NAMES = {"localhost", "localhost.localdomain"}
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where a nudge to one person goes right now: their chosen channel, or
+    e-mail when they chose none or the one they chose is broken."""
+
+    kind: str
+    address: str  # e-mail address or webhook URL
+    channel: NotificationChannel | None = None
+
+    @property
+    def label(self) -> str:
+        return ChannelKind(self.kind).label
+
+
+def notification_channel_get(*, user) -> NotificationChannel | None:
+    return NotificationChannel.objects.filter(user=user).first()
+
+
+def destination_for(user, *, channel: NotificationChannel | None = None) -> Destination:
+    channel = channel if channel is not None else notification_channel_get(user=user)
+    if (
+        channel is not None
+        and channel.kind in CHAT_KINDS
+        and channel.webhook_url
+        and not channel.is_broken
+    ):
+        return Destination(kind=channel.kind, address=channel.webhook_url, channel=channel)
+    return Destination(kind=ChannelKind.EMAIL, address=user.email, channel=channel)
+
+
+def validate_webhook_url(url: str) -> str:
+    """The URL trimmed, or ValidationError. https only in production, and not a
+    loopback or private address; development and tests may allow both
+    (OUTBOUND_ALLOW_PRIVATE). Names are checked again, resolved, at send time."""
+    url = (url or "").strip()
+    if not url:
+        raise ValidationError("Paste the webhook URL.")
+    if len(url) > WEBHOOK_URL_MAX:
+        raise ValidationError(f"At most {WEBHOOK_URL_MAX} characters.")
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ValidationError("Enter a full URL, starting with https://.")
+    if settings.OUTBOUND_ALLOW_PRIVATE:
+        return url
+    if parts.scheme != "https":
+        raise ValidationError("The URL must start with https://.")
+    host = parts.hostname.lower()
+    if host in _LOCAL_NAMES or host.endswith(".localhost"):
+        raise ValidationError("A local address cannot receive nudges.")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return url
+    if not ip.is_global:
+        raise ValidationError("A private or local address cannot receive nudges.")
+    return url
+
+
+@transaction.atomic
+def notification_channel_set(*, user, kind: str, webhook_url: str = "") -> NotificationChannel:
+    """Choose how `user` is nudged. For Slack or Teams an empty URL keeps the
+    stored one (the page never shows it back); saving clears a broken mark."""
+    if kind not in ChannelKind.values:
+        raise ValidationError({"kind": "Choose e-mail, Slack or Microsoft Teams."})
+    channel = NotificationChannel.objects.select_for_update().filter(user=user).first()
+    channel = channel or NotificationChannel(user=user)
+    previous_url = channel.webhook_url
+    if kind in CHAT_KINDS:
+        if webhook_url.strip():
+            try:
+                channel.webhook_url = validate_webhook_url(webhook_url)
+            except ValidationError as exc:
+                raise ValidationError({"webhook_url": exc.messages}) from None
+        elif not (channel.kind == kind and channel.webhook_url):
+            raise ValidationError({"webhook_url": "Paste the webhook URL."})
+    else:
+        channel.webhook_url = ""  # nothing secret kept that is not in use
+    url_changed = channel.webhook_url != previous_url
+    channel.kind = kind
+    channel.broken_at = None
+    channel.broken_reason = ""
+    channel.save()
+    audit_event_record(
+        actor=Actor.for_user(user),
+        subject=channel,
+        action="notification_channel_set",
+        payload={"kind": kind, "urlChanged": url_changed},
+    )
+    return channel
+
+
+def notification_channel_mark_broken(*, channel_id, failed_url: str, reason: str) -> bool:
+    """Mark a chat channel broken after a permanent failure of `failed_url`.
+    Does nothing if the owner has since saved another URL or kind."""
+    with transaction.atomic():
+        channel = NotificationChannel.objects.select_for_update().filter(pk=channel_id).first()
+        if channel is None or channel.kind not in CHAT_KINDS or channel.webhook_url != failed_url:
+            return False
+        if channel.is_broken:
+            return True
+        channel.broken_at = timezone.now()
+        channel.broken_reason = excerpt(reason, 500)
+        channel.save(update_fields=["broken_at", "broken_reason", "updated_at"])
+        audit_event_record(
+            actor=Actor.system(),
+            subject=channel,
+            action="notification_channel_broken",
+            payload={"kind": channel.kind, "reason": channel.broken_reason},
+        )
+    return True
+
+
+@dataclass(frozen=True)
+class TestResult:
+    ok: bool
+    kind: str
+    detail: str
+
+
+def notification_channel_test(*, user) -> TestResult:
+    """Send a test message through the channel `user` chose, now, and say how it
+    went. A chat channel that answers for good that it is gone is marked broken;
+    one that takes the test is cleared of a broken mark."""
+    channel = notification_channel_get(user=user)
+    if channel is not None and channel.kind in CHAT_KINDS and channel.webhook_url:
+        kind, address = channel.kind, channel.webhook_url
+    else:
+        kind, address = ChannelKind.EMAIL, user.email
+    try:
+        transport_for(kind, address).notify(sample_message(user))
+    except TransportError as exc:
+        if exc.permanent and channel is not None and kind in CHAT_KINDS:
+            notification_channel_mark_broken(
+                channel_id=channel.pk, failed_url=address, reason=exc.message
+            )
+        return TestResult(ok=False, kind=kind, detail=exc.message)
+    if channel is not None and channel.is_broken and kind in CHAT_KINDS:
+        NotificationChannel.objects.filter(pk=channel.pk).update(
+            broken_at=None, broken_reason="", updated_at=timezone.now()
+        )
+    label = ChannelKind(kind).label
+    where = user.email if kind == ChannelKind.EMAIL else channel.masked_url
+    return TestResult(ok=True, kind=kind, detail=f"{label} accepted the test message ({where}).")

@@ -1,0 +1,42 @@
+"""python manage.py mint_token EMAIL --name NAME
+
+Mints an API token for the user with EMAIL and prints its plaintext as the
+last line of the output, so scripts can take it with `tail -n 1`. The
+plaintext is printed once and stored nowhere.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from audit.services import Actor
+from integrations import services
+
+
+class Command(BaseCommand):
+    help = "Mint an API token for the user with EMAIL; the plaintext is the last line printed."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("email")
+        parser.add_argument("--name", required=True, help="What the token is for")
+
+    def handle(self, *args, email: str, name: str, **options) -> None:
+        user_model = get_user_model()
+        try:
+            user = user_model.objects.get(email__iexact=email.strip())
+        except user_model.DoesNotExist:
+            raise CommandError(f"No user has the e-mail {email.strip()!r}.") from None
+        if not user.is_active:
+            raise CommandError(f"{user.email} is deactivated; its tokens would be refused.")
+        try:
+            minted = services.api_token_mint(user=user, name=name, actor=Actor.system())
+        except ValidationError as exc:
+            raise CommandError(" ".join(exc.messages)) from exc
+        token = minted.token
+        self.stderr.write(
+            f"Minted token “{token.name}” ({token.prefix}…, id {token.id}) for {user.email}. "
+            "Store it now: it is not shown again."
+        )
+        self.stdout.write(minted.plaintext)

@@ -1,0 +1,170 @@
+"""Notification channels, deliveries and their attempts (background delivery).
+
+A `Delivery` is one message to one recipient for one outbox event
+(`commitments.OutboxEvent`). Its `purpose` says what kind of message: a nudge
+to a person today; an outbound webhook later, on the same outbox, the same
+claim-and-retry machinery and the same attempt log.
+"""
+
+from __future__ import annotations
+
+import uuid
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from integrations.crypto import EncryptedTextField
+
+__all__ = [
+    "AttemptOutcome",
+    "ChannelKind",
+    "Delivery",
+    "DeliveryAttempt",
+    "DeliveryPurpose",
+    "DeliveryStatus",
+    "NotificationChannel",
+    "mask_url",
+]
+
+
+class ChannelKind(models.TextChoices):
+    EMAIL = "email", "E-mail"
+    SLACK = "slack", "Slack"
+    TEAMS = "teams", "Microsoft Teams"
+
+
+def mask_url(url: str) -> str:
+    """Scheme and host of a webhook URL; the path (the secret part) is hidden."""
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or '?'}/…"
+
+
+class NotificationChannel(models.Model):
+    """How one person wants to be nudged. No row means e-mail."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification_channel"
+    )
+    kind = models.CharField(max_length=16, choices=ChannelKind.choices, default=ChannelKind.EMAIL)
+    # A Slack or Teams webhook URL is a bearer secret: encrypted at rest.
+    webhook_url = EncryptedTextField(blank=True, default="")
+    # Set when the service answered that the URL is gone for good; nudges then
+    # fall back to e-mail until the owner saves the channel again.
+    broken_at = models.DateTimeField(null=True, blank=True)
+    broken_reason = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} for {self.user_id}"
+
+    @property
+    def is_broken(self) -> bool:
+        return self.broken_at is not None
+
+    @property
+    def masked_url(self) -> str:
+        return mask_url(self.webhook_url)
+
+
+class DeliveryPurpose(models.TextChoices):
+    NUDGE = "nudge", "Nudge"
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    SENDING = "sending", "Sending"
+    DELIVERED = "delivered", "Delivered"
+    FAILED = "failed", "Failed"
+
+
+class Delivery(models.Model):
+    """One message to one recipient for one outbox event, and its progress.
+
+    `pending` rows are due at `next_attempt_at`; a worker claims one by moving
+    it to `sending` with a lease (`claimed_until`); a lease that runs out means
+    the worker died, and the row may be claimed again. `enqueued_at` only
+    keeps the sweep from queueing the same row over and over.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    event = models.ForeignKey(
+        "commitments.OutboxEvent", on_delete=models.CASCADE, related_name="deliveries"
+    )
+    purpose = models.CharField(max_length=16, choices=DeliveryPurpose.choices)
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    # The channel this delivery goes (or went) through: the recipient's choice
+    # when it was created, e-mail after a fallback.
+    channel = models.CharField(max_length=16, choices=ChannelKind.choices)
+    status = models.CharField(
+        max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
+    )
+    attempts = models.PositiveIntegerField(default=0)  # claims on the current channel
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.CharField(max_length=1000, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "deliveries"
+        constraints = [
+            # Dispatching an event twice cannot send twice.
+            models.UniqueConstraint(
+                fields=["event", "recipient", "purpose"], name="delivery_once_per_event"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=Q(status="pending"),
+                name="delivery_pending_due_idx",
+            ),
+            models.Index(
+                fields=["claimed_until"],
+                condition=Q(status="sending"),
+                name="delivery_sending_lease_idx",
+            ),
+            models.Index(fields=["recipient", "-created_at"], name="delivery_recipient_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.purpose} of event {self.event_id} to {self.recipient_id} ({self.status})"
+
+
+class AttemptOutcome(models.TextChoices):
+    DELIVERED = "delivered", "Delivered"
+    TRANSIENT = "transient", "Failed, will retry"
+    PERMANENT = "permanent", "Failed for good"
+    INTERRUPTED = "interrupted", "Interrupted (worker lost)"
+
+
+class DeliveryAttempt(models.Model):
+    """One try at sending a delivery. Written when the send starts; its outcome
+    is filled in when it ends, or marked interrupted by the next claimer when
+    the worker died in between."""
+
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_log")
+    channel = models.CharField(max_length=16, choices=ChannelKind.choices)
+    started_at = models.DateTimeField(default=timezone.now)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=AttemptOutcome.choices, blank=True)
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=1000, blank=True)
+
+    class Meta:
+        ordering = ["started_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.channel} at {self.started_at:%Y-%m-%d %H:%M:%S}: {self.outcome or '…'}"

@@ -1,0 +1,111 @@
+"""Who hears about an event, and what the nudge says.
+
+A handshake request (inbox creation, a draft sent) and a renegotiation nudge
+the assignee; an acceptance, a refusal and a completion tell the assigner.
+Nobody is nudged about their own act: an event whose actor is the recipient
+signed in as themselves sends nothing (an act through the recipient's API token,
+an external system's, still does).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import zoneinfo
+
+from django.conf import settings
+
+from audit.models import ActorKind
+from commitments.models import Commitment, EventKind, OutboxEvent
+from integrations.transports import Message
+
+TELLS_ASSIGNEE = {EventKind.HANDSHAKE_REQUESTED, EventKind.RENEGOTIATED}
+TELLS_ASSIGNER = {EventKind.ACTIVATED, EventKind.REFUSED, EventKind.COMPLETED}
+
+
+def nudge_recipients(event: OutboxEvent) -> list:
+    commitment = event.commitment
+    if event.kind in TELLS_ASSIGNEE:
+        recipient = commitment.assignee
+    elif event.kind in TELLS_ASSIGNER:
+        recipient = commitment.assigner
+    else:
+        return []
+    if event.actor_kind == ActorKind.USER and event.actor_user_id == recipient.pk:
+        return []
+    return [recipient]
+
+
+def commitment_url(commitment_id) -> str:
+    return f"{settings.SITE_URL}/commitments/{commitment_id}"
+
+
+def format_deadline(deadline: dt.datetime | None, tz_name: str) -> str:
+    """The deadline as the recipient reads it, in their own time zone."""
+    if deadline is None:
+        return "no deadline"
+    try:
+        tz = zoneinfo.ZoneInfo(tz_name or "UTC")
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        tz = zoneinfo.ZoneInfo("UTC")
+    local = deadline.astimezone(tz)
+    return f"{local:%a} {local.day} {local:%b %Y, %H:%M} ({tz.key})"
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _completed_by(event: OutboxEvent, commitment: Commitment) -> str:
+    if event.actor_kind == ActorKind.API_TOKEN:
+        system = commitment.external_system or "an integration"
+        return f"{system} (through an API token)"
+    if event.actor_user_id == commitment.assignee_id:
+        return commitment.assignee.name
+    if event.actor_user_id == commitment.assigner_id:
+        return commitment.assigner.name
+    return "Someone"
+
+
+def nudge_message(*, event: OutboxEvent, recipient, idempotency_key: str | None = None) -> Message:
+    commitment = event.commitment
+    assigner, assignee = commitment.assigner, commitment.assignee
+    short = _short(commitment.description)
+    by = format_deadline(commitment.deadline, getattr(recipient, "timezone", "UTC"))
+    url = commitment_url(commitment.pk)
+    if event.kind == EventKind.HANDSHAKE_REQUESTED:
+        subject = f"{assigner.name} asks you: {short}"
+        text = (
+            f"{assigner.name} asks you to: {commitment.description}\n"
+            f"By: {by}.\nAccept or decline it in Commitments."
+        )
+    elif event.kind == EventKind.RENEGOTIATED:
+        subject = f"{assigner.name} changed a request: {short}"
+        text = (
+            f"{assigner.name} changed the terms and asks you again to: "
+            f"{commitment.description}\nBy: {by}.\nAccept or decline it in Commitments."
+        )
+    elif event.kind == EventKind.ACTIVATED:
+        subject = f"{assignee.name} accepted: {short}"
+        text = f"{assignee.name} accepted your request: {commitment.description}\nBy: {by}."
+    elif event.kind == EventKind.REFUSED:
+        subject = f"{assignee.name} declined: {short}"
+        text = (
+            f"{assignee.name} declined your request: {commitment.description}\n"
+            "You can change its description or deadline and ask again."
+        )
+    else:
+        who = _completed_by(event, commitment)
+        subject = f"Completed: {short}"
+        text = f"{who} completed: {commitment.description}\n(It was due: {by}.)"
+    return Message(subject=subject, text=text, url=url, idempotency_key=idempotency_key)
+
+
+def sample_message(user) -> Message:
+    return Message(
+        subject="Test nudge from Commitments",
+        text=(
+            f"Hello {user.name}, this is a test. Nudges about your commitments will arrive here."
+        ),
+        url=f"{settings.SITE_URL}/settings/notifications/",
+    )

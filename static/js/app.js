@@ -1,0 +1,64 @@
+// Small progressive enhancements; every page works without them.
+(function () {
+  "use strict";
+
+  // Copy buttons: <button type="button" class="button copy-button"
+  //   data-copy-target="element-id">Copy</button> copies that element's value
+  // or text; data-copy-text="..." copies the given text instead.
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      return navigator.clipboard.writeText(text);
+    }
+    // Fallback for plain-HTTP localhost in older browsers.
+    var area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.style.position = "absolute";
+    area.style.left = "-9999px";
+    document.body.appendChild(area);
+    area.select();
+    try {
+      document.execCommand("copy");
+    } finally {
+      document.body.removeChild(area);
+    }
+    return Promise.resolve();
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-copy-target], [data-copy-text]");
+    if (!button) return;
+    var text = button.getAttribute("data-copy-text");
+    if (text === null) {
+      var target = document.getElementById(button.getAttribute("data-copy-target"));
+      if (!target) return;
+      text = "value" in target && target.value !== undefined ? target.value : target.textContent;
+    }
+    var label = button.textContent;
+    copyText(text.trim()).then(function () {
+      button.setAttribute("data-copied", "");
+      button.textContent = "Copied";
+      window.setTimeout(function () {
+        button.removeAttribute("data-copied");
+        button.textContent = label;
+      }, 2000);
+    });
+  });
+
+  // Time zone pickers marked data-detect-timezone start at the browser's zone.
+  document.querySelectorAll("select[data-detect-timezone]").forEach(function (select) {
+    var zone;
+    try {
+      zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    } catch (e) {
+      return;
+    }
+    if (!zone || select.value !== "UTC") return;
+    for (var i = 0; i < select.options.length; i++) {
+      if (select.options[i].value === zone) {
+        select.value = zone;
+        return;
+      }
+    }
+  });
+})();

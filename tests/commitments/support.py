@@ -1,0 +1,43 @@
+"""Helpers shared by the commitments tests."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from audit.models import AuditEvent
+from audit.services import Actor
+from commitments import services
+from commitments.models import Commitment, OutboxEvent, Status
+
+DEADLINE = dt.datetime(2030, 1, 1, 0, 0, tzinfo=dt.UTC)
+
+
+def commitment_in(status: str, assigner, assignee, *, deadline=DEADLINE) -> Commitment:
+    """Reach a status the way users do: through the services."""
+    lead, knight = Actor.for_user(assigner), Actor.for_user(assignee)
+    c = services.commitment_create_draft(
+        actor=lead, assignee=assignee, description="Write the report", deadline=deadline
+    )
+    if status != Status.DRAFT:
+        services.commitment_send_for_handshake(actor=lead, commitment_id=c.pk)
+    if status == Status.REFUSED:
+        services.commitment_decline(actor=knight, commitment_id=c.pk)
+    if status in (Status.ACTIVE, Status.COMPLETED):
+        services.commitment_accept(actor=knight, commitment_id=c.pk)
+    if status == Status.COMPLETED:
+        services.commitment_complete(actor=knight, commitment_id=c.pk)
+    c.refresh_from_db()
+    assert c.status == status
+    return c
+
+
+def snapshot(c: Commitment) -> tuple:
+    """Every stored column of the commitment, and how many audit and outbox
+    rows exist at all: equal snapshots mean nothing changed."""
+    c.refresh_from_db()
+    fields = [f.attname for f in Commitment._meta.concrete_fields]
+    return (
+        tuple(getattr(c, f) for f in fields),
+        AuditEvent.objects.count(),
+        OutboxEvent.objects.count(),
+    )

@@ -1,0 +1,260 @@
+"""Every (status, action, actor) combination of the state machine in DECISIONS.md.
+
+Allowed moves change the status, stamp the transition time, and write exactly
+one audit row and the expected outbox row. Refused moves raise and change
+nothing at all.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import uuid
+
+import pytest
+from django.utils import timezone
+
+from audit.models import AuditEvent
+from audit.services import Actor
+from commitments import services
+from commitments.errors import CommitmentError, InvalidTransition, NotPermitted
+from commitments.models import Commitment, EventKind, OutboxEvent, Status
+from tests.commitments.support import commitment_in, snapshot
+
+pytestmark = pytest.mark.django_db
+
+STATUSES = [s.value for s in Status]
+ACTORS = ["assigner", "assignee", "outsider", "assigner_token", "assignee_token", "system"]
+LATER = timezone.now() + dt.timedelta(days=7)
+
+# action -> (function, allowed statuses, allowed actors, resulting status,
+#            stamped field, audit action, outbox event kind)
+ACTIONS = {
+    "send": (
+        lambda actor, c: services.commitment_send_for_handshake(actor=actor, commitment_id=c.pk),
+        {Status.DRAFT},
+        {"assigner"},
+        Status.PENDING_HANDSHAKE,
+        None,
+        "sent_for_handshake",
+        EventKind.HANDSHAKE_REQUESTED,
+    ),
+    "accept": (
+        lambda actor, c: services.commitment_accept(actor=actor, commitment_id=c.pk),
+        {Status.PENDING_HANDSHAKE},
+        {"assignee"},
+        Status.ACTIVE,
+        "activated_at",
+        "accepted",
+        EventKind.ACTIVATED,
+    ),
+    "decline": (
+        lambda actor, c: services.commitment_decline(actor=actor, commitment_id=c.pk),
+        {Status.PENDING_HANDSHAKE},
+        {"assignee"},
+        Status.REFUSED,
+        "refused_at",
+        "declined",
+        EventKind.REFUSED,
+    ),
+    "complete": (
+        lambda actor, c: services.commitment_complete(actor=actor, commitment_id=c.pk),
+        {Status.ACTIVE},
+        {"assigner", "assignee", "assigner_token"},
+        Status.COMPLETED,
+        "completed_at",
+        "completed",
+        EventKind.COMPLETED,
+    ),
+    "renegotiate": (
+        lambda actor, c: services.commitment_renegotiate(
+            actor=actor, commitment_id=c.pk, description=c.description + " (revised)"
+        ),
+        {Status.PENDING_HANDSHAKE, Status.REFUSED},
+        {"assigner"},
+        Status.PENDING_HANDSHAKE,
+        "renegotiated_at",
+        "renegotiated",
+        EventKind.RENEGOTIATED,
+    ),
+    "edit_draft": (
+        lambda actor, c: services.commitment_update_draft(
+            actor=actor, commitment_id=c.pk, description="Edited draft"
+        ),
+        {Status.DRAFT},
+        {"assigner"},
+        Status.DRAFT,
+        None,
+        "draft_edited",
+        None,
+    ),
+}
+
+
+@pytest.fixture
+def people(assigner, assignee, outsider):
+    return {"assigner": assigner, "assignee": assignee, "outsider": outsider}
+
+
+def actor_for(name: str, people) -> Actor:
+    if name == "system":
+        return Actor.system()
+    if name.endswith("_token"):
+        owner = people[name.removesuffix("_token")]
+        return Actor.for_token(user=owner, token_id=uuid.uuid4(), token_prefix="svc_test")
+    return Actor.for_user(people[name])
+
+
+@pytest.mark.parametrize(
+    ("status", "action", "actor_name"),
+    list(itertools.product(STATUSES, ACTIONS, ACTORS)),
+)
+def test_every_status_action_actor_combination(status, action, actor_name, people):
+    fn, statuses, actors, to, stamp, audit_action, event_kind = ACTIONS[action]
+    c = commitment_in(status, people["assigner"], people["assignee"], deadline=LATER)
+    actor = actor_for(actor_name, people)
+    before = snapshot(c)
+    audit_before = set(AuditEvent.objects.values_list("pk", flat=True))
+    outbox_before = set(OutboxEvent.objects.values_list("pk", flat=True))
+
+    if status in statuses and actor_name in actors:
+        result = fn(actor, c)
+        c.refresh_from_db()
+        assert c.status == to
+        if stamp:
+            assert getattr(c, stamp) is not None
+            assert getattr(c, stamp) == c.updated_at
+        new_audit = AuditEvent.objects.exclude(pk__in=audit_before)
+        assert [e.action for e in new_audit] == [audit_action]
+        event = new_audit.get()
+        assert event.actor_kind == actor.kind
+        assert event.user == actor.user
+        assert event.token_id == actor.token_id
+        assert event.subject_id == c.pk
+        new_outbox = OutboxEvent.objects.exclude(pk__in=outbox_before)
+        if event_kind is None:
+            assert not new_outbox.exists()
+        else:
+            out = new_outbox.get()
+            assert out.kind == event_kind
+            assert (out.previous_status, out.new_status) == (status, to)
+            assert out.actor_kind == actor.kind
+            assert out.actor_token_id == actor.token_id
+        if hasattr(result, "changed"):
+            assert result.changed is True
+            assert result.previous_status == status
+    else:
+        with pytest.raises(CommitmentError) as excinfo:
+            fn(actor, c)
+        if actor_name in actors:
+            # The right person, the wrong moment: the error names the status.
+            assert isinstance(excinfo.value, InvalidTransition)
+            assert excinfo.value.current_status == status
+            assert status in str(excinfo.value)
+        else:
+            assert isinstance(excinfo.value, NotPermitted)
+        assert snapshot(c) == before
+
+
+def test_it_creates_pending_commitments_for_the_assigner_and_their_token(people):
+    lead = people["assigner"]
+    for actor in (Actor.for_user(lead), actor_for("assigner_token", people)):
+        c = services.commitment_create_pending(
+            actor=actor,
+            assigner=lead,
+            assignee=people["assignee"],
+            description="  Ship it  ",
+            deadline=None,
+        )
+        assert c.status == Status.PENDING_HANDSHAKE
+        assert c.description == "Ship it"
+        assert c.raw_text is None
+        events = OutboxEvent.objects.filter(commitment=c, kind=EventKind.HANDSHAKE_REQUESTED)
+        assert events.count() == 1
+        assert AuditEvent.objects.for_object(c).get().action == "created"
+
+
+@pytest.mark.parametrize("actor_name", ["assignee", "outsider", "assignee_token", "system"])
+def test_it_refuses_creation_by_anyone_but_the_assigner(actor_name, people):
+    with pytest.raises(NotPermitted):
+        services.commitment_create_pending(
+            actor=actor_for(actor_name, people),
+            assigner=people["assigner"],
+            assignee=people["assignee"],
+            description="Ship it",
+            deadline=None,
+        )
+    assert Commitment.objects.count() == 0
+    assert AuditEvent.objects.count() == 0
+    assert OutboxEvent.objects.count() == 0
+
+
+def test_a_renegotiation_that_changes_nothing_is_refused(people):
+    from commitments.errors import NothingChanged
+
+    c = commitment_in(
+        Status.PENDING_HANDSHAKE, people["assigner"], people["assignee"], deadline=LATER
+    )
+    before = snapshot(c)
+    with pytest.raises(NothingChanged):
+        services.commitment_renegotiate(
+            actor=Actor.for_user(people["assigner"]),
+            commitment_id=c.pk,
+            description=c.description,
+            deadline=c.deadline,
+        )
+    assert snapshot(c) == before
+
+
+def test_a_renegotiated_deadline_asks_for_the_handshake_again(people):
+    c = commitment_in(Status.REFUSED, people["assigner"], people["assignee"], deadline=LATER)
+    new_deadline = LATER + dt.timedelta(days=1)
+    services.commitment_renegotiate(
+        actor=Actor.for_user(people["assigner"]), commitment_id=c.pk, deadline=new_deadline
+    )
+    c.refresh_from_db()
+    assert c.status == Status.PENDING_HANDSHAKE
+    assert c.deadline == new_deadline
+    event = AuditEvent.objects.for_object(c).get(action="renegotiated")
+    assert event.payload["changes"] == {"deadline": new_deadline.isoformat()}
+    # The assignee may now accept the renegotiated terms.
+    services.commitment_accept(actor=Actor.for_user(people["assignee"]), commitment_id=c.pk)
+    c.refresh_from_db()
+    assert c.status == Status.ACTIVE
+
+
+def test_complete_by_external_ref_looks_only_among_the_actors_own_commitments(people):
+    from commitments.errors import CommitmentNotFound
+
+    lead, knight = people["assigner"], people["assignee"]
+    c = services.commitment_create_pending(
+        actor=Actor.for_user(lead),
+        assigner=lead,
+        assignee=knight,
+        description="Fix OPS-42",
+        deadline=None,
+        external_system="jira",
+        external_id="OPS-42",
+    )
+    services.commitment_accept(actor=Actor.for_user(knight), commitment_id=c.pk)
+    stranger_token = actor_for("assignee_token", people)
+    with pytest.raises(CommitmentNotFound):
+        services.commitment_complete(
+            actor=stranger_token, external_system="jira", external_id="OPS-42"
+        )
+    token = actor_for("assigner_token", people)
+    result = services.commitment_complete(
+        actor=token, external_system="jira", external_id="OPS-42", replay_is_noop=True
+    )
+    assert (result.previous_status, result.commitment.status, result.changed) == (
+        Status.ACTIVE,
+        Status.COMPLETED,
+        True,
+    )
+    audits, outbox = AuditEvent.objects.count(), OutboxEvent.objects.count()
+    replay = services.commitment_complete(
+        actor=token, external_system="jira", external_id="OPS-42", replay_is_noop=True
+    )
+    assert replay.changed is False
+    assert replay.commitment.status == Status.COMPLETED
+    assert (AuditEvent.objects.count(), OutboxEvent.objects.count()) == (audits, outbox)

@@ -1,0 +1,402 @@
+"""Dockerfile, compose.yaml and .dockerignore name files and settings that exist.
+
+No Docker engine runs here, so compose.yaml is checked against the Compose
+Specification's JSON schema (vendored: compose-spec.json, see its README) after
+the same ${VAR} interpolation Compose does, and the Dockerfile's instructions are
+parsed and every name in them is checked against the project.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import json
+import re
+import shlex
+from pathlib import Path
+
+import dj_database_url
+import jsonschema
+import pytest
+import yaml
+from celery import Celery
+from celery.app.utils import find_app
+from django.conf import settings
+from django.urls import resolve
+
+ROOT = Path(settings.BASE_DIR)
+HERE = Path(__file__).parent
+PORT = 3000
+# The vendored schema declares draft 2019-09 under a URI jsonschema does not
+# recognise (".../draft/2019-09/schema#"), so the draft is named here.
+SchemaValidator = jsonschema.Draft201909Validator
+
+PRODUCTION_ENV = {
+    "SECRET_KEY": "x" * 50,
+    "ALLOWED_HOSTS": "commitments.example.com",
+    "POSTGRES_PASSWORD": "pg-secret",
+}
+
+
+# --- Compose interpolation (the subset of the spec that compose.yaml may use) ----------
+
+_VARIABLE = re.compile(
+    r"\$(?:(?P<escaped>\$)|\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+    r"(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))"
+)
+
+
+class MissingVariable(Exception):
+    pass
+
+
+def interpolate(value, env: dict[str, str]):
+    if isinstance(value, dict):
+        return {k: interpolate(v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate(v, env) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def replace(match: re.Match) -> str:
+        if match["escaped"]:
+            return "$"
+        name = match["name"] or match["bare"]
+        op, arg = match["op"], match["arg"] or ""
+        present = name in env and (env[name] != "" or not (op or "").startswith(":"))
+        if present:
+            return env[name]
+        if op in ("-", ":-"):
+            return arg
+        if op in ("?", ":?"):
+            raise MissingVariable(f"{name}: {arg}")
+        return ""
+
+    return _VARIABLE.sub(replace, value)
+
+
+def test_interpolation_follows_compose_rules():
+    env = {"SET": "v", "EMPTY": ""}
+    assert interpolate("${SET:-d} ${EMPTY:-d} ${EMPTY-d} ${UNSET-d} $$HOME $SET", env) == (
+        "v d  d $HOME v"
+    )
+    with pytest.raises(MissingVariable, match="UNSET: needed"):
+        interpolate("${UNSET:?needed}", env)
+
+
+# --- the files ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def compose_raw() -> dict:
+    return yaml.safe_load((ROOT / "compose.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def compose(compose_raw) -> dict:
+    return interpolate(compose_raw, PRODUCTION_ENV)
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict:
+    return json.loads((HERE / "compose-spec.json").read_text())
+
+
+def parse_dockerfile(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, with continuation lines joined and comments dropped."""
+    instructions: list[tuple[str, str]] = []
+    current = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not current and (not stripped or stripped.startswith("#")):
+            continue
+        if current and stripped.startswith("#"):
+            continue
+        if stripped.endswith("\\"):
+            current += stripped[:-1] + " "
+            continue
+        current += stripped
+        keyword, _, args = current.partition(" ")
+        instructions.append((keyword.upper(), args.strip()))
+        current = ""
+    assert not current, "the Dockerfile ends in a continuation line"
+    return instructions
+
+
+@pytest.fixture(scope="module")
+def dockerfile() -> list[tuple[str, str]]:
+    return parse_dockerfile((ROOT / "Dockerfile").read_text())
+
+
+def final_stage(instructions: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    starts = [i for i, (keyword, _) in enumerate(instructions) if keyword == "FROM"]
+    return instructions[starts[-1] :]
+
+
+def exec_form(args: str) -> list[str]:
+    return json.loads(args) if args.startswith("[") else shlex.split(args)
+
+
+def dockerignore_patterns() -> list[str]:
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def is_ignored(path: str, patterns: list[str]) -> bool:
+    ignored = False
+    for pattern in patterns:
+        negate = pattern.startswith("!")
+        pattern = pattern.lstrip("!").strip("/")
+        glob = pattern.replace("**/", "*")
+        if fnmatch.fnmatch(path, glob) or path.startswith(pattern + "/"):
+            ignored = not negate
+    return ignored
+
+
+def healthcheck_url(command: list[str]) -> str:
+    match = re.search(r"https?://[^'\"\s]+", " ".join(command))
+    assert match, command
+    return match.group(0)
+
+
+# --- compose.yaml -----------------------------------------------------------------------
+
+
+def test_compose_file_is_valid_against_the_compose_specification(compose, schema):
+    checker = jsonschema.FormatChecker()
+
+    @checker.checks("duration")
+    def is_duration(value: object) -> bool:
+        return not isinstance(value, str) or bool(
+            re.fullmatch(r"(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+", value)
+        )
+
+    SchemaValidator.check_schema(schema)
+    errors = sorted(
+        SchemaValidator(schema, format_checker=checker).iter_errors(compose),
+        key=lambda e: list(e.absolute_path),
+    )
+    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
+
+
+def test_the_schema_catches_a_broken_compose_file(compose, schema):
+    # The check above can fail: a misspelt key and a bad condition are caught.
+    broken = json.loads(json.dumps(compose))
+    broken["services"]["web"]["helthcheck"] = broken["services"]["web"].pop("healthcheck")
+    broken["services"]["worker"]["depends_on"]["web"]["condition"] = "service_ready"
+    validator = SchemaValidator(schema)
+
+    paths = {tuple(e.absolute_path) for e in validator.iter_errors(broken)}
+
+    assert ("services", "web") in paths
+    assert ("services", "worker", "depends_on") in paths
+
+
+@pytest.mark.parametrize("variable", ["SECRET_KEY", "ALLOWED_HOSTS", "POSTGRES_PASSWORD"])
+def test_compose_refuses_to_start_without_the_secrets(compose_raw, variable):
+    env = {k: v for k, v in PRODUCTION_ENV.items() if k != variable}
+
+    with pytest.raises(MissingVariable, match=variable):
+        interpolate(compose_raw, env)
+
+
+def test_compose_has_the_five_services(compose):
+    services = compose["services"]
+
+    assert set(services) == {"web", "worker", "beat", "postgres", "redis"}
+    assert services["postgres"]["image"] == "postgres:15"
+    assert services["redis"]["image"] == "redis:7"
+    for name in ("web", "worker", "beat"):
+        assert services[name]["build"] == "."
+        assert (ROOT / services[name]["build"] / "Dockerfile").is_file()
+
+
+@pytest.mark.parametrize("name", ["web", "worker", "beat"])
+def test_app_services_are_configured_by_environment(compose, name):
+    env = compose["services"][name]["environment"]
+
+    assert env["DEBUG"] == "0"
+    assert env["SECRET_KEY"] == PRODUCTION_ENV["SECRET_KEY"]
+    assert env["ALLOWED_HOSTS"] == PRODUCTION_ENV["ALLOWED_HOSTS"]
+    database = dj_database_url.parse(env["DATABASE_URL"])
+    postgres = compose["services"]["postgres"]["environment"]
+    assert database["ENGINE"] == "django.db.backends.postgresql"
+    assert database["HOST"] == "postgres"
+    assert database["NAME"] == postgres["POSTGRES_DB"]
+    assert database["USER"] == postgres["POSTGRES_USER"]
+    assert database["PASSWORD"] == postgres["POSTGRES_PASSWORD"]
+    assert re.fullmatch(r"redis://redis:6379/\d+", env["REDIS_URL"])
+
+
+def test_compose_passes_only_variables_the_settings_read(compose):
+    settings_source = (ROOT / "config" / "settings.py").read_text()
+    # Read by gunicorn, not by the settings.
+    outside_settings = {"WEB_CONCURRENCY"}
+
+    for name in compose["services"]["web"]["environment"]:
+        assert name in outside_settings or f'"{name}"' in settings_source, name
+
+
+def test_every_depends_on_condition_can_be_met(compose):
+    services = compose["services"]
+    for name, service in services.items():
+        for dependency, rule in (service.get("depends_on") or {}).items():
+            assert dependency in services, (name, dependency)
+            if rule["condition"] == "service_healthy":
+                check = services[dependency].get("healthcheck", {})
+                assert check.get("test") and not check.get("disable"), (name, dependency)
+    for name in ("web", "worker", "beat"):
+        assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
+    for name in ("web", "worker"):
+        assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
+
+
+def test_postgres_keeps_its_data_in_a_named_volume(compose):
+    volumes = compose["services"]["postgres"]["volumes"]
+    data = [v for v in volumes if v.endswith(":/var/lib/postgresql/data")]
+
+    assert len(data) == 1
+    assert data[0].split(":")[0] in compose["volumes"]
+
+
+def test_web_migrates_then_serves_on_the_image_port(compose, dockerfile):
+    command = " ".join(compose["services"]["web"]["command"])
+
+    assert command.index("manage.py migrate --noinput") < command.index("gunicorn")
+    assert "&&" in command  # a failed migration does not start the server
+    assert "gunicorn config.wsgi:application" in command
+    assert f"--bind 0.0.0.0:{PORT}" in command
+    assert compose["services"]["web"]["ports"] == [f"127.0.0.1:{PORT}:{PORT}"]
+    assert healthcheck_url(compose["services"]["web"]["healthcheck"]["test"]).endswith(
+        f":{PORT}/healthz"
+    )
+
+
+@pytest.mark.parametrize(("name", "role"), [("worker", "worker"), ("beat", "beat")])
+def test_celery_services_start_the_project_app(compose, name, role):
+    command = compose["services"][name]["command"]
+
+    assert command[:4] == ["celery", "-A", "config", role]
+    assert "--loglevel=INFO" in command
+    assert isinstance(find_app(command[2]), Celery)
+
+
+def test_non_web_services_do_not_inherit_the_http_healthcheck(compose):
+    # The image's HEALTHCHECK probes port 3000, where only web listens.
+    services = compose["services"]
+    assert services["beat"]["healthcheck"] == {"disable": True}
+    assert "celery -A config inspect ping" in " ".join(services["worker"]["healthcheck"]["test"])
+
+
+# --- Dockerfile ---------------------------------------------------------------------------
+
+
+def test_dockerfile_builds_on_python_311_slim(dockerfile):
+    args = {
+        a.split("=", 1)[0]: a.split("=", 1)[1] for k, a in dockerfile if k == "ARG" and "=" in a
+    }
+    bases = [
+        re.sub(r"\$\{(\w+)\}", lambda m: args[m[1]], a.split()[0])
+        for k, a in dockerfile
+        if k == "FROM"
+    ]
+
+    assert bases and all(re.fullmatch(r"python:3\.11-slim(-\w+)?", base) for base in bases)
+
+
+def test_every_copy_source_exists_and_is_not_ignored(dockerfile):
+    patterns = dockerignore_patterns()
+    copies = [a for k, a in dockerfile if k == "COPY" and not a.startswith("--from")]
+
+    assert copies
+    for args in copies:
+        *sources, _destination = shlex.split(args)
+        for source in sources:
+            assert (ROOT / source).exists(), f"COPY {source}: no such file"
+            assert not is_ignored(source, patterns), f"COPY {source}: excluded by .dockerignore"
+
+
+def test_every_part_of_the_project_is_copied_into_the_image(dockerfile):
+    copied = {
+        shlex.split(a)[0] for k, a in dockerfile if k == "COPY" and not a.startswith("--from")
+    }
+    local_apps = {app for app in settings.INSTALLED_APPS if (ROOT / app).is_dir()}
+
+    assert local_apps  # accounts, audit, commitments, integrations, gather
+    assert local_apps | {"config", "templates", "static", "manage.py"} <= copied
+
+
+def test_it_installs_the_runtime_lock_with_hashes(dockerfile):
+    installs = [a for k, a in dockerfile if k == "RUN" and "pip install" in a]
+
+    assert len(installs) == 1
+    assert "--require-hashes" in installs[0]
+    lock = re.search(r"-r\s+(\S+)", installs[0]).group(1)
+    assert Path(lock).name == "requirements.lock"
+    copied_lock = [a for k, a in dockerfile if k == "COPY" and "requirements" in a]
+    assert copied_lock == [f"requirements.lock {lock}"]
+    assert (ROOT / "requirements.lock").is_file()
+    assert "requirements-dev" not in (ROOT / "Dockerfile").read_text()
+    # The runtime lock holds no test tools.
+    lock_text = (ROOT / "requirements.lock").read_text()
+    for dev_tool in ("pytest", "ruff", "schemathesis"):
+        assert f"\n{dev_tool}==" not in lock_text
+
+
+def test_it_runs_as_a_non_root_user_in_production_mode(dockerfile):
+    stage = final_stage(dockerfile)
+    users = [a for k, a in stage if k == "USER"]
+    env = " ".join(a for k, a in stage if k == "ENV")
+
+    assert users and users[-1].split(":")[0] not in ("root", "0")
+    assert re.search(r"\bDEBUG=0\b", env)
+    assert "SECRET_KEY" not in env
+    assert not any(k == "ARG" and "SECRET" in a for k, a in dockerfile)
+
+
+def test_static_files_are_collected_with_a_throwaway_key_for_that_step_only(dockerfile):
+    stage = final_stage(dockerfile)
+    runs = [a for k, a in stage if k == "RUN" and "collectstatic" in a]
+
+    assert len(runs) == 1
+    key = re.search(r"SECRET_KEY=(\S+)\s+python manage.py collectstatic --noinput", runs[0])
+    assert key and len(key.group(1)) >= 32  # long enough for production settings
+    # ... and it runs before the switch to the unprivileged user.
+    keywords = [k for k, _ in stage]
+    assert keywords.index("USER") > stage.index(("RUN", runs[0]))
+
+
+def test_it_serves_config_wsgi_with_gunicorn_on_the_exposed_port(dockerfile):
+    stage = final_stage(dockerfile)
+    command = exec_form([a for k, a in stage if k == "CMD"][-1])
+    exposed = [a for k, a in stage if k == "EXPOSE"]
+
+    assert command[0] == "gunicorn"
+    module, _, attribute = command[1].partition(":")
+    assert callable(getattr(importlib.import_module(module), attribute))
+    assert command[command.index("--bind") + 1] == f"0.0.0.0:{PORT}"
+    assert exposed == [str(PORT)]
+
+
+@pytest.mark.django_db
+def test_the_healthcheck_probes_a_routed_path_on_the_served_port(dockerfile, client, settings):
+    check = [a for k, a in final_stage(dockerfile) if k == "HEALTHCHECK"]
+    assert len(check) == 1
+    command = exec_form(check[0].split(" CMD ", 1)[1])
+    url = healthcheck_url(command)
+
+    match = re.fullmatch(r"http://(127\.0\.0\.1|localhost):(\d+)(/\S*)", url)
+    assert match and int(match.group(2)) == PORT
+    path = match.group(3)
+    assert resolve(path).url_name == "healthz"
+    # As the container asks it: a loopback host, plain HTTP, production's HTTPS rule on.
+    settings.HTTPS_ONLY = True
+    settings.ALLOWED_HOSTS = ["commitments.example.com", "localhost", "127.0.0.1", "[::1]"]
+    assert client.get(path, HTTP_HOST=f"127.0.0.1:{PORT}").status_code == 200
+
+
+def test_dockerignore_keeps_local_state_out(dockerfile):
+    patterns = dockerignore_patterns()
+
+    for local in (".venv", ".git", "var", "staticfiles", ".env", "accounts/__pycache__"):
+        assert is_ignored(local, patterns), local

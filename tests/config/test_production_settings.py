@@ -1,0 +1,234 @@
+"""Production mode (DEBUG=0): a real SECRET_KEY or no start; HTTPS only except on
+loopback hosts; HSTS; secure cookies.
+
+Settings are module-level code, so what the settings module decides is checked
+in a fresh interpreter; the middleware's behaviour is checked in-process.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import override_settings
+
+from tests.config.conftest import REAL_KEY, settings_of
+
+PRINT_SETTINGS = """
+import json
+from django.conf import settings as s
+print(json.dumps({name: getattr(s, name) for name in (
+    "DEBUG", "HTTPS_ONLY", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE",
+    "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS", "ALLOWED_HOSTS",
+)} | {"STATICFILES_BACKEND": s.STORAGES["staticfiles"]["BACKEND"]}))
+"""
+
+
+# --- the settings module -----------------------------------------------------------
+
+
+def test_production_refuses_to_start_without_a_secret_key(run_django):
+    result = run_django(DEBUG="0")
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert "SECRET_KEY" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["", "too-short", "dev-insecure-key-do-not-use-in-production"],
+    ids=["empty", "short", "the-development-key"],
+)
+def test_production_refuses_a_key_that_is_not_real(run_django, key):
+    result = run_django(DEBUG="0", SECRET_KEY=key)
+
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr
+
+
+def test_production_starts_with_a_real_key_and_locks_things_down(run_django):
+    values = settings_of(run_django(PRINT_SETTINGS, DEBUG="0", SECRET_KEY=REAL_KEY))
+
+    assert values["DEBUG"] is False
+    assert values["HTTPS_ONLY"] is True
+    assert values["SESSION_COOKIE_SECURE"] is True
+    assert values["CSRF_COOKIE_SECURE"] is True
+    assert values["SECURE_HSTS_SECONDS"] >= 31_536_000
+    assert values["SECURE_HSTS_INCLUDE_SUBDOMAINS"] is True
+    # Hashed file names, so browsers may cache static files for good.
+    assert values["STATICFILES_BACKEND"].endswith("CompressedManifestStaticFilesStorage")
+
+
+def test_production_serves_the_configured_hosts_and_loopback(run_django):
+    values = settings_of(
+        run_django(PRINT_SETTINGS, DEBUG="0", SECRET_KEY=REAL_KEY, ALLOWED_HOSTS="example.com")
+    )
+
+    assert values["ALLOWED_HOSTS"] == ["example.com", "localhost", "127.0.0.1", "[::1]"]
+
+
+def test_local_defaults_need_nothing_and_stay_on_plain_http(run_django):
+    values = settings_of(run_django(PRINT_SETTINGS))
+
+    assert values["DEBUG"] is True
+    assert values["HTTPS_ONLY"] is False
+    assert values["SESSION_COOKIE_SECURE"] is False
+    assert values["SECURE_HSTS_SECONDS"] == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("DEBUG", "maybe", "DEBUG must be a boolean"),
+        ("HTTPS_ONLY", "sometimes", "HTTPS_ONLY must be a boolean"),
+        ("SECURE_HSTS_SECONDS", "a year", "SECURE_HSTS_SECONDS must be an integer"),
+    ],
+)
+def test_a_malformed_variable_stops_the_start_with_its_name(run_django, name, value, message):
+    result = run_django(**{name: value, "SECRET_KEY": REAL_KEY})
+
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+END_TO_END = """
+import json, re
+from django.core.management import call_command
+from django.test import Client
+call_command("collectstatic", interactive=False, verbosity=0)  # as the Dockerfile does
+c = Client()
+out = {}
+r = c.get("/dashboard/?x=1", HTTP_HOST="example.com")
+out["page"] = [r.status_code, r.get("Location")]
+r = c.post("/api/v1/inbox", data="{}", content_type="application/json", HTTP_HOST="example.com")
+out["api"] = [r.status_code, r.json(), r.get("Location")]
+r = c.get("/healthz", HTTP_HOST="localhost:3000")
+out["loopback"] = [r.status_code, r.get("Strict-Transport-Security")]
+r = c.get("/healthz", HTTP_HOST="example.com", secure=True)
+out["secure"] = [r.status_code, r.get("Strict-Transport-Security")]
+r = c.get("/accounts/login/", HTTP_HOST="example.com", secure=True)
+out["cookie_secure"] = bool(r.cookies["csrftoken"]["secure"])
+css = re.search(r'href="(/static/css/app[.][0-9a-f]+[.]css)"', r.content.decode()).group(1)
+r = c.get(css, HTTP_HOST="example.com", secure=True)
+out["css"] = [r.status_code, r.get("Cache-Control")]
+print(json.dumps(out))
+"""
+
+
+def test_production_configuration_end_to_end(run_django, tmp_path):
+    """The real production settings in a fresh process: static files collected as the
+    Dockerfile does, then one request of each kind."""
+    result = run_django(
+        END_TO_END,
+        DEBUG="0",
+        SECRET_KEY=REAL_KEY,
+        ALLOWED_HOSTS="example.com",
+        STATIC_ROOT=str(tmp_path / "static"),
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+
+    assert out["page"] == [301, "https://example.com/dashboard/?x=1"]
+    assert out["api"][0] == 403
+    assert out["api"][1]["error"] == "https_required"
+    assert out["api"][2] is None
+    assert out["loopback"] == [200, None]
+    assert out["secure"][0] == 200
+    assert out["secure"][1].startswith("max-age=31536000")
+    assert out["cookie_secure"] is True
+    # The stylesheet is served by the app itself, under a hashed name, cached for good.
+    assert out["css"][0] == 200
+    assert "immutable" in out["css"][1]
+
+
+# --- the HTTPS middleware, in-process --------------------------------------------------
+
+HTTPS = {
+    "HTTPS_ONLY": True,
+    "ALLOWED_HOSTS": [
+        "example.com",
+        "localhost",
+        "127.0.0.1",
+        "127.0.0.5",
+        "[::1]",
+        "localhost.example.com",
+    ],
+    "SECURE_HSTS_SECONDS": 31_536_000,
+}
+
+
+@pytest.fixture
+def https_only():
+    with override_settings(**HTTPS):
+        yield
+
+
+@pytest.mark.usefixtures("https_only")
+class TestHttpsOnlyMiddleware:
+    def test_a_page_on_a_public_host_redirects_to_https(self, client):
+        response = client.get("/settings/?tab=1", HTTP_HOST="example.com")
+
+        assert response.status_code == 301
+        assert response["Location"] == "https://example.com/settings/?tab=1"
+
+    def test_the_api_on_a_public_host_answers_403_https_required(self, client):
+        response = client.post(
+            "/api/v1/inbox", data="{}", content_type="application/json", HTTP_HOST="example.com"
+        )
+
+        assert response.status_code == 403
+        assert response["Content-Type"].startswith("application/json")
+        assert response.json()["error"] == "https_required"
+        assert "Location" not in response
+
+    def test_the_api_is_refused_for_any_method(self, client):
+        response = client.get("/api/v1/sync", HTTP_HOST="example.com")
+
+        assert response.status_code == 403
+        assert response.json()["error"] == "https_required"
+
+    @pytest.mark.django_db
+    @pytest.mark.parametrize(
+        "host",
+        ["localhost", "localhost:3000", "127.0.0.1", "127.0.0.5:8000", "[::1]", "[::1]:3000"],
+    )
+    def test_loopback_hosts_are_served_on_plain_http(self, client, host):
+        response = client.get("/healthz", HTTP_HOST=host)
+
+        assert response.status_code == 200
+        assert "Strict-Transport-Security" not in response
+
+    def test_a_name_that_only_starts_like_localhost_is_not_loopback(self, client):
+        response = client.get("/settings/", HTTP_HOST="localhost.example.com")
+
+        assert response.status_code == 301
+
+    @pytest.mark.django_db
+    def test_secure_responses_carry_hsts(self, client):
+        response = client.get("/healthz", HTTP_HOST="example.com", secure=True)
+
+        assert response.status_code == 200
+        assert response["Strict-Transport-Security"].startswith("max-age=31536000")
+
+    @pytest.mark.django_db
+    def test_a_forwarded_proto_is_ignored_unless_trusted(self, client):
+        response = client.get("/healthz", HTTP_HOST="example.com", HTTP_X_FORWARDED_PROTO="https")
+
+        assert response.status_code == 301
+
+    @pytest.mark.django_db
+    def test_a_forwarded_proto_counts_when_trusted(self, client, settings):
+        settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+        response = client.get("/healthz", HTTP_HOST="example.com", HTTP_X_FORWARDED_PROTO="https")
+
+        assert response.status_code == 200
+
+
+@pytest.mark.django_db
+def test_without_https_only_public_hosts_get_plain_http(client, settings):
+    settings.HTTPS_ONLY = False
+    settings.ALLOWED_HOSTS = ["example.com"]
+
+    assert client.get("/healthz", HTTP_HOST="example.com").status_code == 200

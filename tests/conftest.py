@@ -1,0 +1,75 @@
+"""Shared fixtures. Tests use the database named by DATABASE_URL (PostgreSQL in
+CI) and fall back to SQLite; tests marked `postgres` or `redis` need the real
+service and are skipped without it, unless REQUIRE_SERVICES=1 (CI), where a
+missing service fails the run instead of quietly skipping."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.db import connection
+
+REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "postgres" in item.keywords:
+            item.add_marker(pytest.mark.django_db(transaction=True))
+
+
+@pytest.fixture(autouse=True)
+def _require_services(request):
+    if request.node.get_closest_marker("postgres") and connection.vendor != "postgresql":
+        if REQUIRE_SERVICES:
+            pytest.fail("This test needs PostgreSQL: set DATABASE_URL.")
+        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
+    if request.node.get_closest_marker("redis") and not os.environ.get("REDIS_URL"):
+        if REQUIRE_SERVICES:
+            pytest.fail("This test needs Redis: set REDIS_URL.")
+        pytest.skip("needs Redis (set REDIS_URL)")
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # The production hasher is slow on purpose; tests only need a real one.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def make_user(db, django_user_model):
+    counter = iter(range(1, 10_000))
+
+    def make(email: str | None = None, **extra):
+        email = email or f"person{next(counter)}@example.com"
+        return django_user_model.objects.create_user(email, "correct horse battery", **extra)
+
+    return make
+
+
+@pytest.fixture
+def assigner(make_user):
+    return make_user("lead@example.com", display_name="Lead")
+
+
+@pytest.fixture
+def assignee(make_user):
+    return make_user("knight@example.com", display_name="Knight")
+
+
+@pytest.fixture
+def outsider(make_user):
+    return make_user("outsider@example.com")
+
+
+@pytest.fixture
+def staff(make_user):
+    return make_user("staff@example.com", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def staff_client(client, staff):
+    client.force_login(staff)
+    return client
+

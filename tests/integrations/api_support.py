@@ -1,0 +1,78 @@
+"""Helpers shared by the API tests (plain functions, so any test module can use them)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.contenttypes.models import ContentType
+from django.test import Client
+
+from audit.models import AuditEvent
+from commitments.models import Commitment, OutboxEvent
+from integrations import services
+
+INBOX = "/api/v1/inbox"
+SYNC = "/api/v1/sync"
+DROP = object()  # inbox_body(description=DROP) leaves the key out
+
+
+def mint(user, name: str = "Tracker") -> str:
+    """A fresh token's plaintext."""
+    return services.api_token_mint(user=user, name=name).plaintext
+
+
+def post_json(
+    client: Client, path: str, body: Any, *, token: str | None = None, **headers: str
+) -> Any:
+    if token is not None:
+        headers.setdefault("Authorization", f"Bearer {token}")
+    raw = body if isinstance(body, str | bytes) else json.dumps(body)
+    content_type = headers.pop("content_type", "application/json")
+    return client.post(path, data=raw, content_type=content_type, headers=headers)
+
+
+def inbox_body(**overrides: Any) -> dict[str, Any]:
+    body = {
+        "assignerEmail": "lead@example.com",
+        "assigneeEmail": "knight@example.com",
+        "description": "Ship the quarterly report",
+        "deadline": "2030-03-01T17:00:00Z",
+        "externalSystem": "jira",
+        "externalId": "OPS-42",
+    }
+    body.update(overrides)
+    return {key: value for key, value in body.items() if value is not DROP}
+
+
+@dataclass(frozen=True)
+class Rows:
+    commitments: int
+    audit_events: int
+    outbox_events: int
+
+
+def rows() -> Rows:
+    """What a request may have written: commitments, audit events, outbox rows."""
+    return Rows(Commitment.objects.count(), AuditEvent.objects.count(), OutboxEvent.objects.count())
+
+
+def warm_caches() -> None:
+    """A running process has the content-type cache warm after its first write; the
+    query budgets are for that steady state."""
+    ContentType.objects.get_for_model(Commitment)
+
+
+def assert_envelope(response, status: int, error: str, *, details: bool | None = None) -> dict:
+    assert response.status_code == status, response.content
+    assert response["Content-Type"].startswith("application/json")
+    body = response.json()
+    assert body["error"] == error
+    assert isinstance(body["message"], str) and body["message"]
+    assert set(body) <= {"error", "message", "details"}
+    if details is True:
+        assert isinstance(body["details"], dict) and body["details"]
+    elif details is False:
+        assert "details" not in body
+    return body

@@ -1,0 +1,264 @@
+"""Settings, Notifications: choose a channel, send a test, see a broken one.
+And the admin, which never shows a webhook URL in full."""
+
+from __future__ import annotations
+
+import pytest
+from django.core import mail
+from django.db import connection
+from django.test import Client
+
+from integrations.channels import notification_channel_mark_broken, notification_channel_set
+from integrations.models import ChannelKind, NotificationChannel
+from tests.integrations.nudge_support import FakeService, Reply
+
+PAGE = "/settings/notifications/"
+TEST = "/settings/notifications/test"
+SECRET_PATH = "/services/T000/B000/secret"
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _settings(settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.OUTBOUND_ALLOW_PRIVATE = True
+    settings.NOTIFY_HTTP_TIMEOUT = 2
+    mail.outbox = []
+
+
+@pytest.fixture
+def slack():
+    with FakeService() as fake:
+        yield fake
+
+
+@pytest.fixture
+def knight(client, assignee):
+    client.force_login(assignee)
+    return client
+
+
+def stored_url_column(channel: NotificationChannel) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT webhook_url FROM integrations_notificationchannel WHERE id = %s",
+            [channel.pk.hex if connection.vendor == "sqlite" else channel.pk],
+        )
+        return cursor.fetchone()[0]
+
+
+def test_the_page_needs_a_signed_in_user(client):
+    response = client.get(PAGE)
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+    assert client.post(TEST).status_code == 302
+
+
+def test_without_a_choice_nudges_go_to_the_users_email(knight):
+    response = knight.get(PAGE)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Nudges go to:" in html
+    assert "knight@example.com" in html
+    assert 'value="email" required id="id_kind_0" checked' in html
+
+
+def test_choosing_slack_stores_the_url_encrypted_and_never_shows_it_again(knight, assignee):
+    url = "https://hooks.slack.com" + SECRET_PATH
+    response = knight.post(PAGE, {"kind": "slack", "webhook_url": url})
+    assert response.status_code == 302
+    channel = NotificationChannel.objects.get(user=assignee)
+    assert channel.kind == ChannelKind.SLACK
+    assert channel.webhook_url == url
+    raw = stored_url_column(channel)
+    assert "hooks.slack.com" not in raw and SECRET_PATH not in raw
+    html = knight.get(PAGE).content.decode()
+    assert "https://hooks.slack.com/…" in html
+    assert SECRET_PATH not in html
+
+
+def test_slack_without_a_url_is_refused(knight, assignee):
+    response = knight.post(PAGE, {"kind": "slack", "webhook_url": ""})
+    assert response.status_code == 400
+    assert "Paste the webhook URL." in response.content.decode()
+    assert not NotificationChannel.objects.filter(user=assignee).exists()
+
+
+def test_an_empty_url_keeps_the_saved_one(knight, assignee):
+    url = "https://hooks.slack.com" + SECRET_PATH
+    knight.post(PAGE, {"kind": "slack", "webhook_url": url})
+    assert knight.post(PAGE, {"kind": "slack", "webhook_url": ""}).status_code == 302
+    assert NotificationChannel.objects.get(user=assignee).webhook_url == url
+
+
+def test_going_back_to_email_forgets_the_webhook_url(knight, assignee):
+    knight.post(PAGE, {"kind": "teams", "webhook_url": "https://example.logic.azure.com/wf/1"})
+    knight.post(PAGE, {"kind": "email", "webhook_url": ""})
+    channel = NotificationChannel.objects.get(user=assignee)
+    assert channel.kind == ChannelKind.EMAIL
+    assert channel.webhook_url == ""
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://hooks.slack.com/services/x",
+        "https://localhost/services/x",
+        "https://127.0.0.1/services/x",
+        "https://10.0.0.5/hook",
+        "ftp://hooks.slack.com/x",
+        "not a url",
+    ],
+)
+def test_production_accepts_only_https_urls_that_are_not_local(knight, assignee, settings, url):
+    settings.OUTBOUND_ALLOW_PRIVATE = False
+    response = knight.post(PAGE, {"kind": "slack", "webhook_url": url})
+    assert response.status_code == 400
+    assert not NotificationChannel.objects.filter(user=assignee).exists()
+
+
+def test_development_accepts_a_localhost_url(knight, assignee):
+    response = knight.post(PAGE, {"kind": "slack", "webhook_url": "http://localhost:9000/hook"})
+    assert response.status_code == 302
+
+
+def test_saving_needs_the_csrf_token(assignee):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(assignee)
+    response = client.post(PAGE, {"kind": "email"})
+    assert response.status_code == 403
+    assert client.post(TEST).status_code == 403
+
+
+def test_send_a_test_by_email(knight):
+    response = knight.post(TEST, follow=True)
+    (sent,) = mail.outbox
+    assert sent.to == ["knight@example.com"]
+    assert "accepted the test message" in response.content.decode()
+
+
+def test_send_a_test_to_slack(knight, assignee, slack):
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    response = knight.post(TEST, follow=True)
+    (request,) = slack.requests
+    assert "this is a test" in request.body["text"]
+    assert "Slack accepted the test message" in response.content.decode()
+
+
+def test_a_test_that_slack_refuses_for_good_shows_the_reason_and_marks_the_channel_broken(
+    knight, assignee, slack
+):
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    slack.reply_with(Reply(404, "no_service"))
+    response = knight.post(TEST, follow=True)
+    html = response.content.decode()
+    assert "Slack did not take the test message: Slack answered 404 no_service" in html
+    assert "Broken" in html
+    assert NotificationChannel.objects.get(user=assignee).is_broken
+
+
+def test_a_transient_test_failure_does_not_mark_the_channel_broken(knight, assignee, slack):
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    slack.reply_with(Reply(503, "busy"))
+    html = knight.post(TEST, follow=True).content.decode()
+    assert "Slack answered 503 busy" in html
+    assert not NotificationChannel.objects.get(user=assignee).is_broken
+
+
+def test_a_broken_channel_is_shown_to_its_owner_with_the_reason(knight, assignee, slack):
+    channel = notification_channel_set(user=assignee, kind=ChannelKind.TEAMS, webhook_url=slack.url)
+    notification_channel_mark_broken(
+        channel_id=channel.pk, failed_url=slack.url, reason="Teams answered 404 WorkflowNotFound"
+    )
+    html = knight.get(PAGE).content.decode()
+    assert "Microsoft Teams stopped taking nudges" in html
+    assert "Teams answered 404 WorkflowNotFound" in html
+    assert "go to your e-mail" in html
+
+
+def test_someone_else_does_not_see_a_broken_channel_that_is_not_theirs(
+    client, assignee, outsider, slack
+):
+    channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_mark_broken(channel_id=channel.pk, failed_url=slack.url, reason="gone")
+    client.force_login(outsider)
+    html = client.get(PAGE).content.decode()
+    assert "stopped taking nudges" not in html
+    assert "outsider@example.com" in html
+
+
+def test_a_successful_test_clears_the_broken_mark(knight, assignee, slack):
+    channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_mark_broken(channel_id=channel.pk, failed_url=slack.url, reason="gone")
+    knight.post(TEST)
+    assert not NotificationChannel.objects.get(user=assignee).is_broken
+
+
+def test_saving_the_channel_again_clears_the_broken_mark(knight, assignee, slack):
+    channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_mark_broken(channel_id=channel.pk, failed_url=slack.url, reason="gone")
+    knight.post(PAGE, {"kind": "slack", "webhook_url": slack.url + "/new"})
+    assert not NotificationChannel.objects.get(user=assignee).is_broken
+
+
+def test_a_failure_of_an_old_url_does_not_break_the_one_saved_since(assignee, slack):
+    channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url + "/2")
+    assert not notification_channel_mark_broken(
+        channel_id=channel.pk, failed_url=slack.url, reason="gone"
+    )
+    assert not NotificationChannel.objects.get(user=assignee).is_broken
+
+
+# --- admin -----------------------------------------------------------------------------
+
+
+def test_the_admin_shows_channels_without_their_url(client, make_user, assignee):
+    admin = make_user("admin@example.com", is_staff=True, is_superuser=True)
+    channel = notification_channel_set(
+        user=assignee, kind=ChannelKind.SLACK, webhook_url="https://hooks.slack.com" + SECRET_PATH
+    )
+    client.force_login(admin)
+    for url in (
+        "/admin/integrations/notificationchannel/",
+        f"/admin/integrations/notificationchannel/{channel.pk}/change/",
+    ):
+        response = client.get(url)
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert "https://hooks.slack.com/…" in html
+        assert SECRET_PATH not in html
+
+
+def test_the_admin_shows_a_delivery_with_its_attempts_read_only(
+    client, make_user, assigner, assignee, settings
+):
+    from audit.services import Actor
+    from commitments import services
+    from commitments.models import OutboxEvent
+    from integrations import outbox
+
+    admin = make_user("admin@example.com", is_staff=True, is_superuser=True)
+    commitment = services.commitment_create_pending(
+        actor=Actor.for_user(assigner),
+        assigner=assigner,
+        assignee=assignee,
+        description="Ship the report",
+        deadline=None,
+    )
+    (delivery_id,) = outbox.outbox_event_dispatch(
+        event_id=OutboxEvent.objects.get(commitment=commitment).pk
+    )
+    settings.EMAIL_BACKEND = "tests.integrations.test_transports.DownBackend"
+    outbox.delivery_send(delivery_id=delivery_id)
+    client.force_login(admin)
+    listing = client.get("/admin/integrations/delivery/")
+    assert listing.status_code == 200
+    assert "knight@example.com" in listing.content.decode()
+    page = client.get(f"/admin/integrations/delivery/{delivery_id}/change/")
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "Failed, will retry" in html  # the attempt, inline
+    assert "Connection refused" in html
+    assert 'name="_save"' not in html  # read-only

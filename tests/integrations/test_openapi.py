@@ -1,0 +1,130 @@
+"""The OpenAPI reference: a valid 3.0.3 document, version 1.0.0, generated from the
+views' own serializers; Swagger UI served from our own static files; v2 reserved."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from django.contrib.staticfiles import finders
+from openapi_spec_validator import validate
+
+from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, EXTERNAL_SYSTEM_MAX
+from integrations.serializers import InboxSerializer, SyncSerializer
+
+OPERATIONS = {
+    ("/api/v1/inbox", "post"): {"201", "400", "401", "403", "409", "413"},
+    ("/api/v1/sync", "post"): {"200", "400", "401", "403", "404", "409", "413"},
+}
+
+
+@pytest.fixture
+def document(client, db):
+    response = client.get("/api-reference/openapi.json")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/json")
+    return response.json()
+
+
+def test_the_document_is_valid_openapi_3_0_3_version_1_0_0(document):
+    validate(document)
+    assert document["openapi"] == "3.0.3"
+    assert document["info"]["version"] == "1.0.0"
+
+
+def test_the_yaml_download_is_the_same_document(client, document):
+    response = client.get("/api-reference/openapi.yaml")
+    assert response.status_code == 200
+    assert "yaml" in response["Content-Type"] or "openapi" in response["Content-Type"]
+    assert yaml.safe_load(response.content) == document
+
+
+def test_both_security_schemes_are_declared(document):
+    schemes = document["components"]["securitySchemes"]
+    assert schemes["bearerAuth"]["type"] == "http"
+    assert schemes["bearerAuth"]["scheme"] == "bearer"
+    assert schemes["cookieAuth"] == {"type": "apiKey", "in": "cookie", "name": "sessionid"}
+
+
+@pytest.mark.parametrize(("path", "method"), list(OPERATIONS))
+def test_each_operation_documents_every_response_it_can_give(document, path, method):
+    operation = document["paths"][path][method]
+    assert operation["security"] == [{"bearerAuth": []}]
+    assert set(operation["responses"]) == OPERATIONS[(path, method)]
+    assert operation["requestBody"]["content"]["application/json"]["examples"]
+    for status, response in operation["responses"].items():
+        content = response["content"]["application/json"]
+        assert content["examples"], f"{status} has no example"
+        if status.startswith("4"):
+            assert content["schema"] == {"$ref": "#/components/schemas/ErrorEnvelope"}
+            for example in content["examples"].values():
+                assert f"`{example['value']['error']}`" in response["description"]
+    assert operation["responses"]["401"]["headers"]["WWW-Authenticate"]["required"] is True
+
+
+def test_the_error_names_of_the_contract_are_documented(document):
+    inbox = document["paths"]["/api/v1/inbox"]["post"]["responses"]
+    sync = document["paths"]["/api/v1/sync"]["post"]["responses"]
+
+    def names(responses, status):
+        return {
+            e["value"]["error"]
+            for e in responses[status]["content"]["application/json"]["examples"].values()
+        }
+
+    assert names(inbox, "400") == {"invalid_payload"}
+    assert names(inbox, "401") == {"unauthorized"}
+    assert names(inbox, "403") == {"forbidden", "https_required"}
+    assert names(inbox, "409") == {"duplicate_external_ref"}
+    assert names(inbox, "413") == {"payload_too_large"}
+    assert names(sync, "403") == {"https_required"}
+    assert names(sync, "404") == {"not_found"}
+    assert names(sync, "409") == {"invalid_transition"}
+
+
+def test_the_error_envelope_component(document):
+    envelope = document["components"]["schemas"]["ErrorEnvelope"]
+    assert set(envelope["properties"]) == {"error", "message", "details"}
+    assert set(envelope["required"]) == {"error", "message"}
+
+
+def test_the_request_schemas_are_the_views_serializers(document):
+    schemas = document["components"]["schemas"]
+    inbox, sync = schemas["InboxRequest"], schemas["SyncRequest"]
+    assert set(inbox["properties"]) == set(InboxSerializer().fields)
+    assert set(inbox["required"]) == set(InboxSerializer().fields)
+    assert set(sync["properties"]) == set(SyncSerializer().fields)
+    props = inbox["properties"]
+    assert (props["description"]["minLength"], props["description"]["maxLength"]) == (
+        1,
+        DESCRIPTION_MAX,
+    )
+    assert props["externalSystem"]["maxLength"] == EXTERNAL_SYSTEM_MAX
+    assert props["externalId"]["maxLength"] == EXTERNAL_ID_MAX
+    assert props["deadline"]["format"] == "date-time" and props["deadline"]["nullable"] is True
+    assert props["assigneeEmail"]["format"] == "email"
+    status_enum = schemas["SyncTargetStatusEnum"]["enum"]
+    assert status_enum == ["Completed"]
+
+
+def test_the_reference_page_is_swagger_ui_served_from_our_own_static_files(client, db):
+    response = client.get("/api-reference")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/html")
+    html = response.content.decode().replace("\\u002D", "-")
+    assert "SwaggerUIBundle" in html
+    assert '"/api-reference/openapi.json"' in html
+    assets = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert assets
+    for asset in assets:
+        assert asset.startswith("/static/"), asset
+        assert finders.find(asset.removeprefix("/static/")), f"{asset} is not a local file"
+    assert not re.search(r"https?://(?!localhost)", html.replace("http://www.w3.org", ""))
+
+
+@pytest.mark.parametrize(
+    "path", ["/api-reference/v2", "/api-reference/v2/", "/api-reference/v2/openapi.json"]
+)
+def test_version_2_is_reserved(client, db, path):
+    assert client.get(path).status_code == 404

@@ -1,0 +1,510 @@
+"""The outbox dispatcher, called directly: events become deliveries once,
+deliveries are claimed, sent, retried with back-off, fall back to e-mail, and
+the sweep picks up what was never queued."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.core import mail
+from django.utils import timezone
+
+from audit.services import Actor
+from commitments import services
+from commitments.models import EventKind, OutboxEvent
+from integrations import outbox
+from integrations.channels import notification_channel_set
+from integrations.models import (
+    AttemptOutcome,
+    ChannelKind,
+    Delivery,
+    DeliveryStatus,
+    NotificationChannel,
+)
+from tests.integrations.nudge_support import FakeService, Reply
+from tests.support import race
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _settings(settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.OUTBOUND_ALLOW_PRIVATE = True
+    settings.NOTIFY_HTTP_TIMEOUT = 2
+    settings.SITE_URL = "https://commitments.example.com"
+    settings.OUTBOX_SWEEP_GRACE = 10
+    settings.OUTBOX_REQUEUE_AFTER = 120
+    settings.DELIVERY_LEASE_SECONDS = 120
+    settings.DELIVERY_MAX_ATTEMPTS = 10
+    mail.outbox = []
+
+
+@pytest.fixture
+def published(monkeypatch):
+    """What would have gone to the broker: (task, row id) pairs."""
+    sent: list[tuple[str, object]] = []
+
+    def record(task_name, row_id, *, retry=True):
+        sent.append((task_name, str(row_id)))
+        return True
+
+    monkeypatch.setattr(outbox, "_publish", record)
+    return sent
+
+
+@pytest.fixture
+def committed(django_capture_on_commit_callbacks):
+    """Run what the code under test defers to after commit (the test's own
+    transaction never commits)."""
+    return lambda: django_capture_on_commit_callbacks(execute=True)
+
+
+@pytest.fixture
+def slack():
+    with FakeService() as fake:
+        yield fake
+
+
+def create_pending(assigner, assignee, **extra):
+    extra.setdefault("description", "Ship the quarterly report")
+    extra.setdefault("deadline", dt.datetime(2030, 3, 1, 17, 0, tzinfo=dt.UTC))
+    return services.commitment_create_pending(
+        actor=Actor.for_user(assigner), assigner=assigner, assignee=assignee, **extra
+    )
+
+
+def event_of(commitment, kind=EventKind.HANDSHAKE_REQUESTED) -> OutboxEvent:
+    return OutboxEvent.objects.get(commitment=commitment, kind=kind)
+
+
+def dispatch_and_get(event) -> Delivery:
+    (delivery_id,) = outbox.outbox_event_dispatch(event_id=event.pk)
+    return Delivery.objects.get(pk=delivery_id)
+
+
+def make_due(delivery: Delivery) -> None:
+    Delivery.objects.filter(pk=delivery.pk).update(
+        next_attempt_at=timezone.now() - dt.timedelta(seconds=1)
+    )
+
+
+# --- enqueue -----------------------------------------------------------------------
+
+
+def test_a_transition_queues_its_event_only_after_commit(
+    assigner, assignee, published, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        commitment = create_pending(assigner, assignee)
+        assert published == []  # nothing before the commit
+    assert len(callbacks) == 1
+    event = event_of(commitment)
+    assert published == [("dispatch_event", str(event.pk))]
+    # What that task does: dispatch the event, once.
+    assert outbox.outbox_event_dispatch(event_id=event.pk)
+    event.refresh_from_db()
+    assert event.dispatched_at is not None
+    assert outbox.outbox_event_dispatch(event_id=event.pk) == []
+
+
+def test_a_rolled_back_transition_queues_nothing(
+    assigner, assignee, published, django_capture_on_commit_callbacks
+):
+    from django.db import transaction
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        try:
+            with transaction.atomic():
+                create_pending(assigner, assignee)
+                raise RuntimeError("the caller gives up")
+        except RuntimeError:
+            pass
+    assert callbacks == []
+    assert published == []
+    assert not OutboxEvent.objects.exists()
+
+
+def test_a_broker_that_refuses_the_publish_does_not_fail_the_caller(
+    assigner, assignee, monkeypatch, django_capture_on_commit_callbacks
+):
+    from kombu.exceptions import OperationalError
+
+    from integrations import tasks
+
+    def broker_down(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(tasks.dispatch_event, "apply_async", broker_down)
+    with django_capture_on_commit_callbacks(execute=True):
+        commitment = create_pending(assigner, assignee)
+    assert event_of(commitment).dispatched_at is None  # left for the sweep
+
+
+def test_an_inbox_request_queues_its_event_after_the_response(
+    client, assigner, assignee, published, committed
+):
+    from tests.integrations.api_support import INBOX, inbox_body, mint, post_json
+
+    token = mint(assigner)
+    with committed():
+        response = post_json(client, INBOX, inbox_body(), token=token)
+    assert response.status_code == 201
+    event = OutboxEvent.objects.get(commitment_id=response.json()["id"])
+    assert published == [("dispatch_event", str(event.pk))]
+
+
+def test_requests_that_wrote_no_event_publish_nothing(
+    client, assigner, assignee, published, committed
+):
+    from tests.integrations.api_support import INBOX, inbox_body, mint, post_json
+
+    token = mint(assigner)
+    with committed():
+        assert client.get("/settings/notifications/").status_code == 302
+        refused = post_json(
+            client, INBOX, inbox_body(assigneeEmail="nobody@example.com"), token=token
+        )
+        assert refused.status_code == 400
+        client.force_login(assignee)
+        assert client.post("/settings/notifications/", {"kind": "email"}).status_code == 302
+    assert published == []
+
+
+# --- dispatch -----------------------------------------------------------------------
+
+
+def test_an_inbox_creation_nudges_the_assignee_once(assigner, assignee, published, committed):
+    commitment = create_pending(assigner, assignee)
+    event = event_of(commitment)
+    with committed():
+        delivery = dispatch_and_get(event)
+    assert delivery.recipient == assignee
+    assert delivery.channel == ChannelKind.EMAIL
+    assert delivery.status == DeliveryStatus.PENDING
+    event.refresh_from_db()
+    assert event.dispatched_at is not None
+    assert event.dispatch_attempts == 1
+    assert outbox.outbox_event_dispatch(event_id=event.pk) == []  # a second run: nothing
+    assert Delivery.objects.count() == 1
+    assert published == [("deliver", str(delivery.pk))]
+
+
+def test_a_nudge_is_planned_on_the_channel_the_recipient_chose(
+    assigner, assignee, published, slack
+):
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
+    assert delivery.channel == ChannelKind.SLACK
+
+
+def test_answers_and_completion_tell_the_assigner_and_renegotiation_the_assignee(
+    assigner, assignee, published
+):
+    accepted = create_pending(assigner, assignee, external_system="jira", external_id="1")
+    services.commitment_accept(actor=Actor.for_user(assignee), commitment_id=accepted.pk)
+    services.commitment_complete(actor=Actor.for_user(assignee), commitment_id=accepted.pk)
+    declined = create_pending(assigner, assignee)
+    services.commitment_decline(actor=Actor.for_user(assignee), commitment_id=declined.pk)
+    services.commitment_renegotiate(
+        actor=Actor.for_user(assigner), commitment_id=declined.pk, description="Ship it by May"
+    )
+    recipients = {}
+    for event in OutboxEvent.objects.all():
+        ids = outbox.outbox_event_dispatch(event_id=event.pk)
+        recipients[(event.commitment_id, event.kind)] = [
+            Delivery.objects.get(pk=i).recipient for i in ids
+        ]
+    assert recipients == {
+        (accepted.pk, EventKind.HANDSHAKE_REQUESTED): [assignee],
+        (accepted.pk, EventKind.ACTIVATED): [assigner],
+        (accepted.pk, EventKind.COMPLETED): [assigner],
+        (declined.pk, EventKind.HANDSHAKE_REQUESTED): [assignee],
+        (declined.pk, EventKind.REFUSED): [assigner],
+        (declined.pk, EventKind.RENEGOTIATED): [assignee],
+    }
+
+
+def test_nobody_is_nudged_about_their_own_act(assigner, assignee, published):
+    commitment = create_pending(assigner, assignee)
+    services.commitment_accept(actor=Actor.for_user(assignee), commitment_id=commitment.pk)
+    services.commitment_complete(actor=Actor.for_user(assigner), commitment_id=commitment.pk)
+    completed = event_of(commitment, EventKind.COMPLETED)
+    assert outbox.outbox_event_dispatch(event_id=completed.pk) == []
+    completed.refresh_from_db()
+    assert completed.dispatched_at is not None
+
+
+@pytest.mark.postgres
+def test_two_workers_dispatching_the_same_event_at_once_create_one_delivery(
+    assigner, assignee, published
+):
+    event = event_of(create_pending(assigner, assignee))
+    results = race([lambda: outbox.outbox_event_dispatch(event_id=event.pk)] * 4)
+    assert sorted(len(r) for r in results) == [0, 0, 0, 1]
+    assert Delivery.objects.filter(event=event).count() == 1
+
+
+# --- delivery -----------------------------------------------------------------------
+
+
+def test_a_nudge_by_email_says_who_asks_what_by_when_in_the_recipients_time_zone(
+    assigner, assignee, published
+):
+    assignee.timezone = "Europe/Paris"
+    assignee.save()
+    commitment = create_pending(assigner, assignee)
+    delivery = dispatch_and_get(event_of(commitment))
+    assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
+    (sent,) = mail.outbox
+    assert sent.to == ["knight@example.com"]
+    assert sent.subject == "Lead asks you: Ship the quarterly report"
+    assert "Lead asks you to: Ship the quarterly report" in sent.body
+    assert "Fri 1 Mar 2030, 18:00 (Europe/Paris)" in sent.body  # 17:00 UTC
+    assert f"https://commitments.example.com/commitments/{commitment.pk}" in sent.body
+    delivery.refresh_from_db()
+    assert delivery.status == DeliveryStatus.DELIVERED
+    assert delivery.delivered_at is not None
+    (attempt,) = delivery.attempt_log.all()
+    assert attempt.outcome == AttemptOutcome.DELIVERED
+    assert attempt.channel == ChannelKind.EMAIL
+    assert attempt.duration_ms is not None
+
+
+def test_a_delivered_nudge_is_not_sent_again_when_its_task_runs_twice(
+    assigner, assignee, published
+):
+    delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
+    outbox.delivery_send(delivery_id=delivery.pk)
+    assert outbox.delivery_send(delivery_id=delivery.pk) is None
+    assert len(mail.outbox) == 1
+    assert delivery.attempt_log.count() == 1
+
+
+def test_a_slack_nudge_posts_to_the_saved_webhook(assigner, assignee, published, slack):
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
+    assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
+    (request,) = slack.requests
+    assert "Lead asks you to: Ship the quarterly report" in request.body["text"]
+    assert mail.outbox == []
+    assert delivery.attempt_log.get().status_code == 200
+
+
+def test_transient_failures_back_off_longer_each_time(assigner, assignee, published, slack):
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    slack.default = Reply(503, "service_unavailable")
+    delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
+    waits = []
+    for _ in range(4):
+        before = timezone.now()
+        assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.TRANSIENT
+        delivery.refresh_from_db()
+        assert delivery.status == DeliveryStatus.PENDING
+        assert "503" in delivery.last_error
+        waits.append((delivery.next_attempt_at - before).total_seconds())
+        # Not due yet: a duplicate task does nothing.
+        assert outbox.delivery_send(delivery_id=delivery.pk) is None
+        make_due(delivery)
+    assert waits == sorted(waits) and len(set(waits)) == 4
+    assert waits[0] >= outbox.BACKOFF_BASE * 0.75
+    assert len(slack.requests) == 4
+    assert [a.outcome for a in delivery.attempt_log.all()] == [AttemptOutcome.TRANSIENT] * 4
+
+
+def test_retry_after_from_the_service_is_respected(assigner, assignee, published, slack):
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    slack.reply_with(Reply(429, "rate_limited", headers={"Retry-After": "600"}))
+    delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
+    before = timezone.now()
+    outbox.delivery_send(delivery_id=delivery.pk)
+    delivery.refresh_from_db()
+    assert (delivery.next_attempt_at - before).total_seconds() >= 600
+
+
+def test_a_permanent_failure_marks_the_channel_broken_and_falls_back_to_email(
+    assigner, assignee, published, slack, committed
+):
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    slack.default = Reply(404, "no_service")
+    delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
+    published.clear()
+
+    with committed():
+        assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.PERMANENT
+    channel = NotificationChannel.objects.get(user=assignee)
+    assert channel.is_broken
+    assert "404 no_service" in channel.broken_reason
+    delivery.refresh_from_db()
+    assert delivery.channel == ChannelKind.EMAIL
+    assert delivery.status == DeliveryStatus.PENDING
+    assert published == [("deliver", str(delivery.pk))]  # the fallback goes at once
+
+    assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
+    assert len(slack.requests) == 1  # no retries against a dead webhook
+    assert mail.outbox[0].to == ["knight@example.com"]
+    assert [(a.channel, a.outcome) for a in delivery.attempt_log.all()] == [
+        (ChannelKind.SLACK, AttemptOutcome.PERMANENT),
+        (ChannelKind.EMAIL, AttemptOutcome.DELIVERED),
+    ]
+
+
+def test_later_nudges_skip_a_broken_channel_until_it_is_saved_again(
+    assigner, assignee, published, slack
+):
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    slack.default = Reply(410, "channel_is_archived")
+    first = dispatch_and_get(event_of(create_pending(assigner, assignee)))
+    outbox.delivery_send(delivery_id=first.pk)
+    second = dispatch_and_get(
+        event_of(create_pending(assigner, assignee, description="And the annual one"))
+    )
+    assert second.channel == ChannelKind.EMAIL
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    third = dispatch_and_get(
+        event_of(create_pending(assigner, assignee, description="And the monthly one"))
+    )
+    assert third.channel == ChannelKind.SLACK
+
+
+def test_a_chat_channel_that_keeps_failing_falls_back_to_email_without_being_marked_broken(
+    assigner, assignee, published, slack, settings
+):
+    settings.DELIVERY_MAX_ATTEMPTS = 2
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    slack.default = Reply(500, "rollup_error")
+    delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
+    outbox.delivery_send(delivery_id=delivery.pk)
+    make_due(delivery)
+    outbox.delivery_send(delivery_id=delivery.pk)
+    delivery.refresh_from_db()
+    assert delivery.channel == ChannelKind.EMAIL
+    assert delivery.attempts == 0
+    assert not NotificationChannel.objects.get(user=assignee).is_broken
+    assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
+
+
+def test_email_that_keeps_failing_ends_failed(assigner, assignee, published, settings):
+    settings.DELIVERY_MAX_ATTEMPTS = 2
+    settings.EMAIL_BACKEND = "tests.integrations.test_transports.DownBackend"
+    delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
+    outbox.delivery_send(delivery_id=delivery.pk)
+    make_due(delivery)
+    outbox.delivery_send(delivery_id=delivery.pk)
+    delivery.refresh_from_db()
+    assert delivery.status == DeliveryStatus.FAILED
+    assert "Connection refused" in delivery.last_error
+    make_due(delivery)
+    assert outbox.delivery_send(delivery_id=delivery.pk) is None
+
+
+def test_a_delivery_whose_worker_died_is_claimed_again_once_its_lease_runs_out(
+    assigner, assignee, published
+):
+    delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
+    # A worker claimed it and died before recording anything.
+    claim = outbox._claim(delivery.pk, timezone.now())
+    assert claim is not None
+    assert outbox.delivery_send(delivery_id=delivery.pk) is None  # lease still running
+    Delivery.objects.filter(pk=delivery.pk).update(
+        claimed_until=timezone.now() - dt.timedelta(seconds=1)
+    )
+    assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
+    assert len(mail.outbox) == 1
+    assert [a.outcome for a in delivery.attempt_log.all()] == [
+        AttemptOutcome.INTERRUPTED,
+        AttemptOutcome.DELIVERED,
+    ]
+
+
+def test_a_stale_worker_cannot_reschedule_a_delivery_someone_else_claimed(
+    assigner, assignee, published
+):
+    from integrations.transports import TransportError
+
+    delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
+    stale = outbox._claim(delivery.pk, timezone.now())
+    Delivery.objects.filter(pk=delivery.pk).update(
+        claimed_until=timezone.now() - dt.timedelta(seconds=1)
+    )
+    fresh = outbox._claim(delivery.pk, timezone.now())
+    assert fresh is not None
+    outbox._record_failure(stale, TransportError("late timeout"), 0.0)
+    delivery.refresh_from_db()
+    assert delivery.status == DeliveryStatus.SENDING  # still the fresh claimer's
+    assert delivery.claimed_until > timezone.now()
+
+
+def test_admin_retry_sends_a_failed_delivery_again(assigner, assignee, published):
+    delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
+    Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.FAILED, attempts=10)
+    assert outbox.delivery_retry(delivery_id=delivery.pk) is True
+    assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
+    assert outbox.delivery_retry(delivery_id=delivery.pk) is False  # delivered stays so
+
+
+# --- sweep --------------------------------------------------------------------------
+
+
+def test_the_sweep_queues_events_nobody_queued_once_the_grace_is_over(
+    assigner, assignee, published, committed
+):
+    event = event_of(create_pending(assigner, assignee))
+    assert outbox.outbox_sweep().events == 0  # just written: its own publish is on the way
+    later = timezone.now() + dt.timedelta(seconds=11)
+    with committed():
+        assert outbox.outbox_sweep(now=later).events == 1
+    assert published == [("dispatch_event", str(event.pk))]
+    # Queued: not again until OUTBOX_REQUEUE_AFTER, in case that message is lost too.
+    assert outbox.outbox_sweep(now=later + dt.timedelta(seconds=60)).events == 0
+    assert outbox.outbox_sweep(now=later + dt.timedelta(seconds=131)).events == 1
+
+
+def test_the_sweep_leaves_dispatched_events_alone(assigner, assignee, published, committed):
+    event = event_of(create_pending(assigner, assignee))
+    outbox.outbox_event_dispatch(event_id=event.pk)
+    published.clear()
+    with committed():
+        result = outbox.outbox_sweep(now=timezone.now() + dt.timedelta(seconds=11))
+    assert result.events == 0
+    assert published == []
+
+
+def test_the_sweep_queues_due_retries_and_expired_leases_but_not_live_ones(
+    assigner, assignee, published, committed
+):
+    now = timezone.now()
+    retry = dispatch_and_get(event_of(create_pending(assigner, assignee)))
+    Delivery.objects.filter(pk=retry.pk).update(
+        next_attempt_at=now - dt.timedelta(seconds=1), enqueued_at=None
+    )
+    waiting = dispatch_and_get(event_of(create_pending(assigner, assignee, description="b")))
+    Delivery.objects.filter(pk=waiting.pk).update(
+        next_attempt_at=now + dt.timedelta(minutes=5), enqueued_at=None
+    )
+    dead = dispatch_and_get(event_of(create_pending(assigner, assignee, description="c")))
+    Delivery.objects.filter(pk=dead.pk).update(
+        status=DeliveryStatus.SENDING, claimed_until=now - dt.timedelta(seconds=1)
+    )
+    alive = dispatch_and_get(event_of(create_pending(assigner, assignee, description="d")))
+    Delivery.objects.filter(pk=alive.pk).update(
+        status=DeliveryStatus.SENDING, claimed_until=now + dt.timedelta(minutes=10)
+    )
+    fresh = dispatch_and_get(event_of(create_pending(assigner, assignee, description="e")))
+    published.clear()
+
+    with committed():
+        result = outbox.outbox_sweep(now=now + dt.timedelta(seconds=130))
+    queued = {row_id for _, row_id in published}
+    # `dead` was queued at dispatch long enough ago; `fresh` too, by now.
+    assert str(retry.pk) in queued and str(dead.pk) in queued
+    assert str(waiting.pk) not in queued
+    assert str(alive.pk) not in queued
+    assert result.deliveries == len(queued)
+    # Right after the dispatch, `fresh` had just been queued and was left alone.
+    published.clear()
+    Delivery.objects.filter(pk=fresh.pk).update(enqueued_at=timezone.now())
+    with committed():
+        outbox.outbox_sweep()
+    assert str(fresh.pk) not in {row_id for _, row_id in published}

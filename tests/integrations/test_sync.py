@@ -1,0 +1,317 @@
+"""POST /api/v1/sync: complete a commitment by its external reference, among the
+token owner's own commitments as assigner (DECISIONS.md)."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from audit.models import AuditEvent
+from audit.services import Actor
+from commitments import services
+from commitments.models import Commitment, EventKind, OutboxEvent, Status
+from integrations.models import ApiToken
+from tests.integrations.api_support import (
+    DROP,
+    SYNC,
+    assert_envelope,
+    mint,
+    post_json,
+    rows,
+    warm_caches,
+)
+from tests.support import race
+
+
+@pytest.fixture
+def token(assigner):
+    return mint(assigner)
+
+
+def _commitment(
+    assigner, assignee, *, status=Status.ACTIVE, external_id="OPS-42", external_system="jira"
+) -> Commitment:
+    commitment = services.commitment_create_pending(
+        actor=Actor.for_user(assigner),
+        assigner=assigner,
+        assignee=assignee,
+        description="Ship it",
+        deadline=None,
+        external_system=external_system,
+        external_id=external_id,
+    )
+    if status in (Status.ACTIVE, Status.COMPLETED):
+        services.commitment_accept(actor=Actor.for_user(assignee), commitment_id=commitment.pk)
+    if status == Status.COMPLETED:
+        services.commitment_complete(actor=Actor.for_user(assignee), commitment_id=commitment.pk)
+    if status == Status.REFUSED:
+        services.commitment_decline(actor=Actor.for_user(assignee), commitment_id=commitment.pk)
+    commitment.refresh_from_db()
+    assert commitment.status == status
+    return commitment
+
+
+@pytest.fixture
+def active(assigner, assignee):
+    return _commitment(assigner, assignee)
+
+
+def _body(**overrides):
+    body = {"externalSystem": "jira", "externalId": "OPS-42", "status": "Completed"}
+    body.update(overrides)
+    return {key: value for key, value in body.items() if value is not DROP}
+
+
+def _sync(client, token, **overrides):
+    return post_json(client, SYNC, _body(**overrides), token=token)
+
+
+# --- completing --------------------------------------------------------------------
+
+
+def test_it_completes_an_active_commitment(client, token, active, assigner):
+    response = _sync(client, token)
+    assert response.status_code == 200
+    assert response.json() == {
+        "id": str(active.pk),
+        "status": "Completed",
+        "previousStatus": "Active",
+        "changed": True,
+    }
+    active.refresh_from_db()
+    assert active.status == Status.COMPLETED and active.completed_at is not None
+
+    api_token = ApiToken.objects.get()
+    event = AuditEvent.objects.for_object(active).get(action="completed")
+    assert event.actor_kind == "api_token" and event.token_id == api_token.id
+    assert event.user == assigner
+    assert event.payload["externalSystem"] == "jira" and event.payload["externalId"] == "OPS-42"
+    outbox = OutboxEvent.objects.get(commitment=active, kind=EventKind.COMPLETED)
+    assert outbox.actor_kind == "api_token" and outbox.actor_token_id == api_token.id
+    assert outbox.previous_status == "Active" and outbox.new_status == "Completed"
+
+
+def test_a_replay_answers_200_and_writes_nothing(client, token, active):
+    assert _sync(client, token).json()["changed"] is True
+    active.refresh_from_db()
+    completed_at, before = active.completed_at, rows()
+    response = _sync(client, token)
+    assert response.status_code == 200
+    assert response.json() == {
+        "id": str(active.pk),
+        "status": "Completed",
+        "previousStatus": "Completed",
+        "changed": False,
+    }
+    assert rows() == before
+    active.refresh_from_db()
+    assert active.completed_at == completed_at
+
+
+def test_a_commitment_completed_in_the_interface_replays_as_unchanged(
+    client, token, assigner, assignee
+):
+    _commitment(assigner, assignee, status=Status.COMPLETED)
+    before = rows()
+    assert _sync(client, token).json()["changed"] is False
+    assert rows() == before
+
+
+def test_the_reference_is_trimmed(client, token, active):
+    assert _sync(client, token, externalSystem=" jira ", externalId="\tOPS-42\n").status_code == 200
+
+
+def test_unknown_fields_are_ignored(client, token, active):
+    assert _sync(client, token, comment="closed by bot").status_code == 200
+
+
+# --- refusals ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [Status.PENDING_HANDSHAKE, Status.REFUSED])
+def test_an_impossible_move_is_invalid_transition(client, token, assigner, assignee, status):
+    _commitment(assigner, assignee, status=status)
+    before = rows()
+    body = assert_envelope(_sync(client, token), 409, "invalid_transition", details=True)
+    assert body["details"] == {"currentStatus": status.value}
+    assert rows() == before
+
+
+def test_an_unknown_reference_is_not_found(client, token, active):
+    before = rows()
+    assert_envelope(_sync(client, token, externalId="OPS-43"), 404, "not_found", details=False)
+    assert_envelope(_sync(client, token, externalSystem="github"), 404, "not_found")
+    assert rows() == before
+
+
+def test_another_assigners_reference_is_not_found(client, assignee, outsider, token):
+    theirs = _commitment(outsider, assignee)
+    before = rows()
+    assert_envelope(_sync(client, token), 404, "not_found")
+    assert rows() == before
+    theirs.refresh_from_db()
+    assert theirs.status == Status.ACTIVE
+
+
+def test_a_reference_where_the_owner_is_only_the_assignee_is_not_found(client, assigner, assignee):
+    _commitment(assigner, assignee)
+    assert_envelope(_sync(client, mint(assignee)), 404, "not_found")
+
+
+def test_the_same_reference_of_two_assigners_completes_only_the_owners(
+    client, token, assigner, assignee, outsider
+):
+    mine = _commitment(assigner, assignee)
+    theirs = _commitment(outsider, assignee)
+    assert _sync(client, token).json()["id"] == str(mine.pk)
+    theirs.refresh_from_db()
+    assert theirs.status == Status.ACTIVE
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        "Active",
+        "Refused",
+        "Pending_Handshake",
+        "Draft",
+        "completed",
+        "COMPLETED",
+        " Completed",
+        "",
+        None,
+        1,
+        True,
+    ],
+)
+def test_completed_is_the_only_status_an_external_system_may_drive(client, token, active, status):
+    before = rows()
+    body = assert_envelope(
+        _sync(client, token, status=status), 400, "invalid_payload", details=True
+    )
+    assert "status" in body["details"]
+    assert rows() == before
+
+
+@pytest.mark.parametrize("field", ["externalSystem", "externalId", "status"])
+def test_every_field_is_required(client, token, active, field):
+    body = assert_envelope(_sync(client, token, **{field: DROP}), 400, "invalid_payload")
+    assert field in body["details"]
+
+
+@pytest.mark.parametrize(("field", "limit"), [("externalSystem", 32), ("externalId", 128)])
+def test_a_reference_at_its_length_limit_is_looked_up(
+    client, token, assigner, assignee, field, limit
+):
+    _commitment(
+        assigner,
+        assignee,
+        **{
+            "externalSystem": {"external_system": "s" * limit},
+            "externalId": {"external_id": "i" * limit},
+        }[field],
+    )
+    value = ("s" if field == "externalSystem" else "i") * limit
+    assert _sync(client, token, **{field: value}).status_code == 200
+
+
+@pytest.mark.parametrize(("field", "limit"), [("externalSystem", 32), ("externalId", 128)])
+def test_a_reference_one_past_its_length_limit_is_refused(client, token, active, field, limit):
+    body = assert_envelope(
+        _sync(client, token, **{field: "x" * (limit + 1)}), 400, "invalid_payload"
+    )
+    assert field in body["details"]
+
+
+@pytest.mark.parametrize("field", ["externalSystem", "externalId"])
+@pytest.mark.parametrize("value", ["", "   ", 7, None])
+def test_a_reference_must_be_a_non_blank_string(client, token, active, field, value):
+    body = assert_envelope(_sync(client, token, **{field: value}), 400, "invalid_payload")
+    assert field in body["details"]
+
+
+def test_a_body_that_is_not_a_json_object_is_refused(client, token, active):
+    before = rows()
+    for raw, content_type in [
+        ("[]", "application/json"),
+        ("{", "application/json"),
+        ('{"status": "Completed"}', "text/plain"),
+    ]:
+        response = post_json(client, SYNC, raw, token=token, content_type=content_type)
+        assert_envelope(response, 400, "invalid_payload", details=True)
+    assert rows() == before
+
+
+# --- query budget ------------------------------------------------------------------
+
+
+def test_a_sync_takes_at_most_8_statements(
+    client, token, active, assigner, assignee, django_assert_max_num_queries
+):
+    _commitment(assigner, assignee, external_id="warm-up")
+    assert _sync(client, token, externalId="warm-up").status_code == 200  # writes last_used_at
+    warm_caches()
+    with django_assert_max_num_queries(8):
+        response = _sync(client, token)
+    assert response.json()["changed"] is True
+
+
+def test_a_first_use_sync_with_the_last_used_write_stays_within_8(
+    client, token, active, django_assert_max_num_queries
+):
+    warm_caches()
+    with django_assert_max_num_queries(8) as captured:
+        response = _sync(client, token)
+    assert response.json()["changed"] is True
+    assert ApiToken.objects.get().last_used_at is not None
+    assert any(
+        "last_used_at" in q["sql"]
+        for q in captured.captured_queries
+        if q["sql"].startswith("UPDATE")
+    )
+
+
+def test_a_replay_reads_and_writes_nothing_else(
+    client, token, active, django_assert_max_num_queries
+):
+    _sync(client, token)
+    warm_caches()
+    with django_assert_max_num_queries(4) as captured:
+        _sync(client, token)
+    assert not [
+        q for q in captured.captured_queries if q["sql"].startswith(("UPDATE", "INSERT", "DELETE"))
+    ]
+
+
+# --- PostgreSQL ----------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+def test_the_query_budget_holds_on_postgresql(
+    client, assigner, assignee, django_assert_max_num_queries
+):
+    token = mint(assigner)
+    _commitment(assigner, assignee, external_id="first")
+    _commitment(assigner, assignee, external_id="second")
+    warm_caches()
+    with django_assert_max_num_queries(8):
+        assert _sync(client, token, externalId="first").json()["changed"] is True
+    with django_assert_max_num_queries(8):
+        assert _sync(client, token, externalId="second").json()["changed"] is True
+
+
+@pytest.mark.postgres
+def test_racing_syncs_complete_once_and_replay_the_rest(assigner, assignee):
+    token = mint(assigner)
+    commitment = _commitment(assigner, assignee)
+    callers = 10
+
+    def call() -> tuple[int, bool]:
+        response = _sync(Client(), token)
+        return response.status_code, response.json().get("changed")
+
+    results = race([call] * callers)
+
+    assert sorted(results) == [(200, False)] * (callers - 1) + [(200, True)]
+    assert AuditEvent.objects.for_object(commitment).filter(action="completed").count() == 1
+    assert OutboxEvent.objects.filter(commitment=commitment, kind="completed").count() == 1

@@ -1,0 +1,266 @@
+"""Real Celery workers (subprocesses) against real Redis and PostgreSQL, and
+the embedded default (SQLite and the filesystem broker, no services at all).
+
+Each test starts its own worker with beat embedded (the sweep every second),
+observes what leaves the machine (mail files, a loopback server playing
+Slack), and kills every process it started, whatever happens.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from audit.services import Actor
+from commitments import services
+from commitments.models import Commitment
+from integrations.channels import notification_channel_set
+from integrations.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
+from tests.integrations.nudge_support import (
+    FakeService,
+    Process,
+    Reply,
+    celery_worker,
+    free_port,
+    manage,
+    purge_queue,
+    read_mails,
+    redis_server_available,
+    run_python,
+    subprocess_env,
+    wait_until,
+)
+
+REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
+
+
+def create_pending(assigner, assignee, description="Ship the quarterly report"):
+    commitment = services.commitment_create_pending(
+        actor=Actor.for_user(assigner),
+        assigner=assigner,
+        assignee=assignee,
+        description=description,
+        deadline=timezone.now() + dt.timedelta(days=3),
+    )
+    return commitment
+
+
+def delivered(commitment) -> Delivery | None:
+    return Delivery.objects.filter(
+        event__commitment=commitment, status=DeliveryStatus.DELIVERED
+    ).first()
+
+
+def sweeps_done(worker: Process) -> int:
+    return sum(
+        1
+        for line in worker.output().splitlines()
+        if "integrations.tasks.sweep[" in line and "succeeded" in line
+    )
+
+
+def let_sweeps_run(worker: Process, count: int = 2) -> None:
+    """Wait for `count` more sweeps, so a duplicate would have had its chance."""
+    start = sweeps_done(worker)
+    wait_until(lambda: sweeps_done(worker) >= start + count, timeout=20, what="sweeps")
+
+
+def assert_one_nudge(commitment, mail_dir: Path) -> None:
+    assert Delivery.objects.filter(event__commitment=commitment).count() == 1
+    delivery = Delivery.objects.get(event__commitment=commitment)
+    assert delivery.status == DeliveryStatus.DELIVERED
+    assert [a.outcome for a in delivery.attempt_log.all()] == [AttemptOutcome.DELIVERED]
+    mails = [m for m in read_mails(mail_dir) if commitment.description in m["Subject"]]
+    assert len(mails) == 1
+    assert mails[0]["To"] == "knight@example.com"
+    assert f"/commitments/{commitment.pk}" in mails[0].get_payload()
+
+
+@pytest.fixture
+def redis_env(tmp_path):
+    """A worker environment on the test's Redis, its queue emptied first."""
+    purge_queue(os.environ["REDIS_URL"])
+    return subprocess_env(tmp_path)
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_new_commitment_leads_to_exactly_one_delivered_nudge(
+    tmp_path, redis_env, assigner, assignee
+):
+    # No sweep may dispatch it: only the after-commit publish can.
+    redis_env["OUTBOX_SWEEP_GRACE"] = "3600"
+    with celery_worker(redis_env, tmp_path / "worker.log") as worker:
+        worker.wait_for_output("ready.")
+        commitment = create_pending(assigner, assignee)
+        wait_until(lambda: delivered(commitment), what="the nudge")
+        let_sweeps_run(worker)
+    assert_one_nudge(commitment, tmp_path / "mail")
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_an_inbox_call_leads_to_exactly_one_delivered_nudge(
+    tmp_path, redis_env, client, assigner, assignee
+):
+    from tests.integrations.api_support import INBOX, inbox_body, mint, post_json
+
+    token = mint(assigner)
+    # No sweep may dispatch it: only the publish after the request can.
+    redis_env["OUTBOX_SWEEP_GRACE"] = "3600"
+    with celery_worker(redis_env, tmp_path / "worker.log") as worker:
+        worker.wait_for_output("ready.")
+        response = post_json(
+            client, INBOX, inbox_body(description="Review the budget"), token=token
+        )
+        assert response.status_code == 201, response.content
+        commitment = Commitment.objects.get(pk=response.json()["id"])
+        wait_until(lambda: delivered(commitment), what="the nudge")
+        let_sweeps_run(worker)
+    assert_one_nudge(commitment, tmp_path / "mail")
+
+
+@pytest.fixture
+def private_redis(tmp_path):
+    """A Redis server of this test's own, to pause without disturbing others."""
+    if not redis_server_available():
+        if REQUIRE_SERVICES:
+            pytest.fail("redis-server and redis-cli are needed on PATH")
+        pytest.skip("redis-server is not installed")
+    port = free_port()
+    server = Process(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        dict(os.environ),
+        tmp_path / "redis.log",
+    )
+    with server:
+        server.wait_for_output("Ready to accept connections")
+        yield port
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_an_inbox_call_while_redis_is_paused_returns_and_the_nudge_goes_once_it_is_back(
+    tmp_path, private_redis, assigner, assignee
+):
+    from tests.integrations.api_support import mint
+
+    port = private_redis
+    env = subprocess_env(tmp_path, REDIS_URL=f"redis://127.0.0.1:{port}/0")
+    # A web process: the inbox call, made while Redis answers nothing at all.
+    web_call = f"""
+import json, subprocess
+from django.test import Client
+
+subprocess.run(["redis-cli", "-p", "{port}", "CLIENT", "PAUSE", "4000", "ALL"],
+               check=True, stdout=subprocess.DEVNULL)
+response = Client(HTTP_HOST="localhost").post(
+    "/api/v1/inbox",
+    data=json.dumps({{
+        "assignerEmail": "lead@example.com", "assigneeEmail": "knight@example.com",
+        "description": "Written while Redis was paused", "deadline": None,
+        "externalSystem": "jira", "externalId": "OPS-7",
+    }}),
+    content_type="application/json",
+    headers={{"Authorization": "Bearer {mint(assigner)}"}},
+)
+print(response.status_code, response.json()["id"])
+"""
+    with celery_worker(env, tmp_path / "worker.log") as worker:
+        worker.wait_for_output("ready.")
+        done = run_python(web_call, env, timeout=30)
+        status, commitment_id = done.stdout.split()
+        assert status == "201"
+        commitment = Commitment.objects.get(pk=commitment_id)
+        assert "Could not queue dispatch_event" in done.stderr  # the publish did fail
+        # Redis comes back by itself; the sweep finds the event.
+        wait_until(lambda: delivered(commitment), timeout=30, what="the nudge")
+        let_sweeps_run(worker)
+    assert_one_nudge(commitment, tmp_path / "mail")
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_worker_killed_in_the_middle_of_a_delivery_does_not_lose_the_nudge(
+    tmp_path, redis_env, assigner, assignee
+):
+    redis_env.update({"DELIVERY_LEASE_SECONDS": "3", "NOTIFY_HTTP_TIMEOUT": "20"})
+    with FakeService() as slack:
+        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+        held = threading.Event()
+        slack.reply_with(Reply(200, "ok", hold=held))  # the first request hangs
+
+        with celery_worker(redis_env, tmp_path / "first.log") as first:
+            first.wait_for_output("ready.")
+            commitment = create_pending(assigner, assignee)
+            slack.wait_for_requests(1)
+            first.kill(signal.SIGKILL)
+        held.set()
+        delivery = Delivery.objects.get(event__commitment=commitment)
+        assert delivery.status == DeliveryStatus.SENDING  # claimed by the dead worker
+
+        with celery_worker(redis_env, tmp_path / "second.log") as second:
+            second.wait_for_output("ready.")
+            wait_until(lambda: delivered(commitment), timeout=30, what="the nudge")
+            let_sweeps_run(second)
+
+    delivery.refresh_from_db()
+    assert delivery.status == DeliveryStatus.DELIVERED
+    assert delivery.channel == ChannelKind.SLACK
+    # The first request reached Slack but its answer was never recorded: the
+    # one window in which a nudge can go out twice.
+    assert len(slack.requests) == 2
+    assert [a.outcome for a in delivery.attempt_log.all()] == [
+        AttemptOutcome.INTERRUPTED,
+        AttemptOutcome.DELIVERED,
+    ]
+
+
+def test_the_embedded_default_delivers_a_nudge_with_no_services(tmp_path):
+    """SQLite and the filesystem broker, as `./scripts/serve` runs with nothing
+    configured. The event is queued before the worker runs; nothing is dropped."""
+    env = subprocess_env(tmp_path, DATABASE_URL=None, REDIS_URL=None, OUTBOX_SWEEP_INTERVAL="3600")
+    subprocess.run(
+        manage("migrate", "--noinput"),
+        env=env,
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
+    done = run_python(
+        """
+from accounts.models import User
+from audit.services import Actor
+from commitments import services
+lead = User.objects.create_user("lead@example.com", "x" * 20, display_name="Lead")
+knight = User.objects.create_user("knight@example.com", "x" * 20)
+commitment = services.commitment_create_pending(
+    actor=Actor.for_user(lead), assigner=lead, assignee=knight,
+    description="Water the shrubbery", deadline=None)
+print(commitment.pk)
+""",
+        env,
+    )
+    assert done.stdout.strip()
+    with Process(manage("run_worker", "--concurrency=1"), env, tmp_path / "worker.log"):
+        mails = wait_until(lambda: read_mails(tmp_path / "mail"), timeout=30, what="a mail")
+    (mail,) = mails
+    assert mail["Subject"] == "Lead asks you: Water the shrubbery"
+    assert mail["To"] == "knight@example.com"
