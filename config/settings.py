@@ -252,6 +252,9 @@ REDIS_URL = env_str("REDIS_URL")
 BROKER_TIMEOUT = env_int("BROKER_TIMEOUT", 2)  # seconds per broker command or connect
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
+    # Kombu's Redis transport, fixed so an ack Redis did not answer cannot
+    # stall a worker for good (config/broker.py).
+    CELERY_BROKER_TRANSPORT = "config.broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
         # Without socket timeouts a publish to a paused Redis waits forever.
         "socket_connect_timeout": BROKER_TIMEOUT,

@@ -73,3 +73,26 @@ def staff_client(client, staff):
     client.force_login(staff)
     return client
 
+
+@pytest.fixture
+def private_redis(tmp_path):
+    """A Redis server of this test's own (its port), to pause or stop without
+    disturbing others."""
+    from tests.integrations.nudge_support import Process, free_port, redis_server_available
+
+    if not redis_server_available():
+        if REQUIRE_SERVICES:
+            pytest.fail("redis-server and redis-cli are needed on PATH")
+        pytest.skip("redis-server is not installed")
+    port = free_port()
+    server = Process(
+        [
+            *("redis-server", "--port", str(port), "--bind", "127.0.0.1"),
+            *("--save", "", "--appendonly", "no"),
+        ],
+        dict(os.environ),
+        tmp_path / "redis.log",
+    )
+    with server:
+        server.wait_for_output("Ready to accept connections")
+        yield port

@@ -249,8 +249,11 @@ class Process:
     def __enter__(self) -> Process:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         self.kill()
+        if exc_type is not None:
+            # The test failed inside: show this process's side of it.
+            print(f"--- last lines of {self.log} ---\n{self.output()[-6000:]}")
 
 
 def celery_worker(env: dict[str, str], log: Path) -> Process:

@@ -28,17 +28,13 @@ from tests.integrations.nudge_support import (
     Process,
     Reply,
     celery_worker,
-    free_port,
     manage,
     purge_queue,
     read_mails,
-    redis_server_available,
     run_python,
     subprocess_env,
     wait_until,
 )
-
-REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 
 
 def create_pending(assigner, assignee, description="Ship the quarterly report"):
@@ -125,34 +121,6 @@ def test_an_inbox_call_leads_to_exactly_one_delivered_nudge(
         wait_until(lambda: delivered(commitment), what="the nudge")
         let_sweeps_run(worker)
     assert_one_nudge(commitment, tmp_path / "mail")
-
-
-@pytest.fixture
-def private_redis(tmp_path):
-    """A Redis server of this test's own, to pause without disturbing others."""
-    if not redis_server_available():
-        if REQUIRE_SERVICES:
-            pytest.fail("redis-server and redis-cli are needed on PATH")
-        pytest.skip("redis-server is not installed")
-    port = free_port()
-    server = Process(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ],
-        dict(os.environ),
-        tmp_path / "redis.log",
-    )
-    with server:
-        server.wait_for_output("Ready to accept connections")
-        yield port
 
 
 @pytest.mark.postgres
