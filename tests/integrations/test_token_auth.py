@@ -155,3 +155,59 @@ def test_the_last_used_update_is_conditional(assigner):
     written = _token().last_used_at
     _touch(also_stale)
     assert _token().last_used_at == written
+
+
+# --- PostgreSQL: the lookup and the conditional write are one statement -------------
+
+
+def _row_version() -> str:
+    # xmin changes with every write of the row, even one that changes nothing.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT xmin::text FROM integrations_apitoken")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_use_within_the_minute_does_not_write_the_row(client, assigner):
+    token = mint(assigner)
+    post_json(client, SYNC, SYNC_BODY, token=token)
+    written, version = _token().last_used_at, _row_version()
+    post_json(client, SYNC, SYNC_BODY, token=token)
+    assert _row_version() == version
+    assert _token().last_used_at == written
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_lookup_loads_the_token_and_owner_as_the_orm_does(assigner):
+    from integrations.authentication import _find_and_touch
+
+    plaintext = mint(assigner)
+    ApiToken.objects.update(last_used_at=timezone.now())  # fresh: nothing written
+    found = _find_and_touch(tokens.digest(plaintext))
+    expected = ApiToken.objects.select_related("user").get()
+    for field in ApiToken._meta.concrete_fields:
+        assert getattr(found, field.attname) == getattr(expected, field.attname), field.name
+    for field in type(assigner)._meta.concrete_fields:
+        assert getattr(found.user, field.attname) == getattr(expected.user, field.attname)
+    assert found.user.pk == assigner.pk
+
+
+@pytest.mark.postgres
+def test_on_postgresql_an_unknown_digest_finds_nothing_and_writes_nothing(assigner):
+    from integrations.authentication import _find_and_touch
+
+    mint(assigner)
+    assert _find_and_touch(tokens.digest(mint.__name__)) is None
+    assert _token().last_used_at is None
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("what", ["revoked token", "inactive owner"])
+def test_on_postgresql_a_refused_token_is_not_marked_used(client, assigner, what):
+    token = mint(assigner)
+    if what == "revoked token":
+        ApiToken.objects.update(revoked_at=timezone.now())
+    else:
+        type(assigner).objects.filter(pk=assigner.pk).update(is_active=False)
+    _unauthorized(post_json(client, SYNC, SYNC_BODY, token=token))
+    assert _token().last_used_at is None
