@@ -60,7 +60,6 @@ class BearerTokenAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed(INVALID_TOKEN)
         if token.revoked_at is not None or not token.user.is_active:
             raise exceptions.AuthenticationFailed(INVALID_TOKEN)
-        _touch(token)
         return token.user, token
 
     def authenticate_header(self, request: Request) -> str:
@@ -71,8 +70,11 @@ def _find_and_touch(digest: str) -> ApiToken | None:
     """The token with this digest, its owner loaded, or None; its use recorded."""
     database = router.db_for_read(ApiToken)
     if connections[database].vendor != "postgresql":
-        token = ApiToken.objects.select_related("user").filter(digest=digest).first()
-        if token is not None and token.revoked_at is None and token.user.is_active:
+        try:
+            token = ApiToken.objects.select_related("user").get(digest=digest)
+        except ApiToken.DoesNotExist:
+            return None
+        if token.revoked_at is None and token.user.is_active:
             _touch(token)
         return token
     return _find_and_touch_in_one_statement(database, digest)
