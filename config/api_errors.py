@@ -79,9 +79,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         return Response(_envelope("invalid_payload", str(exc.detail), details), status=400)
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         headers["WWW-Authenticate"] = "Bearer"
-        return Response(
-            _envelope("unauthorized", str(exc.detail)), status=401, headers=headers
-        )
+        return Response(_envelope("unauthorized", str(exc.detail)), status=401, headers=headers)
     if isinstance(exc, exceptions.PermissionDenied):
         return Response(_envelope("forbidden", str(exc.detail)), status=403)
     if isinstance(exc, exceptions.NotFound):

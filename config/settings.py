@@ -211,7 +211,7 @@ SPECTACULAR_SETTINGS = {
         "Issue trackers and chat tools create commitments with `POST /api/v1/inbox` and "
         "complete them by their external reference with `POST /api/v1/sync`, authenticated "
         "with a personal API token (`Authorization: Bearer svc_...`, minted on Settings, "
-        "API Tokens). Every error answers `{\"error\", \"message\"}` with a stable `error` "
+        'API Tokens). Every error answers `{"error", "message"}` with a stable `error` '
         "name, plus `details` for validation errors. Retry only on 5xx: a 4xx is the same "
         "for the same payload. Production accepts HTTPS only.\n\n"
         "`POST /api/gather` (the capture surface, session cookie only) is not built yet."
@@ -318,6 +318,7 @@ OUTBOX_REQUEUE_AFTER = env_int("OUTBOX_REQUEUE_AFTER", 120)  # s before queueing
 DELIVERY_LEASE_SECONDS = env_int("DELIVERY_LEASE_SECONDS", 120)  # a claimed send's lease
 DELIVERY_MAX_ATTEMPTS = env_int("DELIVERY_MAX_ATTEMPTS", 10)  # per channel, then fall back
 NOTIFY_HTTP_TIMEOUT = env_int("NOTIFY_HTTP_TIMEOUT", 10)  # s, Slack and Teams webhooks
+NOTIFY_TEST_INTERVAL = env_int("NOTIFY_TEST_INTERVAL", 10)  # s between one person's tests
 # Outbound HTTP (chat webhooks) to http:// URLs and to private, loopback or
 # link-local addresses: for development and tests only.
 OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", DEBUG)

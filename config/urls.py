@@ -15,11 +15,19 @@ urlpatterns = [
     path("api/v1/", include("integrations.api_urls")),
     path("api/", include("gather.urls")),
     # Plain application/json first, so browsers and curl get it by default.
-    path("api-reference/openapi.json", SpectacularJSONAPIView.as_view(
-        renderer_classes=[OpenApiJsonRenderer2, OpenApiJsonRenderer]), name="openapi-json"),
+    path(
+        "api-reference/openapi.json",
+        SpectacularJSONAPIView.as_view(
+            renderer_classes=[OpenApiJsonRenderer2, OpenApiJsonRenderer]
+        ),
+        name="openapi-json",
+    ),
     path("api-reference/openapi.yaml", SpectacularYAMLAPIView.as_view(), name="openapi-yaml"),
-    path("api-reference", SpectacularSwaggerView.as_view(url_name="openapi-json"),
-         name="api-reference"),
+    path(
+        "api-reference",
+        SpectacularSwaggerView.as_view(url_name="openapi-json"),
+        name="api-reference",
+    ),
     # Reserved for version 2 of the API; 404 until it exists.
     re_path(r"^api-reference/v2(?:/.*)?$", views.not_yet),
     path("healthz", views.healthz, name="healthz"),

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import ipaddress
+import math
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from audit.services import Actor, audit_event_record
@@ -140,10 +143,38 @@ class TestResult:
     detail: str
 
 
+class TestTooSoon(Exception):
+    """The owner sent a test less than NOTIFY_TEST_INTERVAL seconds ago."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"Wait {retry_after} s before sending another test.")
+        self.retry_after = retry_after
+
+
+def _claim_test_slot(*, user) -> None:
+    """Take this person's slot for a test, or raise TestTooSoon. One
+    conditional UPDATE, so racing clicks (or processes) send one test."""
+    interval = dt.timedelta(seconds=settings.NOTIFY_TEST_INTERVAL)
+    # A person who never chose a channel has no row yet (e-mail); give them one.
+    NotificationChannel.objects.bulk_create([NotificationChannel(user=user)], ignore_conflicts=True)
+    now = timezone.now()
+    claimed = (
+        NotificationChannel.objects.filter(user=user)
+        .filter(Q(last_test_at__isnull=True) | Q(last_test_at__lte=now - interval))
+        .update(last_test_at=now)
+    )
+    if not claimed:
+        last = NotificationChannel.objects.values_list("last_test_at", flat=True).get(user=user)
+        wait = (last + interval - now).total_seconds()
+        raise TestTooSoon(max(1, math.ceil(wait)))
+
+
 def notification_channel_test(*, user) -> TestResult:
     """Send a test message through the channel `user` chose, now, and say how it
     went. A chat channel that answers for good that it is gone is marked broken;
-    one that takes the test is cleared of a broken mark."""
+    one that takes the test is cleared of a broken mark. Tests are spaced by
+    NOTIFY_TEST_INTERVAL seconds per person (TestTooSoon)."""
+    _claim_test_slot(user=user)
     channel = notification_channel_get(user=user)
     if channel is not None and channel.kind in CHAT_KINDS and channel.webhook_url:
         kind, address = channel.kind, channel.webhook_url

@@ -58,6 +58,9 @@ class NotificationChannel(models.Model):
     # fall back to e-mail until the owner saves the channel again.
     broken_at = models.DateTimeField(null=True, blank=True)
     broken_reason = models.CharField(max_length=500, blank=True)
+    # The last "send a test": tests are sent while the owner waits, so they
+    # are spaced (NOTIFY_TEST_INTERVAL) by a conditional UPDATE of this column.
+    last_test_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

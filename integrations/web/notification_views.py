@@ -77,7 +77,13 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def notification_test(request: HttpRequest) -> HttpResponse:
-    result = channels.notification_channel_test(user=request.user)
+    try:
+        result = channels.notification_channel_test(user=request.user)
+    except channels.TestTooSoon as exc:
+        messages.warning(
+            request, f"You sent a test a moment ago. Try again in {exc.retry_after} s."
+        )
+        return redirect("notification_settings")
     if result.ok:
         messages.success(request, result.detail)
     else:

@@ -3,10 +3,13 @@ And the admin, which never shows a webhook URL in full."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from django.core import mail
 from django.db import connection
 from django.test import Client
+from django.utils import timezone
 
 from integrations.channels import notification_channel_mark_broken, notification_channel_set
 from integrations.models import ChannelKind, NotificationChannel
@@ -136,6 +139,43 @@ def test_send_a_test_by_email(knight):
     (sent,) = mail.outbox
     assert sent.to == ["knight@example.com"]
     assert "accepted the test message" in response.content.decode()
+
+
+def test_a_second_test_within_the_interval_is_refused_and_sends_nothing(knight, settings):
+    settings.NOTIFY_TEST_INTERVAL = 60
+    knight.post(TEST)
+    html = knight.post(TEST, follow=True).content.decode()
+    assert len(mail.outbox) == 1
+    assert "You sent a test a moment ago. Try again in" in html
+    wait = int(html.split("Try again in ")[1].split(" s.")[0])
+    assert 1 <= wait <= 60
+
+
+def test_after_the_interval_a_test_goes_again(knight, assignee, settings):
+    settings.NOTIFY_TEST_INTERVAL = 60
+    knight.post(TEST)
+    NotificationChannel.objects.filter(user=assignee).update(
+        last_test_at=timezone.now() - dt.timedelta(seconds=61)
+    )
+    knight.post(TEST)
+    assert len(mail.outbox) == 2
+
+
+def test_the_interval_is_per_person(knight, assigner, settings):
+    settings.NOTIFY_TEST_INTERVAL = 60
+    knight.post(TEST)
+    other = Client()
+    other.force_login(assigner)
+    other.post(TEST)
+    assert sorted(m.to[0] for m in mail.outbox) == ["knight@example.com", "lead@example.com"]
+
+
+def test_a_test_keeps_the_chosen_channel(knight, assignee, slack):
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    knight.post(TEST)
+    channel = NotificationChannel.objects.get(user=assignee)
+    assert channel.kind == ChannelKind.SLACK and channel.webhook_url == slack.url
+    assert channel.last_test_at is not None
 
 
 def test_send_a_test_to_slack(knight, assignee, slack):
