@@ -2,9 +2,10 @@
 
 Keys come from settings.FIELD_ENCRYPTION_KEYS (strings of any shape; each is
 turned into a Fernet key with SHA-256). The first key encrypts, every key
-decrypts, so a key is rotated by prepending a new one and, when convenient,
-re-saving the rows (`reencrypt`). Used for chat webhook URLs now, and for
-webhook secrets and provider keys later.
+decrypts, so a key is rotated by prepending a new one, running
+`python manage.py reencrypt_secrets` (every encrypted column of every model,
+rewritten under the newest key), and then dropping the old key. Used for chat
+webhook URLs now, and for webhook secrets and provider keys later.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+from dataclasses import dataclass, field
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from django.apps import apps
 from django.conf import settings
-from django.db import models
+from django.db import connections, models, router
 
 
 class DecryptionError(Exception):
@@ -78,3 +81,64 @@ class EncryptedTextField(models.TextField):
         if value is None or value == "":
             return value
         return encrypt_str(value)
+
+
+def _under_newest_key(token: str) -> bool:
+    newest = Fernet(_fernet_key(settings.FIELD_ENCRYPTION_KEYS[0]))
+    try:
+        newest.decrypt(token.encode("ascii"))
+    except InvalidToken:
+        return False
+    return True
+
+
+@dataclass
+class ReencryptReport:
+    rewritten: int = 0
+    current: int = 0  # already under the newest key
+    unreadable: list[str] = field(default_factory=list)  # "label pk": no key decrypts it
+
+
+def encrypted_columns() -> list[tuple[type[models.Model], EncryptedTextField]]:
+    return [
+        (model, model_field)
+        for model in apps.get_models()
+        for model_field in model._meta.concrete_fields
+        if isinstance(model_field, EncryptedTextField)
+    ]
+
+
+def reencrypt_all() -> ReencryptReport:
+    """Rewrite every stored secret that is not under the newest key, so that
+    older keys can be dropped. Works on the raw column, one row at a time: a
+    row is rewritten only if its ciphertext is still the one read, so a save
+    made in between wins and nothing is locked."""
+    report = ReencryptReport()
+    for model, model_field in encrypted_columns():
+        database = router.db_for_write(model)
+        connection = connections[database]
+        quote = connection.ops.quote_name
+        table, column = quote(model._meta.db_table), quote(model_field.column)
+        pk = quote(model._meta.pk.column)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {pk}, {column} FROM {table} WHERE {column} IS NOT NULL AND {column} <> ''"  # noqa: S608
+            )
+            rows = cursor.fetchall()
+        for row_pk, token in rows:
+            if _under_newest_key(token):
+                report.current += 1
+                continue
+            try:
+                rotated = reencrypt(token)
+            except DecryptionError:
+                row = model._meta.pk.to_python(row_pk)
+                report.unreadable.append(f"{model._meta.label}.{model_field.name} {row}")
+                continue
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"UPDATE {table} SET {column} = %s WHERE {pk} = %s AND {column} = %s",  # noqa: S608
+                    [rotated, row_pk, token],
+                )
+                report.rewritten += cursor.rowcount
+    return report

@@ -3,6 +3,8 @@ webhook secrets and provider keys later)."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from integrations.crypto import DecryptionError, decrypt_str, encrypt_str, reencrypt
@@ -38,3 +40,99 @@ def test_a_value_no_key_can_read_is_an_error_not_garbage(settings):
     settings.FIELD_ENCRYPTION_KEYS = ["another"]
     with pytest.raises(DecryptionError):
         decrypt_str(token)
+
+
+# --- rotating keys: manage.py reencrypt_secrets --------------------------------------
+
+
+def _raw_urls() -> list[str]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT webhook_url FROM integrations_notificationchannel ORDER BY id")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _slack_for(user, settings, url):
+    from integrations.channels import notification_channel_set
+    from integrations.models import ChannelKind
+
+    settings.OUTBOUND_ALLOW_PRIVATE = True
+    return notification_channel_set(user=user, kind=ChannelKind.SLACK, webhook_url=url)
+
+
+@pytest.mark.django_db
+def test_reencrypt_secrets_moves_every_secret_to_the_newest_key(
+    settings, assigner, assignee, outsider
+):
+    from django.core.management import call_command
+
+    from integrations.models import ChannelKind, NotificationChannel
+
+    settings.FIELD_ENCRYPTION_KEYS = ["old key"]
+    _slack_for(assigner, settings, "https://hooks.slack.com/services/T/B/one")
+    _slack_for(assignee, settings, "https://hooks.slack.com/services/T/B/two")
+    NotificationChannel.objects.create(user=outsider, kind=ChannelKind.EMAIL)  # no secret
+    before = _raw_urls()
+
+    settings.FIELD_ENCRYPTION_KEYS = ["new key", "old key"]
+    out = io.StringIO()
+    call_command("reencrypt_secrets", stdout=out)
+    assert "Re-encrypted 2 secret(s) under the newest key; 0 already were." in out.getvalue()
+    assert _raw_urls() != before and "" in _raw_urls()
+
+    settings.FIELD_ENCRYPTION_KEYS = ["new key"]  # the old key is gone
+    urls = {c.user_id: c.webhook_url for c in NotificationChannel.objects.all()}
+    assert urls[assigner.pk] == "https://hooks.slack.com/services/T/B/one"
+    assert urls[assignee.pk] == "https://hooks.slack.com/services/T/B/two"
+
+    out = io.StringIO()
+    call_command("reencrypt_secrets", stdout=out)  # again: nothing left to do
+    assert "Re-encrypted 0 secret(s) under the newest key; 2 already were." in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_reencrypt_secrets_names_a_value_no_key_can_read_and_fails(settings, assigner, assignee):
+    from django.core.management import CommandError, call_command
+
+    settings.FIELD_ENCRYPTION_KEYS = ["lost key"]
+    lost = _slack_for(assigner, settings, "https://hooks.slack.com/services/T/B/lost")
+    settings.FIELD_ENCRYPTION_KEYS = ["kept key"]
+    _slack_for(assignee, settings, "https://hooks.slack.com/services/T/B/kept")
+    settings.FIELD_ENCRYPTION_KEYS = ["newest key", "kept key"]
+    with pytest.raises(CommandError) as failure:
+        call_command("reencrypt_secrets", stdout=io.StringIO())
+    assert "1 secret(s) could be decrypted with none" in str(failure.value)
+    assert f"integrations.NotificationChannel.webhook_url {lost.pk}" in str(failure.value)
+    settings.FIELD_ENCRYPTION_KEYS = ["newest key"]  # the readable one did move
+    from integrations.models import NotificationChannel
+
+    assert (
+        NotificationChannel.objects.get(user=assignee).webhook_url
+        == "https://hooks.slack.com/services/T/B/kept"
+    )
+
+
+@pytest.mark.django_db
+def test_a_save_made_during_the_rewrite_wins(settings, assigner, monkeypatch):
+    from django.core.management import call_command
+
+    from integrations import crypto
+    from integrations.models import NotificationChannel
+
+    settings.FIELD_ENCRYPTION_KEYS = ["old key"]
+    _slack_for(assigner, settings, "https://hooks.slack.com/services/T/B/before")
+    settings.FIELD_ENCRYPTION_KEYS = ["new key", "old key"]
+    real_reencrypt = crypto.reencrypt
+
+    def reencrypt_while_the_owner_saves(token):
+        rotated = real_reencrypt(token)
+        _slack_for(assigner, settings, "https://hooks.slack.com/services/T/B/after")
+        return rotated
+
+    monkeypatch.setattr(crypto, "reencrypt", reencrypt_while_the_owner_saves)
+    out = io.StringIO()
+    call_command("reencrypt_secrets", stdout=out)
+    assert "Re-encrypted 0 secret(s)" in out.getvalue()
+    channel = NotificationChannel.objects.get(user=assigner)
+    assert channel.webhook_url == "https://hooks.slack.com/services/T/B/after"
