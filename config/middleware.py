@@ -80,6 +80,13 @@ def read_bounded_body(request: HttpRequest) -> HttpResponse | None:
     body is then read up to one byte past the limit, which catches a body that
     turns out larger than declared (or one sent with no length, under ASGI),
     and at most limit + 1 bytes are ever held in memory.
+
+    A chunked body (no Content-Length) under WSGI: Django would read nothing
+    (it trusts only Content-Length), so it is read from the server's stream
+    when the server promises that stream ends (`wsgi.input_terminated`, as
+    gunicorn does); otherwise (the development server) it is refused with a
+    clear message rather than taken for an empty body. Under ASGI Django has
+    the whole body already.
     """
     limit = settings.API_MAX_BODY_BYTES
     try:
@@ -88,15 +95,28 @@ def read_bounded_body(request: HttpRequest) -> HttpResponse | None:
         declared = 0
     if declared > limit:
         return payload_too_large()
+    stream = request
+    chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+    if not declared and chunked and "wsgi.input" in request.META:
+        if not request.META.get("wsgi.input_terminated"):
+            return error_response(
+                400,
+                "invalid_payload",
+                "This server cannot read a chunked body: send it with a Content-Length header.",
+            )
+        stream = request.META["wsgi.input"]
     try:
-        body = request.read(limit + 1)
+        body = stream.read(limit + 1)
     except UnreadablePostError:
         return error_response(400, "invalid_payload", "The request body could not be read.")
     if len(body) > limit:
         return payload_too_large()
-    # Hand the body on as if HttpRequest.body had read it (Django does the same there).
+    # Hand the body on as if HttpRequest.body had read it (Django does the same
+    # there), with its real length: DRF takes a request without a
+    # Content-Length for one without a body.
     request._body = body
     request._stream = io.BytesIO(body)
+    request.META["CONTENT_LENGTH"] = str(len(body))
     return None
 
 

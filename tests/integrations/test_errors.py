@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import io
 import json
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from django.core.handlers.asgi import ASGIRequest
+from django.core.handlers.wsgi import WSGIRequest
 from django.http import HttpResponse
+from django.test import RequestFactory
 
 from config.middleware import ApiErrorMiddleware
 from integrations import api
@@ -184,3 +189,90 @@ def test_a_body_within_the_limit_reaches_the_view_intact():
     payload = b'{"a": "' + b"x" * 1000 + b'"}'
     assert middleware(_asgi_request(payload)).status_code == 200
     assert seen == [payload]
+
+
+# --- chunked bodies (no Content-Length) under WSGI -----------------------------------
+
+
+def _chunked_wsgi_request(body: bytes, *, terminated: bool) -> WSGIRequest:
+    environ = RequestFactory()._base_environ(
+        PATH_INFO=INBOX,
+        REQUEST_METHOD="POST",
+        CONTENT_TYPE="application/json",
+        HTTP_TRANSFER_ENCODING="chunked",
+    )
+    environ.pop("CONTENT_LENGTH", None)
+    environ["wsgi.input"] = io.BytesIO(body)
+    if terminated:
+        environ["wsgi.input_terminated"] = True
+    return WSGIRequest(environ)
+
+
+def test_a_chunked_body_reaches_the_view_when_the_server_ends_the_stream():
+    seen: list[bytes] = []
+    middleware = ApiErrorMiddleware(lambda request: seen.append(request.body) or HttpResponse())
+    payload = json.dumps(inbox_body()).encode()
+    assert middleware(_chunked_wsgi_request(payload, terminated=True)).status_code == 200
+    assert seen == [payload]
+
+
+def test_a_chunked_body_over_the_limit_is_refused():
+    reached: list[bool] = []
+    middleware = ApiErrorMiddleware(lambda request: reached.append(True) or HttpResponse())
+    request = _chunked_wsgi_request(b" " * (LIMIT + 1), terminated=True)
+    response = middleware(request)
+    assert response.status_code == 413 and reached == []
+
+
+def test_a_chunked_body_a_server_cannot_end_is_refused_clearly_not_read_as_empty():
+    reached: list[bool] = []
+    middleware = ApiErrorMiddleware(lambda request: reached.append(True) or HttpResponse())
+    response = middleware(_chunked_wsgi_request(b"{}", terminated=False))
+    body = json.loads(response.content)
+    assert response.status_code == 400 and body["error"] == "invalid_payload"
+    assert "Content-Length" in body["message"] and reached == []
+
+
+@pytest.mark.postgres
+def test_under_gunicorn_a_chunked_inbox_call_creates_the_commitment(tmp_path, token):
+    import http.client
+
+    from commitments.models import Commitment
+    from tests.integrations.nudge_support import Process, free_port, subprocess_env
+
+    port = free_port()
+    env = subprocess_env(tmp_path, DEBUG="1")
+    server = Process(
+        [
+            *(str(Path(sys.executable).parent / "gunicorn"), "config.wsgi:application"),
+            *("--bind", f"127.0.0.1:{port}", "--workers", "1"),
+        ],
+        env,
+        tmp_path / "gunicorn.log",
+    )
+    payload = json.dumps(inbox_body(description="Sent in chunks")).encode()
+    with server:
+        server.wait_for_output("Booting worker")
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        for _ in range(50):  # the worker may still be importing the project
+            try:
+                connection.connect()
+                break
+            except ConnectionRefusedError:
+                time.sleep(0.1)
+        connection.request(
+            "POST",
+            INBOX,
+            body=iter([payload[:40], payload[40:]]),
+            headers={
+                "Host": "localhost",
+                "Content-Type": "application/json",
+                "Authorization": f"Bearer {token}",
+            },
+            encode_chunked=True,
+        )
+        response = connection.getresponse()
+        answer = json.loads(response.read())
+        connection.close()
+    assert response.status == 201, answer
+    assert Commitment.objects.get(pk=answer["id"]).description == "Sent in chunks"
