@@ -76,3 +76,16 @@ def commitment_actions_for(*, user, commitment: Commitment) -> set[str]:
         if commitment.status in MOVES[move].from_statuses
         and may_make(MOVES[move], actor=actor, commitment=commitment)
     }
+
+
+def commitment_terms_move_for(*, user, commitment: Commitment) -> str | None:
+    """How `user` may change the description and deadline now: "edit_draft"
+    (a plain edit of a Draft), "renegotiate" (asks for the handshake again),
+    or None."""
+    actor = Actor.for_user(user)
+    for move in ("edit_draft", "renegotiate"):
+        if commitment.status in MOVES[move].from_statuses and may_make(
+            MOVES[move], actor=actor, commitment=commitment
+        ):
+            return move
+    return None

@@ -100,7 +100,11 @@ def _publish_on_commit(event_id: int) -> None:
 
 
 def _move(
-    commitment: Commitment, *, to: str, stamp_field: str | None, now: dt.datetime,
+    commitment: Commitment,
+    *,
+    to: str,
+    stamp_field: str | None,
+    now: dt.datetime,
     extra_fields: tuple[str, ...] = (),
 ) -> str:
     previous = commitment.status
@@ -152,8 +156,14 @@ def _create(
                 external_system=external_system,
                 external_id=external_id,
             )
-            _record(commitment, actor=actor, action=action, previous_status="", event=event,
-                    payload=payload)
+            _record(
+                commitment,
+                actor=actor,
+                action=action,
+                previous_status="",
+                event=event,
+                payload=payload,
+            )
     except IntegrityError as exc:
         if "commitment_external_ref_unique" in str(exc) or (
             external_system is not None
@@ -251,8 +261,14 @@ def commitment_update_draft(
 
 
 def _assignee_answers(
-    *, actor: Actor, commitment_id: uuid.UUID, move: str, to: str, stamp_field: str,
-    audit_action: str, event: str,
+    *,
+    actor: Actor,
+    commitment_id: uuid.UUID,
+    move: str,
+    to: str,
+    stamp_field: str,
+    audit_action: str,
+    event: str,
 ) -> TransitionResult:
     """The handshake: the assignee answers a Pending_Handshake commitment."""
     commitment = _lock(pk=commitment_id)
@@ -267,24 +283,39 @@ def commitment_send_for_handshake(*, actor: Actor, commitment_id: uuid.UUID) -> 
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move="send")
     previous = _move(commitment, to=Status.PENDING_HANDSHAKE, stamp_field=None, now=timezone.now())
-    _record(commitment, actor=actor, action="sent_for_handshake", previous_status=previous,
-            event=EventKind.HANDSHAKE_REQUESTED)
+    _record(
+        commitment,
+        actor=actor,
+        action="sent_for_handshake",
+        previous_status=previous,
+        event=EventKind.HANDSHAKE_REQUESTED,
+    )
     return TransitionResult(commitment, previous, True)
 
 
 @transaction.atomic
 def commitment_accept(*, actor: Actor, commitment_id: uuid.UUID) -> TransitionResult:
     return _assignee_answers(
-        actor=actor, commitment_id=commitment_id, move="accept", to=Status.ACTIVE,
-        stamp_field="activated_at", audit_action="accepted", event=EventKind.ACTIVATED,
+        actor=actor,
+        commitment_id=commitment_id,
+        move="accept",
+        to=Status.ACTIVE,
+        stamp_field="activated_at",
+        audit_action="accepted",
+        event=EventKind.ACTIVATED,
     )
 
 
 @transaction.atomic
 def commitment_decline(*, actor: Actor, commitment_id: uuid.UUID) -> TransitionResult:
     return _assignee_answers(
-        actor=actor, commitment_id=commitment_id, move="decline", to=Status.REFUSED,
-        stamp_field="refused_at", audit_action="declined", event=EventKind.REFUSED,
+        actor=actor,
+        commitment_id=commitment_id,
+        move="decline",
+        to=Status.REFUSED,
+        stamp_field="refused_at",
+        audit_action="declined",
+        event=EventKind.REFUSED,
     )
 
 
@@ -312,14 +343,23 @@ def commitment_complete(
     replay_into = Status.COMPLETED if replay_is_noop else ""
     if not _check(commitment, actor=actor, move="complete", replay_into=replay_into):
         return TransitionResult(commitment, commitment.status, False)
-    previous = _move(commitment, to=Status.COMPLETED, stamp_field="completed_at",
-                     now=timezone.now())
+    previous = _move(
+        commitment, to=Status.COMPLETED, stamp_field="completed_at", now=timezone.now()
+    )
     payload = {}
     if commitment.has_external_ref:
-        payload = {"externalSystem": commitment.external_system,
-                   "externalId": commitment.external_id}
-    _record(commitment, actor=actor, action="completed", previous_status=previous,
-            event=EventKind.COMPLETED, payload=payload)
+        payload = {
+            "externalSystem": commitment.external_system,
+            "externalId": commitment.external_id,
+        }
+    _record(
+        commitment,
+        actor=actor,
+        action="completed",
+        previous_status=previous,
+        event=EventKind.COMPLETED,
+        payload=payload,
+    )
     return TransitionResult(commitment, previous, True)
 
 
@@ -351,6 +391,12 @@ def commitment_renegotiate(
         now=timezone.now(),
         extra_fields=("description", "deadline"),
     )
-    _record(commitment, actor=actor, action="renegotiated", previous_status=previous,
-            event=EventKind.RENEGOTIATED, payload={"changes": changes})
+    _record(
+        commitment,
+        actor=actor,
+        action="renegotiated",
+        previous_status=previous,
+        event=EventKind.RENEGOTIATED,
+        payload={"changes": changes},
+    )
     return TransitionResult(commitment, previous, True)

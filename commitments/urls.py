@@ -8,6 +8,11 @@ urlpatterns = [
     # Nudges link to /commitments/<id> without a trailing slash; both forms work.
     path("commitments/<uuid:commitment_id>", views.commitment_detail, name="commitment_detail"),
     path("commitments/<uuid:commitment_id>/", views.commitment_detail),
+    path(
+        "commitments/<uuid:commitment_id>/terms",
+        views.commitment_change_terms,
+        name="commitment_change_terms",
+    ),
     *(
         path(
             f"commitments/<uuid:commitment_id>/{action}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
@@ -19,8 +20,8 @@ from django.views.decorators.http import require_POST, require_safe
 from audit.models import ActorKind
 from audit.services import Actor
 from commitments import selectors, services
-from commitments.errors import CommitmentNotFound, InvalidTransition, NotPermitted
-from commitments.models import Commitment, Status
+from commitments.errors import CommitmentNotFound, InvalidTransition, NothingChanged, NotPermitted
+from commitments.models import DESCRIPTION_MAX, Commitment, Status
 
 # The Accord's sections, in the order a person acts on them.
 ACCORD_SECTIONS = [
@@ -82,12 +83,29 @@ def _timeline(commitment: Commitment) -> list[dict]:
     ]
 
 
-@require_safe
-@login_required
-def commitment_detail(request: HttpRequest, commitment_id: uuid.UUID) -> HttpResponse:
-    commitment = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
-    if commitment is None:
-        raise Http404("No such commitment.")
+class TermsForm(forms.Form):
+    """What the assigner may change before a handshake completed. The deadline
+    is read and shown in the viewer's time zone (UserTimezoneMiddleware)."""
+
+    description = forms.CharField(
+        max_length=DESCRIPTION_MAX, strip=True, widget=forms.Textarea(attrs={"rows": 3})
+    )
+    deadline = forms.DateTimeField(
+        required=False,
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"],
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        help_text="Leave empty for no deadline.",
+    )
+
+
+def _render_detail(
+    request: HttpRequest, commitment: Commitment, *, terms_form: TermsForm | None = None
+) -> HttpResponse:
+    terms_move = selectors.commitment_terms_move_for(user=request.user, commitment=commitment)
+    if terms_form is None and terms_move is not None:
+        terms_form = TermsForm(
+            initial={"description": commitment.description, "deadline": commitment.deadline}
+        )
     return render(
         request,
         "commitments/detail.html",
@@ -95,10 +113,62 @@ def commitment_detail(request: HttpRequest, commitment_id: uuid.UUID) -> HttpRes
             "commitment": commitment,
             "c": commitment,  # for the shared _deadline.html
             "actions": selectors.commitment_actions_for(user=request.user, commitment=commitment),
+            "terms_move": terms_move,
+            "terms_form": terms_form,
             "timeline": _timeline(commitment),
             "now": timezone.now(),
         },
+        status=400 if terms_form is not None and terms_form.errors else 200,
     )
+
+
+@require_safe
+@login_required
+def commitment_detail(request: HttpRequest, commitment_id: uuid.UUID) -> HttpResponse:
+    commitment = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
+    if commitment is None:
+        raise Http404("No such commitment.")
+    return _render_detail(request, commitment)
+
+
+@require_POST
+def commitment_change_terms(request: HttpRequest, commitment_id: uuid.UUID) -> HttpResponse:
+    """The assigner edits a Draft, or renegotiates before a handshake completed
+    (the assignee is then asked again), through the same services as ever."""
+    detail_url = reverse("commitment_detail", args=[commitment_id])
+    if not request.user.is_authenticated:
+        return redirect_to_login(detail_url)
+    commitment = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
+    if commitment is None:
+        raise Http404("No such commitment.")
+    form = TermsForm(request.POST)
+    if not form.is_valid():
+        return _render_detail(request, commitment, terms_form=form)
+    actor = Actor.for_user(request.user)
+    terms = {
+        "description": form.cleaned_data["description"],
+        "deadline": form.cleaned_data["deadline"],
+    }
+    try:
+        if commitment.status == Status.DRAFT:
+            services.commitment_update_draft(actor=actor, commitment_id=commitment_id, **terms)
+            messages.success(request, "Draft saved.")
+        else:
+            services.commitment_renegotiate(actor=actor, commitment_id=commitment_id, **terms)
+            messages.success(
+                request,
+                f"Renegotiated: {commitment.assignee.name} is asked for the handshake again.",
+            )
+    except CommitmentNotFound:
+        raise Http404("No such commitment.") from None
+    except NotPermitted as exc:
+        raise PermissionDenied(str(exc)) from None
+    except NothingChanged:
+        messages.info(request, "Nothing changed: edit the description or the deadline first.")
+    except InvalidTransition as exc:
+        status = Status(exc.current_status).label
+        messages.error(request, f"Could not {exc.action} this commitment: its status is {status}.")
+    return redirect(detail_url)
 
 
 # action name -> (service, message on success)

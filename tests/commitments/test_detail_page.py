@@ -165,18 +165,21 @@ def test_a_button_is_offered_exactly_when_the_service_allows_the_move(people, st
 
 
 @pytest.mark.parametrize(
-    ("status", "role", "expected"),
+    ("status", "role", "expected", "terms"),
     [
-        (Status.DRAFT, "assigner", {"send"}),
-        (Status.PENDING_HANDSHAKE, "assigner", set()),
-        (Status.PENDING_HANDSHAKE, "assignee", {"accept", "decline"}),
-        (Status.ACTIVE, "assigner", {"complete"}),
-        (Status.ACTIVE, "assignee", {"complete"}),
-        (Status.COMPLETED, "assignee", set()),
-        (Status.REFUSED, "assigner", set()),
+        (Status.DRAFT, "assigner", {"send"}, "Save the draft"),
+        (Status.PENDING_HANDSHAKE, "assigner", set(), "Renegotiate"),
+        (Status.PENDING_HANDSHAKE, "assignee", {"accept", "decline"}, None),
+        (Status.ACTIVE, "assigner", {"complete"}, None),
+        (Status.ACTIVE, "assignee", {"complete"}, None),
+        (Status.COMPLETED, "assignee", set(), None),
+        (Status.REFUSED, "assigner", set(), "Renegotiate"),
+        (Status.REFUSED, "assignee", set(), None),
     ],
 )
-def test_the_page_shows_the_allowed_buttons_as_post_forms(client, people, status, role, expected):
+def test_the_page_shows_the_allowed_buttons_as_post_forms(
+    client, people, status, role, expected, terms
+):
     c = commitment_in(status, people["assigner"], people["assignee"])
     client.force_login(people[role])
 
@@ -186,7 +189,12 @@ def test_the_page_shows_the_allowed_buttons_as_post_forms(client, people, status
         form = f'<form method="post" action="/commitments/{c.pk}/{action}"'
         assert (form in page) == (action in expected)
         assert (f">{label}</button>" in page) == (action in expected)
-    assert page.count("csrfmiddlewaretoken") == len(expected) + 1  # + sign out
+    terms_form = f'<form method="post" action="/commitments/{c.pk}/terms"'
+    assert (terms_form in page) == (terms is not None)
+    if terms:
+        assert f">{terms}</button>" in page
+    forms = len(expected) + (terms is not None) + 1  # + sign out
+    assert page.count("csrfmiddlewaretoken") == forms
 
 
 # --- the moves ----------------------------------------------------------------------------
