@@ -75,24 +75,23 @@ def staff_client(client, staff):
 
 
 @pytest.fixture
-def private_redis(tmp_path):
-    """A Redis server of this test's own (its port), to pause or stop without
-    disturbing others."""
-    from tests.integrations.nudge_support import Process, free_port, redis_server_available
+def redis_server(tmp_path):
+    """A Redis server of this test's own (a RedisServer: its port, stop, start),
+    to pause, stop or restart without disturbing others."""
+    from tests.integrations.nudge_support import RedisServer, free_port, redis_server_available
 
     if not redis_server_available():
         if REQUIRE_SERVICES:
             pytest.fail("redis-server and redis-cli are needed on PATH")
         pytest.skip("redis-server is not installed")
-    port = free_port()
-    server = Process(
-        [
-            *("redis-server", "--port", str(port), "--bind", "127.0.0.1"),
-            *("--save", "", "--appendonly", "no"),
-        ],
-        dict(os.environ),
-        tmp_path / "redis.log",
-    )
-    with server:
-        server.wait_for_output("Ready to accept connections")
-        yield port
+    server = RedisServer(free_port(), tmp_path).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def private_redis(redis_server):
+    """The port of a Redis server of this test's own."""
+    return redis_server.port

@@ -314,3 +314,30 @@ def purge_queue(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url, socket_timeout=5)
     client.delete("celery", "unacked", "unacked_index")
     client.close()
+
+
+class RedisServer:
+    """A Redis server of a test's own on `port`, which the test may stop (SIGKILL,
+    as a crash) and start again on the same port, empty."""
+
+    def __init__(self, port: int, folder: Path) -> None:
+        self.port, self.folder = port, folder
+        self.starts = 0
+        self.process: Process | None = None
+
+    def start(self) -> RedisServer:
+        self.starts += 1
+        self.process = Process(
+            [
+                *("redis-server", "--port", str(self.port), "--bind", "127.0.0.1"),
+                *("--save", "", "--appendonly", "no"),
+            ],
+            dict(os.environ),
+            self.folder / f"redis-{self.starts}.log",
+        ).start()
+        self.process.wait_for_output("Ready to accept connections")
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.kill()

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,33 @@ def test_an_inbox_call_leads_to_exactly_one_delivered_nudge(
     assert_one_nudge(commitment, tmp_path / "mail")
 
 
+def inbox_call_in_a_web_process(env, token: str, description: str, *, before: str = ""):
+    """Make an inbox call from a fresh Django process (a stand-in for a web
+    process), after running `before` there; the new commitment and what the
+    process wrote to stderr."""
+    code = f"""
+import json, subprocess
+from django.test import Client
+
+{before}
+response = Client(HTTP_HOST="localhost").post(
+    "/api/v1/inbox",
+    data=json.dumps({{
+        "assignerEmail": "lead@example.com", "assigneeEmail": "knight@example.com",
+        "description": {description!r}, "deadline": None,
+        "externalSystem": "jira", "externalId": "OPS-7",
+    }}),
+    content_type="application/json",
+    headers={{"Authorization": "Bearer {token}"}},
+)
+print(response.status_code, response.json()["id"])
+"""
+    done = run_python(code, env, timeout=30)
+    status, commitment_id = done.stdout.split()
+    assert status == "201"
+    return Commitment.objects.get(pk=commitment_id), done.stderr
+
+
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_an_inbox_call_while_redis_is_paused_returns_and_the_nudge_goes_once_it_is_back(
@@ -132,34 +160,43 @@ def test_an_inbox_call_while_redis_is_paused_returns_and_the_nudge_goes_once_it_
 
     port = private_redis
     env = subprocess_env(tmp_path, REDIS_URL=f"redis://127.0.0.1:{port}/0")
-    # A web process: the inbox call, made while Redis answers nothing at all.
-    web_call = f"""
-import json, subprocess
-from django.test import Client
-
-subprocess.run(["redis-cli", "-p", "{port}", "CLIENT", "PAUSE", "4000", "ALL"],
-               check=True, stdout=subprocess.DEVNULL)
-response = Client(HTTP_HOST="localhost").post(
-    "/api/v1/inbox",
-    data=json.dumps({{
-        "assignerEmail": "lead@example.com", "assigneeEmail": "knight@example.com",
-        "description": "Written while Redis was paused", "deadline": None,
-        "externalSystem": "jira", "externalId": "OPS-7",
-    }}),
-    content_type="application/json",
-    headers={{"Authorization": "Bearer {mint(assigner)}"}},
-)
-print(response.status_code, response.json()["id"])
-"""
+    # The inbox call is made while Redis answers nothing at all.
+    pause = (
+        f'subprocess.run(["redis-cli", "-p", "{port}", "CLIENT", "PAUSE", "4000", "ALL"],'
+        " check=True, stdout=subprocess.DEVNULL)"
+    )
     with celery_worker(env, tmp_path / "worker.log") as worker:
         worker.wait_for_output("ready.")
-        done = run_python(web_call, env, timeout=30)
-        status, commitment_id = done.stdout.split()
-        assert status == "201"
-        commitment = Commitment.objects.get(pk=commitment_id)
-        assert "Could not queue dispatch_event" in done.stderr  # the publish did fail
+        commitment, stderr = inbox_call_in_a_web_process(
+            env, mint(assigner), "Written while Redis was paused", before=pause
+        )
+        assert "Could not queue dispatch_event" in stderr  # the publish did fail
         # Redis comes back by itself; the sweep finds the event.
         wait_until(lambda: delivered(commitment), timeout=30, what="the nudge")
+        let_sweeps_run(worker)
+    assert_one_nudge(commitment, tmp_path / "mail")
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_an_inbox_call_while_redis_is_down_returns_and_the_nudge_goes_once_it_is_restarted(
+    tmp_path, redis_server, assigner, assignee
+):
+    from tests.integrations.api_support import mint
+
+    env = subprocess_env(tmp_path, REDIS_URL=f"redis://127.0.0.1:{redis_server.port}/0")
+    with celery_worker(env, tmp_path / "worker.log") as worker:
+        worker.wait_for_output("ready.")
+        redis_server.stop()  # a crash: the worker's connections break
+        commitment, stderr = inbox_call_in_a_web_process(
+            env, mint(assigner), "Written while Redis was down"
+        )
+        assert "Could not queue dispatch_event" in stderr
+        time.sleep(2)
+        assert not delivered(commitment)  # nothing can carry it yet
+        redis_server.start()  # empty: whatever was queued before is gone
+        # The worker reconnects; the sweep finds the event.
+        wait_until(lambda: delivered(commitment), timeout=60, what="the nudge")
         let_sweeps_run(worker)
     assert_one_nudge(commitment, tmp_path / "mail")
 
