@@ -36,9 +36,7 @@ class AuditEventQuerySet(models.QuerySet):
         raise AppendOnlyError("Audit events are append-only.")
 
     def for_object(self, obj: models.Model) -> AuditEventQuerySet:
-        return self.filter(
-            subject_type=ContentType.objects.get_for_model(obj), subject_id=obj.pk
-        )
+        return self.filter(subject_type=ContentType.objects.get_for_model(obj), subject_id=obj.pk)
 
 
 class AuditEvent(models.Model):

@@ -25,16 +25,19 @@ class Actor:
 
     @classmethod
     def for_token(cls, *, user, token_id: uuid.UUID, token_prefix: str = "") -> Actor:
-        return cls(kind=ActorKind.API_TOKEN, user=user, token_id=token_id,
-                   token_prefix=token_prefix)
+        return cls(
+            kind=ActorKind.API_TOKEN, user=user, token_id=token_id, token_prefix=token_prefix
+        )
 
     @classmethod
     def system(cls) -> Actor:
         return cls(kind=ActorKind.SYSTEM)
 
     def as_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": str(self.kind),
-                                "userId": str(self.user.pk) if self.user else None}
+        data: dict[str, Any] = {
+            "kind": str(self.kind),
+            "userId": str(self.user.pk) if self.user else None,
+        }
         if self.kind == ActorKind.API_TOKEN:
             data["tokenId"] = str(self.token_id)
         return data
