@@ -82,10 +82,10 @@ def _find_and_touch(digest: str) -> ApiToken | None:
 
 def _find_and_touch_in_one_statement(database: str, digest: str) -> ApiToken | None:
     User = get_user_model()
-    token_table, user_table = ApiToken._meta.db_table, User._meta.db_table
     token_fields, user_fields = ApiToken._meta.concrete_fields, User._meta.concrete_fields
     connection = connections[database]
     quote = connection.ops.quote_name
+    tokens_table, users_table = quote(ApiToken._meta.db_table), quote(User._meta.db_table)
     columns = ", ".join(
         [f"t.{quote(f.column)}" for f in token_fields]
         + [f"u.{quote(f.column)}" for f in user_fields]
@@ -94,7 +94,6 @@ def _find_and_touch_in_one_statement(database: str, digest: str) -> ApiToken | N
     # The UPDATE sees the row as it is when the statement starts and, racing
     # another request, re-checks its condition after that one commits; the
     # SELECT sees the row as it was before this statement's own UPDATE.
-    tokens_table, users_table = quote(token_table), quote(user_table)
     sql = f"""
         WITH touched AS (
             UPDATE {tokens_table} SET "last_used_at" = %s
