@@ -145,10 +145,12 @@ def commitment_change_terms(request: HttpRequest, commitment_id: uuid.UUID) -> H
     if not form.is_valid():
         return _render_detail(request, commitment, terms_form=form)
     actor = Actor.for_user(request.user)
-    terms = {
-        "description": form.cleaned_data["description"],
-        "deadline": form.cleaned_data["deadline"],
-    }
+    deadline = form.cleaned_data["deadline"]
+    # The field shows whole minutes: the minute shown back, unchanged, keeps a
+    # stored deadline that has seconds (an inbox may send them).
+    if commitment.deadline and deadline == commitment.deadline.replace(second=0, microsecond=0):
+        deadline = commitment.deadline
+    terms = {"description": form.cleaned_data["description"], "deadline": deadline}
     try:
         if commitment.status == Status.DRAFT:
             services.commitment_update_draft(actor=actor, commitment_id=commitment_id, **terms)

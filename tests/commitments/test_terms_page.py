@@ -79,6 +79,21 @@ def test_the_deadline_is_read_in_the_assigners_time_zone(client, assigner, assig
     assert c.deadline == dt.datetime(2030, 1, 2, 0, 0, tzinfo=dt.UTC)
 
 
+def test_a_deadline_with_seconds_survives_an_edit_of_the_description(client, assigner, assignee):
+    with_seconds = dt.datetime(2030, 1, 1, 0, 0, 30, 250000, tzinfo=dt.UTC)
+    c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee, deadline=with_seconds)
+    client.force_login(assigner)
+    page = client.get(f"/commitments/{c.pk}").content.decode()
+    assert 'value="2030-01-01T00:00"' in page  # the field shows whole minutes
+
+    post_terms(client, c, description="Write the report, shorter", deadline="2030-01-01T00:00")
+
+    c.refresh_from_db()
+    assert c.deadline == with_seconds
+    event = AuditEvent.objects.for_object(c).get(action="renegotiated")
+    assert event.payload["changes"] == {"description": "Write the report, shorter"}
+
+
 def test_an_empty_deadline_removes_it(client, assigner, assignee):
     c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
     client.force_login(assigner)
