@@ -37,7 +37,9 @@ class DuplicateExternalRef(CommitmentError):
 
 
 class NothingChanged(CommitmentError):
-    """A renegotiation must change the description or the deadline."""
+    """A renegotiation or a draft edit that changes nothing (and records nothing)."""
 
-    def __init__(self) -> None:
-        super().__init__("A renegotiation must change the description or the deadline.")
+    def __init__(
+        self, message: str = "A renegotiation must change the description or the deadline."
+    ) -> None:
+        super().__init__(message)

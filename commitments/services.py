@@ -241,19 +241,23 @@ def commitment_update_draft(
     deadline: dt.datetime | None = UNSET,
     assignee=UNSET,
 ) -> Commitment:
-    """A plain edit of a Draft: no transition, no notification."""
+    """A plain edit of a Draft: no transition, no notification. Only what
+    differs is saved and audited; an edit that changes nothing raises
+    NothingChanged and records nothing."""
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move="edit_draft")
     changes: dict[str, Any] = {}
-    if description is not UNSET:
+    if description is not UNSET and _clean_text(description) != commitment.description:
         commitment.description = _clean_text(description)
         changes["description"] = commitment.description
-    if deadline is not UNSET:
+    if deadline is not UNSET and deadline != commitment.deadline:
         commitment.deadline = deadline
         changes["deadline"] = deadline.isoformat() if deadline else None
-    if assignee is not UNSET:
+    if assignee is not UNSET and assignee.pk != commitment.assignee_id:
         commitment.assignee = assignee
         changes["assigneeId"] = str(assignee.pk)
+    if not changes:
+        raise NothingChanged("The draft is unchanged.")
     commitment.updated_at = timezone.now()
     commitment.save()
     audit_event_record(actor=actor, subject=commitment, action="draft_edited", payload=changes)

@@ -102,8 +102,9 @@ def test_an_empty_deadline_removes_it(client, assigner, assignee):
     assert c.deadline is None and last_action(c) == "renegotiated"
 
 
-def test_the_same_terms_change_nothing(client, assigner, assignee):
-    c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
+@pytest.mark.parametrize("status", [Status.DRAFT, Status.PENDING_HANDSHAKE])
+def test_the_same_terms_change_nothing(client, assigner, assignee, status):
+    c = commitment_in(status, assigner, assignee)
     client.force_login(assigner)
     before = snapshot(c)
     response = post_terms(client, c, description=c.description, deadline="2030-01-01T00:00")
