@@ -7,7 +7,14 @@ import ipaddress
 import logging
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.core.exceptions import DisallowedHost
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponsePermanentRedirect,
+    JsonResponse,
+)
 from django.http.request import UnreadablePostError
 
 logger = logging.getLogger(__name__)
@@ -40,25 +47,40 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-class HttpsOnlyMiddleware:
-    """In production, plain HTTP is served only to loopback hosts.
+def is_local_request(request: HttpRequest) -> bool:
+    """Addressed to a loopback host by a client on this machine. The Host header
+    alone is the client's word: a remote client could send `Host: localhost`."""
+    host = request.META.get("HTTP_HOST") or request.META.get("SERVER_NAME", "")
+    if not is_loopback_host(host):
+        return False
+    try:
+        return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
+    except ValueError:
+        return False
 
-    Pages redirect to HTTPS. The API refuses with 403 https_required instead of
-    redirecting, so a client never re-sends its bearer token after a redirect.
+
+class HttpsOnlyMiddleware:
+    """In production, plain HTTP is served only to loopback hosts, asked from
+    this machine (a health check, an operator).
+
+    Pages redirect to HTTPS, on a host Django validated against ALLOWED_HOSTS
+    (a forged Host gets 400, never a redirect to it). The API refuses with 403
+    https_required instead of redirecting, so a client never re-sends its
+    bearer token after a redirect.
     """
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if settings.HTTPS_ONLY and not request.is_secure():
-            host = request.META.get("HTTP_HOST") or request.META.get("SERVER_NAME", "")
-            if not is_loopback_host(host):
-                if is_api_path(request.path):
-                    return error_response(
-                        403, "https_required", "This API is served over HTTPS only."
-                    )
-                return HttpResponsePermanentRedirect(f"https://{host}{request.get_full_path()}")
+        if settings.HTTPS_ONLY and not request.is_secure() and not is_local_request(request):
+            if is_api_path(request.path):
+                return error_response(403, "https_required", "This API is served over HTTPS only.")
+            try:
+                host = request.get_host()
+            except DisallowedHost:
+                return HttpResponseBadRequest("Bad Request (400)", content_type="text/plain")
+            return HttpResponsePermanentRedirect(f"https://{host}{request.get_full_path()}")
         return self.get_response(request)
 
 

@@ -199,6 +199,25 @@ class TestHttpsOnlyMiddleware:
         assert response.status_code == 200
         assert "Strict-Transport-Security" not in response
 
+    @pytest.mark.parametrize(
+        "host", ["evil.example.net", "example.com@evil.example.net", "example.com.evil.net"]
+    )
+    def test_a_forged_host_gets_400_never_a_redirect_to_it(self, client, host):
+        response = client.get("/settings/", HTTP_HOST=host)
+
+        assert response.status_code == 400
+        assert "Location" not in response
+
+    @pytest.mark.parametrize("path", ["/settings/", "/api/v1/sync"])
+    def test_a_remote_client_saying_localhost_is_not_served_plain_http(self, client, path):
+        response = client.get(path, HTTP_HOST="localhost", REMOTE_ADDR="203.0.113.9")
+
+        assert response.status_code == (403 if path.startswith("/api/") else 301)
+        if response.status_code == 301:
+            assert response["Location"] == "https://localhost/settings/"
+        else:
+            assert response.json()["error"] == "https_required"
+
     def test_a_name_that_only_starts_like_localhost_is_not_loopback(self, client):
         response = client.get("/settings/", HTTP_HOST="localhost.example.com")
 
