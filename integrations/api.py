@@ -43,7 +43,10 @@ from config.api_errors import ApiError
 from integrations import selectors
 from integrations.authentication import BearerTokenAuthentication
 from integrations.openapi import (
+    BAD_HOST,
+    BAD_HOST_DESCRIPTION,
     HTTPS_REQUIRED,
+    INTERNAL_ERROR,
     INVALID_PAYLOAD_NOT_OBJECT,
     INVALID_PAYLOAD_WRONG_TYPE,
     PAYLOAD_TOO_LARGE,
@@ -157,7 +160,7 @@ class InboxView(TokenApiView):
             400: error_response(
                 "`invalid_payload`: the body is not a JSON object sent as `application/json`, "
                 "a field fails its rule, or `assigneeEmail` is no user's address. `details` maps "
-                "each failing field (as sent) to a message.",
+                "each failing field (as sent) to a message." + BAD_HOST_DESCRIPTION,
                 error_example(
                     "Field rules",
                     "invalid_payload",
@@ -174,6 +177,7 @@ class InboxView(TokenApiView):
                 ),
                 INVALID_PAYLOAD_WRONG_TYPE,
                 INVALID_PAYLOAD_NOT_OBJECT,
+                BAD_HOST,
             ),
             401: UNAUTHORIZED,
             403: error_response(
@@ -197,6 +201,7 @@ class InboxView(TokenApiView):
                 ),
             ),
             413: PAYLOAD_TOO_LARGE,
+            500: INTERNAL_ERROR,
         },
     )
     def post(self, request: Request) -> Response:
@@ -295,7 +300,8 @@ class SyncView(TokenApiView):
             200: SYNCED,
             400: error_response(
                 "`invalid_payload`: the body is not a JSON object sent as `application/json`, "
-                "or a field fails its rule (including a `status` other than `Completed`).",
+                "or a field fails its rule (including a `status` other than `Completed`)."
+                + BAD_HOST_DESCRIPTION,
                 error_example(
                     "Unsupported status",
                     "invalid_payload",
@@ -304,6 +310,7 @@ class SyncView(TokenApiView):
                 ),
                 INVALID_PAYLOAD_WRONG_TYPE,
                 INVALID_PAYLOAD_NOT_OBJECT,
+                BAD_HOST,
             ),
             401: UNAUTHORIZED,
             403: error_response(
@@ -326,6 +333,7 @@ class SyncView(TokenApiView):
                 ),
             ),
             413: PAYLOAD_TOO_LARGE,
+            500: INTERNAL_ERROR,
         },
     )
     def post(self, request: Request) -> Response:

@@ -64,6 +64,16 @@ UNAUTHORIZED = error_response(
         "The bearer token is not valid (unknown or revoked).",
     ),
 )
+BAD_HOST = error_example("Unknown host", "bad_request", "The request was refused.")
+BAD_HOST_DESCRIPTION = (
+    " `bad_request`: the `Host` header names no host this service answers to (`ALLOWED_HOSTS`)."
+)
+INTERNAL_ERROR = error_response(
+    "`internal_error`: something failed on the service's side. Retrying is safe: if the "
+    "first call was stored after all, a replayed inbox call answers "
+    "`409 duplicate_external_ref` and a replayed sync `200` with `changed: false`.",
+    error_example("Server error", "internal_error", "Something went wrong on our side."),
+)
 HTTPS_REQUIRED = error_example(
     "Plain HTTP", "https_required", "This API is served over HTTPS only."
 )

@@ -14,8 +14,8 @@ from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, EXTERNAL_SYSTEM
 from integrations.serializers import InboxSerializer, SyncSerializer
 
 OPERATIONS = {
-    ("/api/v1/inbox", "post"): {"201", "400", "401", "403", "409", "413"},
-    ("/api/v1/sync", "post"): {"200", "400", "401", "403", "404", "409", "413"},
+    ("/api/v1/inbox", "post"): {"201", "400", "401", "403", "409", "413", "500"},
+    ("/api/v1/sync", "post"): {"200", "400", "401", "403", "404", "409", "413", "500"},
 }
 
 
@@ -56,7 +56,7 @@ def test_each_operation_documents_every_response_it_can_give(document, path, met
     for status, response in operation["responses"].items():
         content = response["content"]["application/json"]
         assert content["examples"], f"{status} has no example"
-        if status.startswith("4"):
+        if status.startswith(("4", "5")):
             assert content["schema"] == {"$ref": "#/components/schemas/ErrorEnvelope"}
             for example in content["examples"].values():
                 assert f"`{example['value']['error']}`" in response["description"]
@@ -73,7 +73,9 @@ def test_the_error_names_of_the_contract_are_documented(document):
             for e in responses[status]["content"]["application/json"]["examples"].values()
         }
 
-    assert names(inbox, "400") == {"invalid_payload"}
+    assert names(inbox, "400") == {"invalid_payload", "bad_request"}
+    assert names(sync, "400") == {"invalid_payload", "bad_request"}
+    assert names(inbox, "500") == names(sync, "500") == {"internal_error"}
     assert names(inbox, "401") == {"unauthorized"}
     assert names(inbox, "403") == {"forbidden", "https_required"}
     assert names(inbox, "409") == {"duplicate_external_ref"}
@@ -100,6 +102,9 @@ def test_the_request_schemas_are_the_views_serializers(document):
         1,
         DESCRIPTION_MAX,
     )
+    for name in ("description", "externalSystem", "externalId"):
+        # Blank after trimming is refused: the schema says so with a pattern.
+        assert props[name]["pattern"] == r"\S", name
     assert props["externalSystem"]["maxLength"] == EXTERNAL_SYSTEM_MAX
     assert props["externalId"]["maxLength"] == EXTERNAL_ID_MAX
     assert props["deadline"]["format"] == "date-time" and props["deadline"]["nullable"] is True
