@@ -66,26 +66,26 @@ def flow_score(*, user, now: dt.datetime | None = None) -> int | None:
     return round(100 * totals["kept"] / denominator)
 
 
+def _allowed_now(moves, *, user, commitment: Commitment) -> list[str]:
+    """Those of `moves` the table lets `user` make on `commitment` in its status."""
+    actor = Actor.for_user(user)
+    return [
+        move
+        for move in moves
+        if commitment.status in MOVES[move].from_statuses
+        and may_make(MOVES[move], actor=actor, commitment=commitment)
+    ]
+
+
 def commitment_actions_for(*, user, commitment: Commitment) -> set[str]:
     """The moves `user` may make on `commitment` now: a subset of
     {"send", "accept", "decline", "complete"}."""
-    actor = Actor.for_user(user)
-    return {
-        move
-        for move in PAGE_MOVES
-        if commitment.status in MOVES[move].from_statuses
-        and may_make(MOVES[move], actor=actor, commitment=commitment)
-    }
+    return set(_allowed_now(PAGE_MOVES, user=user, commitment=commitment))
 
 
 def commitment_terms_move_for(*, user, commitment: Commitment) -> str | None:
     """How `user` may change the description and deadline now: "edit_draft"
     (a plain edit of a Draft), "renegotiate" (asks for the handshake again),
     or None."""
-    actor = Actor.for_user(user)
-    for move in ("edit_draft", "renegotiate"):
-        if commitment.status in MOVES[move].from_statuses and may_make(
-            MOVES[move], actor=actor, commitment=commitment
-        ):
-            return move
-    return None
+    allowed = _allowed_now(("edit_draft", "renegotiate"), user=user, commitment=commitment)
+    return allowed[0] if allowed else None
