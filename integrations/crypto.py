@@ -84,7 +84,7 @@ class EncryptedTextField(models.TextField):
 
 
 def _under_newest_key(token: str) -> bool:
-    newest = Fernet(_fernet_key(settings.FIELD_ENCRYPTION_KEYS[0]))
+    newest = _multifernet((settings.FIELD_ENCRYPTION_KEYS[0],))  # cached, like _cipher()
     try:
         newest.decrypt(token.encode("ascii"))
     except InvalidToken:
