@@ -147,7 +147,7 @@ class TestTooSoon(Exception):
     """The owner sent a test less than NOTIFY_TEST_INTERVAL seconds ago."""
 
     def __init__(self, retry_after: int) -> None:
-        super().__init__(f"Wait {retry_after} s before sending another test.")
+        super().__init__(f"You sent a test a moment ago. Try again in {retry_after} s.")
         self.retry_after = retry_after
 
 

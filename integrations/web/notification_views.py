@@ -80,9 +80,7 @@ def notification_test(request: HttpRequest) -> HttpResponse:
     try:
         result = channels.notification_channel_test(user=request.user)
     except channels.TestTooSoon as exc:
-        messages.warning(
-            request, f"You sent a test a moment ago. Try again in {exc.retry_after} s."
-        )
+        messages.warning(request, str(exc))
         return redirect("notification_settings")
     if result.ok:
         messages.success(request, result.detail)
