@@ -35,6 +35,7 @@ WORKDIR /app
 COPY --from=build /opt/venv /opt/venv
 COPY manage.py ./
 COPY config ./config
+COPY lib ./lib
 COPY accounts ./accounts
 COPY audit ./audit
 COPY commitments ./commitments
@@ -43,10 +44,11 @@ COPY gather ./gather
 COPY templates ./templates
 COPY static ./static
 
-# Static files are collected (hashed and compressed) at build time. The key
-# exists only for this one command: production settings refuse to start
-# without one, and the real key is given at run time, never baked in.
-RUN SECRET_KEY=build-only-collectstatic-key-never-used-at-runtime \
+# Static files are collected (hashed and compressed) at build time. The keys
+# exist only for this one command: production settings refuse to start
+# without them, and the real ones are given at run time, never baked in.
+RUN FIELD_ENCRYPTION_KEYS=$(python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())') \
+    SECRET_KEY=build-only-collectstatic-key-never-used-at-runtime \
     python manage.py collectstatic --noinput \
  && mkdir -p /app/var \
  && chown -R app:app /app/var

@@ -11,7 +11,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
 from audit.models import AuditEvent
-from config.admin_tools import ExactUuidSearchMixin, ReadOnlyAdminMixin
+from lib.admin import ExactUuidSearchMixin, ReadOnlyAdminMixin
 
 
 @admin.register(AuditEvent)

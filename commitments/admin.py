@@ -12,7 +12,7 @@ from django.contrib.contenttypes.admin import GenericTabularInline
 
 from audit.models import AuditEvent
 from commitments.models import Commitment, OutboxEvent
-from config.admin_tools import ExactUuidSearchMixin, ReadOnlyAdminMixin, ReadOnlyInlineMixin
+from lib.admin import ExactUuidSearchMixin, ReadOnlyAdminMixin, ReadOnlyInlineMixin
 
 
 class AuditEventInline(ReadOnlyInlineMixin, GenericTabularInline):

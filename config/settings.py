@@ -13,6 +13,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int, env_list, env_str
+from lib.crypto import MAKE_A_KEY, is_fernet_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -25,9 +26,23 @@ if not DEBUG and (SECRET_KEY == _DEV_SECRET_KEY or len(SECRET_KEY) < 32):
     raise ImproperlyConfigured(
         "Production mode (DEBUG=0) needs SECRET_KEY set to a random value of 32+ characters."
     )
-# Keys that encrypt secrets at rest (provider keys, webhook secrets). The first
-# encrypts; all decrypt, so a key can be rotated by prepending a new one.
-FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEYS") or [SECRET_KEY]
+# Fernet keys that encrypt secrets at rest (lib.crypto). The first encrypts;
+# all decrypt, so a key is rotated by prepending a new one. Never derived from
+# SECRET_KEY: rotating that after a leak must not make stored secrets unreadable.
+FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEYS")
+if not FIELD_ENCRYPTION_KEYS:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            f"Production mode (DEBUG=0) needs FIELD_ENCRYPTION_KEYS; make a key with: {MAKE_A_KEY}"
+        )
+    # Development only: a fixed, public key (the one earlier versions derived
+    # from the development SECRET_KEY, so a local database stays readable).
+    FIELD_ENCRYPTION_KEYS = ["a2_SwxOOwNH_iqxCqo2XnWmbuTvoCEuIykasFi-UrUo="]
+if bad_keys := [i + 1 for i, key in enumerate(FIELD_ENCRYPTION_KEYS) if not is_fernet_key(key)]:
+    raise ImproperlyConfigured(
+        f"FIELD_ENCRYPTION_KEYS: key {bad_keys[0]} is not a Fernet key (URL-safe base64 of "
+        f"32 bytes); make one with: {MAKE_A_KEY}"
+    )
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS")
 # Loopback names are always served, also in production: the container's health

@@ -1,18 +1,17 @@
 """Secrets at rest: a Fernet-encrypted text field and the helpers behind it.
 
-Keys come from settings.FIELD_ENCRYPTION_KEYS (strings of any shape; each is
-turned into a Fernet key with SHA-256). The first key encrypts, every key
-decrypts, so a key is rotated by prepending a new one, running
-`python manage.py reencrypt_secrets` (every encrypted column of every model,
-rewritten under the newest key), and then dropping the old key. Used for chat
-webhook URLs now, and for webhook secrets and provider keys later.
+Keys come from settings.FIELD_ENCRYPTION_KEYS: Fernet keys (URL-safe base64
+of 32 bytes, as `Fernet.generate_key()` makes them), never derived from
+SECRET_KEY, so rotating SECRET_KEY after a leak leaves stored secrets
+readable. The first key encrypts, every key decrypts, so a key is rotated by
+prepending a new one, running `python manage.py reencrypt_secrets` (every
+encrypted column of every model, rewritten under the newest key), and then
+dropping the old key.
 """
 
 from __future__ import annotations
 
-import base64
 import functools
-import hashlib
 from dataclasses import dataclass, field
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
@@ -25,15 +24,24 @@ class DecryptionError(Exception):
     """A stored value that none of FIELD_ENCRYPTION_KEYS can decrypt."""
 
 
-def _fernet_key(secret: str) -> bytes:
-    return base64.urlsafe_b64encode(hashlib.sha256(secret.encode("utf-8")).digest())
+MAKE_A_KEY = (
+    "python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())'"
+)
+
+
+def is_fernet_key(key: str) -> bool:
+    try:
+        Fernet(key)
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 @functools.lru_cache(maxsize=8)
 def _multifernet(keys: tuple[str, ...]) -> MultiFernet:
     if not keys:
-        raise ValueError("FIELD_ENCRYPTION_KEYS is empty.")
-    return MultiFernet([Fernet(_fernet_key(key)) for key in keys])
+        raise ValueError(f"FIELD_ENCRYPTION_KEYS is empty; make a key with: {MAKE_A_KEY}")
+    return MultiFernet([Fernet(key) for key in keys])
 
 
 def _cipher() -> MultiFernet:

@@ -12,9 +12,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from config.admin_tools import ReadOnlyAdminMixin, ReadOnlyInlineMixin
 from integrations import outbox
 from integrations.models import Delivery, DeliveryAttempt, NotificationChannel
+from lib.admin import ReadOnlyAdminMixin, ReadOnlyInlineMixin
 
 
 @admin.register(NotificationChannel)

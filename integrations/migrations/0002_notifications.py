@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import integrations.crypto
+import lib.crypto
 import uuid
 from django.conf import settings
 from django.db import migrations, models
@@ -61,7 +61,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
                 ('kind', models.CharField(choices=[('email', 'E-mail'), ('slack', 'Slack'), ('teams', 'Microsoft Teams')], default='email', max_length=16)),
-                ('webhook_url', integrations.crypto.EncryptedTextField(blank=True, default='')),
+                ('webhook_url', lib.crypto.EncryptedTextField(blank=True, default='')),
                 ('broken_at', models.DateTimeField(blank=True, null=True)),
                 ('broken_reason', models.CharField(blank=True, max_length=500)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),

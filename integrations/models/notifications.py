@@ -16,7 +16,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from integrations.crypto import EncryptedTextField
+from lib.crypto import EncryptedTextField
 
 __all__ = [
     "AttemptOutcome",

@@ -24,6 +24,8 @@ MODE_VARIABLES = (
     "VAR_DIR",
 )
 REAL_KEY = "k" * 20 + "-a-real-random-looking-key-" + "9" * 10
+# A Fernet key, as `Fernet.generate_key()` makes them; production needs one.
+REAL_FERNET_KEY = "mQ9kB0m0yK2cO0d4VbHkR3t1xqC8s5Yw7Zp2Lr6Ju4E="
 
 
 @pytest.fixture
@@ -41,6 +43,7 @@ def run_django(tmp_path: Path):
                 "DJANGO_SETTINGS_MODULE": "config.settings",
                 "VAR_DIR": str(tmp_path / "var"),
                 "PYTHONDONTWRITEBYTECODE": "1",
+                "FIELD_ENCRYPTION_KEYS": REAL_FERNET_KEY,
             }
         )
         environ.update(env)

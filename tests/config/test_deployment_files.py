@@ -35,6 +35,7 @@ PRODUCTION_ENV = {
     "SECRET_KEY": "x" * 50,
     "ALLOWED_HOSTS": "commitments.example.com",
     "POSTGRES_PASSWORD": "pg-secret",
+    "FIELD_ENCRYPTION_KEYS": "mQ9kB0m0yK2cO0d4VbHkR3t1xqC8s5Yw7Zp2Lr6Ju4E=",
 }
 
 
@@ -192,7 +193,9 @@ def test_the_schema_catches_a_broken_compose_file(compose, schema):
     assert ("services", "worker", "depends_on") in paths
 
 
-@pytest.mark.parametrize("variable", ["SECRET_KEY", "ALLOWED_HOSTS", "POSTGRES_PASSWORD"])
+@pytest.mark.parametrize(
+    "variable", ["SECRET_KEY", "ALLOWED_HOSTS", "POSTGRES_PASSWORD", "FIELD_ENCRYPTION_KEYS"]
+)
 def test_compose_refuses_to_start_without_the_secrets(compose_raw, variable):
     env = {k: v for k, v in PRODUCTION_ENV.items() if k != variable}
 

@@ -47,6 +47,35 @@ def test_production_refuses_a_key_that_is_not_real(run_django, key):
     assert "SECRET_KEY" in result.stderr
 
 
+def test_production_refuses_to_start_without_an_encryption_key(run_django):
+    result = run_django(DEBUG="0", SECRET_KEY=REAL_KEY, FIELD_ENCRYPTION_KEYS="")
+
+    assert result.returncode != 0
+    assert "needs FIELD_ENCRYPTION_KEYS" in result.stderr
+    assert "urlsafe_b64encode(os.urandom(32))" in result.stderr  # how to make one
+
+
+def test_a_rotated_secret_key_leaves_stored_secrets_readable(run_django):
+    """The encryption keys never derive from SECRET_KEY."""
+    encrypt = "from lib.crypto import encrypt_str\nprint(encrypt_str('secret'))"
+    result = run_django(encrypt, DEBUG="0", SECRET_KEY=REAL_KEY)
+    assert result.returncode == 0, result.stderr
+    token = result.stdout.strip().splitlines()[-1]
+
+    decrypt = f"from lib.crypto import decrypt_str\nprint(decrypt_str({token!r}))"
+    result = run_django(decrypt, DEBUG="0", SECRET_KEY="rotated-" + REAL_KEY)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "secret"
+
+
+@pytest.mark.parametrize("debug", ["0", "1"])
+def test_an_encryption_key_that_is_not_a_fernet_key_is_refused(run_django, debug):
+    result = run_django(DEBUG=debug, SECRET_KEY=REAL_KEY, FIELD_ENCRYPTION_KEYS="a passphrase")
+
+    assert result.returncode != 0
+    assert "key 1 is not a Fernet key" in result.stderr
+
+
 def test_production_starts_with_a_real_key_and_locks_things_down(run_django):
     values = settings_of(run_django(PRINT_SETTINGS, DEBUG="0", SECRET_KEY=REAL_KEY))
 

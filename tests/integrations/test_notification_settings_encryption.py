@@ -3,41 +3,49 @@ webhook secrets and provider keys later)."""
 
 from __future__ import annotations
 
+import functools
 import io
 
 import pytest
+from cryptography.fernet import Fernet
 
-from integrations.crypto import DecryptionError, decrypt_str, encrypt_str, reencrypt
+from lib.crypto import DecryptionError, decrypt_str, encrypt_str, reencrypt
+
+
+@functools.cache
+def key(name: str) -> str:
+    """A Fernet key of its own for each name a test uses."""
+    return Fernet.generate_key().decode()
 
 
 def test_a_secret_round_trips_and_is_not_readable_at_rest(settings):
-    settings.FIELD_ENCRYPTION_KEYS = ["key one"]
+    settings.FIELD_ENCRYPTION_KEYS = [key("key one")]
     token = encrypt_str("https://hooks.slack.com/services/T/B/secret")
     assert "secret" not in token and "slack" not in token
     assert decrypt_str(token) == "https://hooks.slack.com/services/T/B/secret"
 
 
 def test_the_same_secret_encrypts_differently_each_time(settings):
-    settings.FIELD_ENCRYPTION_KEYS = ["key one"]
+    settings.FIELD_ENCRYPTION_KEYS = [key("key one")]
     assert encrypt_str("same") != encrypt_str("same")
 
 
 def test_a_key_is_rotated_by_prepending_a_new_one(settings):
-    settings.FIELD_ENCRYPTION_KEYS = ["old key"]
+    settings.FIELD_ENCRYPTION_KEYS = [key("old key")]
     old_token = encrypt_str("secret")
-    settings.FIELD_ENCRYPTION_KEYS = ["new key", "old key"]
+    settings.FIELD_ENCRYPTION_KEYS = [key("new key"), key("old key")]
     assert decrypt_str(old_token) == "secret"
     new_token = reencrypt(old_token)
-    settings.FIELD_ENCRYPTION_KEYS = ["new key"]
+    settings.FIELD_ENCRYPTION_KEYS = [key("new key")]
     assert decrypt_str(new_token) == "secret"
     with pytest.raises(DecryptionError):
         decrypt_str(old_token)
 
 
 def test_a_value_no_key_can_read_is_an_error_not_garbage(settings):
-    settings.FIELD_ENCRYPTION_KEYS = ["one"]
+    settings.FIELD_ENCRYPTION_KEYS = [key("one")]
     token = encrypt_str("secret")
-    settings.FIELD_ENCRYPTION_KEYS = ["another"]
+    settings.FIELD_ENCRYPTION_KEYS = [key("another")]
     with pytest.raises(DecryptionError):
         decrypt_str(token)
 
@@ -69,19 +77,19 @@ def test_reencrypt_secrets_moves_every_secret_to_the_newest_key(
 
     from integrations.models import ChannelKind, NotificationChannel
 
-    settings.FIELD_ENCRYPTION_KEYS = ["old key"]
+    settings.FIELD_ENCRYPTION_KEYS = [key("old key")]
     _slack_for(assigner, settings, "https://hooks.slack.com/services/T/B/one")
     _slack_for(assignee, settings, "https://hooks.slack.com/services/T/B/two")
     NotificationChannel.objects.create(user=outsider, kind=ChannelKind.EMAIL)  # no secret
     before = _raw_urls()
 
-    settings.FIELD_ENCRYPTION_KEYS = ["new key", "old key"]
+    settings.FIELD_ENCRYPTION_KEYS = [key("new key"), key("old key")]
     out = io.StringIO()
     call_command("reencrypt_secrets", stdout=out)
     assert "Re-encrypted 2 secret(s) under the newest key; 0 already were." in out.getvalue()
     assert _raw_urls() != before and "" in _raw_urls()
 
-    settings.FIELD_ENCRYPTION_KEYS = ["new key"]  # the old key is gone
+    settings.FIELD_ENCRYPTION_KEYS = [key("new key")]  # the old key is gone
     urls = {c.user_id: c.webhook_url for c in NotificationChannel.objects.all()}
     assert urls[assigner.pk] == "https://hooks.slack.com/services/T/B/one"
     assert urls[assignee.pk] == "https://hooks.slack.com/services/T/B/two"
@@ -95,16 +103,16 @@ def test_reencrypt_secrets_moves_every_secret_to_the_newest_key(
 def test_reencrypt_secrets_names_a_value_no_key_can_read_and_fails(settings, assigner, assignee):
     from django.core.management import CommandError, call_command
 
-    settings.FIELD_ENCRYPTION_KEYS = ["lost key"]
+    settings.FIELD_ENCRYPTION_KEYS = [key("lost key")]
     lost = _slack_for(assigner, settings, "https://hooks.slack.com/services/T/B/lost")
-    settings.FIELD_ENCRYPTION_KEYS = ["kept key"]
+    settings.FIELD_ENCRYPTION_KEYS = [key("kept key")]
     _slack_for(assignee, settings, "https://hooks.slack.com/services/T/B/kept")
-    settings.FIELD_ENCRYPTION_KEYS = ["newest key", "kept key"]
+    settings.FIELD_ENCRYPTION_KEYS = [key("newest key"), key("kept key")]
     with pytest.raises(CommandError) as failure:
         call_command("reencrypt_secrets", stdout=io.StringIO())
     assert "1 secret(s) could be decrypted with none" in str(failure.value)
     assert f"integrations.NotificationChannel.webhook_url {lost.pk}" in str(failure.value)
-    settings.FIELD_ENCRYPTION_KEYS = ["newest key"]  # the readable one did move
+    settings.FIELD_ENCRYPTION_KEYS = [key("newest key")]  # the readable one did move
     from integrations.models import NotificationChannel
 
     assert (
@@ -117,12 +125,12 @@ def test_reencrypt_secrets_names_a_value_no_key_can_read_and_fails(settings, ass
 def test_a_save_made_during_the_rewrite_wins(settings, assigner, monkeypatch):
     from django.core.management import call_command
 
-    from integrations import crypto
     from integrations.models import NotificationChannel
+    from lib import crypto
 
-    settings.FIELD_ENCRYPTION_KEYS = ["old key"]
+    settings.FIELD_ENCRYPTION_KEYS = [key("old key")]
     _slack_for(assigner, settings, "https://hooks.slack.com/services/T/B/before")
-    settings.FIELD_ENCRYPTION_KEYS = ["new key", "old key"]
+    settings.FIELD_ENCRYPTION_KEYS = [key("new key"), key("old key")]
     real_reencrypt = crypto.reencrypt
 
     def reencrypt_while_the_owner_saves(token):

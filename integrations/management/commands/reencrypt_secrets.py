@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from integrations.crypto import reencrypt_all
+from lib.crypto import reencrypt_all
 
 
 class Command(BaseCommand):
