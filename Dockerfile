@@ -40,6 +40,8 @@ COPY accounts ./accounts
 COPY audit ./audit
 COPY commitments ./commitments
 COPY integrations ./integrations
+COPY notifications ./notifications
+COPY delivery ./delivery
 COPY gather ./gather
 COPY templates ./templates
 COPY static ./static

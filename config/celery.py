@@ -3,7 +3,7 @@
 Configuration is Django's CELERY_* settings (config/settings.py): Redis from
 REDIS_URL, else the embedded filesystem broker under VAR_DIR; late acks,
 requeue on a lost worker, prefetch one, bounded publishes and time limits;
-beat runs the outbox sweep (integrations.tasks.sweep).
+beat runs the outbox sweep (delivery.tasks.sweep).
 
 Run: `python manage.py run_worker` (a worker with beat inside), or, with Redis
 and several workers, `celery -A config worker` processes plus one

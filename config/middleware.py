@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import ipaddress
 import logging
 
 from django.conf import settings
@@ -16,6 +15,8 @@ from django.http import (
     JsonResponse,
 )
 from django.http.request import UnreadablePostError
+
+from lib.outbound import is_loopback_address, is_loopback_host
 
 logger = logging.getLogger(__name__)
 
@@ -32,31 +33,13 @@ def error_response(status: int, error: str, message: str, **extra: object) -> Js
     return JsonResponse(body, status=status)
 
 
-def is_loopback_host(host: str) -> bool:
-    """True for localhost, 127.0.0.0/8 and [::1], with or without a port."""
-    if host.startswith("["):
-        name = host[1 : host.find("]")] if "]" in host else host[1:]
-    else:
-        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-    name = name.lower().rstrip(".")
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
 def is_local_request(request: HttpRequest) -> bool:
     """Addressed to a loopback host by a client on this machine. The Host header
     alone is the client's word: a remote client could send `Host: localhost`."""
     host = request.META.get("HTTP_HOST") or request.META.get("SERVER_NAME", "")
     if not is_loopback_host(host):
         return False
-    try:
-        return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_address(request.META.get("REMOTE_ADDR", ""))
 
 
 class HttpsOnlyMiddleware:

@@ -68,6 +68,8 @@ INSTALLED_APPS = [
     "audit",
     "commitments",
     "integrations",
+    "notifications",
+    "delivery",
     "gather",
 ]
 
@@ -257,9 +259,9 @@ SPECTACULAR_SETTINGS = {
 # Called (by dotted path, so `commitments` imports no delivery code) with the id
 # of every outbox row once its transaction commits. The row is the truth: a
 # publish that fails or never happens only waits for the next sweep.
-OUTBOX_PUBLISHER = env_str("OUTBOX_PUBLISHER", "integrations.outbox.outbox_publish_event")
+OUTBOX_PUBLISHER = "delivery.outbox.outbox_publish_event"
 # Celery carries only row ids. The rows (commitments.OutboxEvent,
-# integrations.Delivery) are the truth, and a periodic sweep re-enqueues what
+# notifications.Delivery) are the truth, and a periodic sweep re-enqueues what
 # the broker lost; so a publish may fail, and it is bounded: a request never
 # hangs on a dead or paused broker (it publishes once, without retries, and
 # loses at most BROKER_TIMEOUT seconds).
@@ -298,7 +300,7 @@ else:
 CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_TIMEOUT
 # Publishes from workers and beat retry a little (a pooled connection may be
 # stale after a Redis restart); the sweep is the real retry. Requests publish
-# without retries (integrations.outbox). Workers and beat wait for the broker
+# without retries (delivery.outbox). Workers and beat wait for the broker
 # at start and reconnect as long as it takes.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 2,
@@ -324,22 +326,27 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 
-# --- Nudges and the outbox (integrations.outbox) ------------------------------
-OUTBOX_SWEEP_INTERVAL = env_int("OUTBOX_SWEEP_INTERVAL", 30)  # s between sweeps (beat)
+# --- Nudges and the outbox (delivery, notifications) -------------------------
+# Tuning, not configuration: fixed here, not read from the environment (tests
+# override them through Django's settings).
+OUTBOX_SWEEP_INTERVAL = 30  # s between sweeps (beat)
 # The sweep leaves a row alone this long after it was written or last queued,
 # so it does not queue again what the after-commit publish just queued.
-OUTBOX_SWEEP_GRACE = env_int("OUTBOX_SWEEP_GRACE", 10)
-OUTBOX_REQUEUE_AFTER = env_int("OUTBOX_REQUEUE_AFTER", 120)  # s before queueing a row again
-DELIVERY_LEASE_SECONDS = env_int("DELIVERY_LEASE_SECONDS", 120)  # a claimed send's lease
-DELIVERY_MAX_ATTEMPTS = env_int("DELIVERY_MAX_ATTEMPTS", 10)  # per channel, then fall back
-NOTIFY_HTTP_TIMEOUT = env_int("NOTIFY_HTTP_TIMEOUT", 10)  # s, Slack and Teams webhooks
-NOTIFY_TEST_INTERVAL = env_int("NOTIFY_TEST_INTERVAL", 10)  # s between one person's tests
-# Outbound HTTP (chat webhooks) to http:// URLs and to private, loopback or
-# link-local addresses: for development and tests only.
-OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", DEBUG)
+OUTBOX_SWEEP_GRACE = 10
+OUTBOX_REQUEUE_AFTER = 120  # s before queueing a row again
+# A claimed send's lease; longer than CELERY_TASK_TIME_LIMIT, so it runs out
+# only when its worker is gone.
+DELIVERY_LEASE_SECONDS = 120
+DELIVERY_MAX_ATTEMPTS = 10  # per channel, then fall back to e-mail or fail
+NOTIFY_HTTP_TIMEOUT = 10  # s, Slack and Teams webhooks
+NOTIFY_TEST_INTERVAL = 10  # s between one person's "send a test"
+# Outbound HTTP (lib.outbound) to http:// URLs on loopback (127.0.0.0/8, ::1):
+# for development and tests only. Private, link-local, CGNAT, multicast and
+# metadata addresses stay refused even then.
+OUTBOUND_ALLOW_LOOPBACK = env_bool("OUTBOUND_ALLOW_LOOPBACK", DEBUG)
 CELERY_BEAT_SCHEDULE = {
     "outbox-sweep": {
-        "task": "integrations.tasks.sweep",
+        "task": "delivery.tasks.sweep",
         "schedule": float(OUTBOX_SWEEP_INTERVAL),
         # A sweep queued while no worker ran is stale once the next is due.
         "options": {"expires": float(OUTBOX_SWEEP_INTERVAL)},

@@ -31,9 +31,10 @@ urlpatterns = [
     # Reserved for version 2 of the API; 404 until it exists.
     re_path(r"^api-reference/v2(?:/.*)?$", views.not_yet),
     path("healthz", views.healthz, name="healthz"),
-    # accounts serves only /settings/ and /settings/profile/; the rest is integrations'.
+    # accounts serves /settings/ and /settings/profile/; integrations the tokens.
     path("settings/", include("accounts.urls")),
     path("settings/", include("integrations.urls")),
+    path("settings/notifications/", include("notifications.urls")),
     path("capture/", include("gather.page_urls")),
     path("", include("commitments.urls")),
 ]

@@ -4,5 +4,4 @@ from django.urls import include, path
 
 urlpatterns = [
     path("tokens/", include("integrations.web.token_urls")),
-    path("notifications/", include("integrations.web.notification_urls")),
 ]

@@ -78,7 +78,7 @@ def staff_client(client, staff):
 def redis_server(tmp_path):
     """A Redis server of this test's own (a RedisServer: its port, stop, start),
     to pause, stop or restart without disturbing others."""
-    from tests.integrations.nudge_support import RedisServer, free_port, redis_server_available
+    from tests.delivery.nudge_support import RedisServer, free_port, redis_server_available
 
     if not redis_server_available():
         if REQUIRE_SERVICES:

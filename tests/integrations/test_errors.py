@@ -238,7 +238,7 @@ def test_under_gunicorn_a_chunked_inbox_call_creates_the_commitment(tmp_path, to
     import http.client
 
     from commitments.models import Commitment
-    from tests.integrations.nudge_support import Process, free_port, subprocess_env
+    from tests.delivery.nudge_support import Process, free_port, subprocess_env
 
     port = free_port()
     env = subprocess_env(tmp_path, DEBUG="1")

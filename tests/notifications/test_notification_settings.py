@@ -11,9 +11,9 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from integrations.channels import notification_channel_mark_broken, notification_channel_set
-from integrations.models import ChannelKind, NotificationChannel
-from tests.integrations.nudge_support import FakeService, Reply
+from notifications.channels import notification_channel_mark_broken, notification_channel_set
+from notifications.models import ChannelKind, NotificationChannel
+from tests.delivery.nudge_support import FakeService, Reply
 
 PAGE = "/settings/notifications/"
 TEST = "/settings/notifications/test"
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _settings(settings):
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-    settings.OUTBOUND_ALLOW_PRIVATE = True
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
     settings.NOTIFY_HTTP_TIMEOUT = 2
     mail.outbox = []
 
@@ -45,7 +45,7 @@ def knight(client, assignee):
 def stored_url_column(channel: NotificationChannel) -> str:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT webhook_url FROM integrations_notificationchannel WHERE id = %s",
+            "SELECT webhook_url FROM notifications_notificationchannel WHERE id = %s",
             [channel.pk.hex if connection.vendor == "sqlite" else channel.pk],
         )
         return cursor.fetchone()[0]
@@ -115,7 +115,7 @@ def test_going_back_to_email_forgets_the_webhook_url(knight, assignee):
     ],
 )
 def test_production_accepts_only_https_urls_that_are_not_local(knight, assignee, settings, url):
-    settings.OUTBOUND_ALLOW_PRIVATE = False
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
     response = knight.post(PAGE, {"kind": "slack", "webhook_url": url})
     assert response.status_code == 400
     assert not NotificationChannel.objects.filter(user=assignee).exists()
@@ -261,8 +261,8 @@ def test_the_admin_shows_channels_without_their_url(client, make_user, assignee)
     )
     client.force_login(admin)
     for url in (
-        "/admin/integrations/notificationchannel/",
-        f"/admin/integrations/notificationchannel/{channel.pk}/change/",
+        "/admin/notifications/notificationchannel/",
+        f"/admin/notifications/notificationchannel/{channel.pk}/change/",
     ):
         response = client.get(url)
         assert response.status_code == 200
@@ -277,7 +277,8 @@ def test_the_admin_shows_a_delivery_with_its_attempts_read_only(
     from audit.services import Actor
     from commitments import services
     from commitments.models import OutboxEvent
-    from integrations import outbox
+    from delivery import outbox
+    from notifications import sending
 
     admin = make_user("admin@example.com", is_staff=True, is_superuser=True)
     commitment = services.commitment_create_pending(
@@ -290,13 +291,13 @@ def test_the_admin_shows_a_delivery_with_its_attempts_read_only(
     (delivery_id,) = outbox.outbox_event_dispatch(
         event_id=OutboxEvent.objects.get(commitment=commitment).pk
     )
-    settings.EMAIL_BACKEND = "tests.integrations.test_transports.DownBackend"
-    outbox.delivery_send(delivery_id=delivery_id)
+    settings.EMAIL_BACKEND = "tests.notifications.test_transports.DownBackend"
+    sending.nudge_send(delivery_id=delivery_id)
     client.force_login(admin)
-    listing = client.get("/admin/integrations/delivery/")
+    listing = client.get("/admin/notifications/delivery/")
     assert listing.status_code == 200
     assert "knight@example.com" in listing.content.decode()
-    page = client.get(f"/admin/integrations/delivery/{delivery_id}/change/")
+    page = client.get(f"/admin/notifications/delivery/{delivery_id}/change/")
     html = page.content.decode()
     assert page.status_code == 200
     assert "Failed, will retry" in html  # the attempt, inline

@@ -5,28 +5,24 @@ whose `permanent` says whether trying again can help. A permanent error (the
 webhook URL is gone, the address is refused) stops retries and marks the
 channel broken; anything else is retried with back-off by the outbox.
 
-HTTP transports use a timeout on every phase, never follow redirects and, in
-production, refuse plain HTTP and private, loopback and link-local addresses,
-judged on the address actually connected to (the name is resolved once and the
-connection pinned to it, so DNS cannot change the answer in between).
+HTTP transports send through `lib.outbound`, which holds the rules of where
+this service may send (https only, a checked resolved address, no redirects,
+timeouts, a capped answer). Any answer but 408, 429 and 5xx is permanent.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import smtplib
-import socket
 from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-import httpx
 from django.conf import settings
 from django.core.mail import EmailMessage
 
-from integrations.models import ChannelKind
-
-ERROR_EXCERPT = 300
+from lib import outbound
+from lib.text import excerpt
+from notifications.models import ChannelKind
 
 
 @dataclass(frozen=True)
@@ -58,11 +54,6 @@ class TransportError(Exception):
 
     def __str__(self) -> str:
         return self.message
-
-
-def excerpt(text: str, limit: int = ERROR_EXCERPT) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class Transport:
@@ -112,94 +103,42 @@ class EmailTransport(Transport):
 # --- HTTP ------------------------------------------------------------------------
 
 
-def _address_is_public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
-
-
-def check_url(url: str) -> None:
-    """Raise TransportError(permanent) for a URL this service will not call."""
-    parts = urlsplit(url)
-    allow_private = settings.OUTBOUND_ALLOW_PRIVATE
-    if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise TransportError("The webhook URL is not an http(s) URL.", permanent=True)
-    if parts.scheme != "https" and not allow_private:
-        raise TransportError("The webhook URL must use https.", permanent=True)
-
-
 class HttpTransport(Transport):
-    """POSTs JSON to a webhook URL; subclasses build the body and read the answer."""
+    """POSTs JSON to a webhook URL through `lib.outbound` (https only, checked
+    resolved address, no redirects, timeouts, capped answer); subclasses build
+    the body."""
+
+    service: ClassVar[str]  # how messages name the other side
 
     def payload(self, message: Message) -> dict[str, Any]:
         raise NotImplementedError
 
-    def check_response(self, response: httpx.Response) -> None:
-        """Raise TransportError unless `response` means the message was taken."""
-        raise NotImplementedError
-
     def notify(self, message: Message) -> int | None:
-        response = self.post_json(self.destination, self.payload(message))
+        try:
+            response = outbound.post(
+                self.destination, json=self.payload(message), timeout=settings.NOTIFY_HTTP_TIMEOUT
+            )
+        except outbound.OutboundRefused as exc:
+            raise TransportError(exc.message, permanent=True) from exc
+        except outbound.OutboundFailed as exc:
+            raise TransportError(exc.message) from exc
+        code = response.status_code
         if response.is_redirect:
             raise TransportError(
-                f"The webhook answered {response.status_code} with a redirect, which is "
-                "not followed; save the channel's current URL.",
+                f"The webhook answered {code} with a redirect, which is not followed; "
+                "save the channel's current URL.",
                 permanent=True,
-                status_code=response.status_code,
+                status_code=code,
             )
-        self.check_response(response)
-        return response.status_code
-
-    @staticmethod
-    def _pinned(url: str) -> tuple[str, dict[str, str], dict[str, Any]]:
-        """The URL rewritten to one resolved public address, with the Host header
-        and TLS server name of the original, so the check and the connection
-        see the same address."""
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            raise TransportError(f"Cannot resolve {host}: {exc}") from exc
-        addresses = [info[4][0] for info in infos]
-        if not addresses or not all(_address_is_public(a) for a in addresses):
-            raise TransportError(
-                f"{host} resolves to a private, loopback or link-local address.", permanent=True
-            )
-        ip = ipaddress.ip_address(addresses[0])
-        ip_host = f"[{ip}]" if ip.version == 6 else str(ip)
-        netloc = ip_host if parts.port is None else f"{ip_host}:{parts.port}"
-        pinned = parts._replace(netloc=netloc).geturl()
-        host_header = host if parts.port is None else f"{host}:{parts.port}"
-        extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
-        return pinned, {"Host": host_header}, extensions
-
-    def post_json(self, url: str, body: dict[str, Any]) -> httpx.Response:
-        check_url(url)
-        headers = {"User-Agent": "commitments-nudge/1.0"}
-        extensions: dict[str, Any] = {}
-        if not settings.OUTBOUND_ALLOW_PRIVATE:
-            url, host_header, extensions = self._pinned(url)
-            headers.update(host_header)
-        timeout = httpx.Timeout(settings.NOTIFY_HTTP_TIMEOUT)
-        try:
-            with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False) as client:
-                return client.post(url, json=body, headers=headers, extensions=extensions)
-        except httpx.TimeoutException as exc:
-            raise TransportError(
-                f"No answer within {settings.NOTIFY_HTTP_TIMEOUT} s ({type(exc).__name__})."
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise TransportError(excerpt(f"Connection failed: {exc!r}")) from exc
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    try:
-        return float(response.headers.get("Retry-After", ""))
-    except ValueError:
-        return None
+        if 200 <= code < 300:
+            return code
+        said = excerpt(response.text) or "no body"
+        raise TransportError(
+            f"{self.service} answered {code} {said}",
+            permanent=not outbound.is_retryable_status(code),
+            status_code=code,
+            retry_after=response.retry_after,
+        )
 
 
 class SlackTransport(HttpTransport):
@@ -207,6 +146,7 @@ class SlackTransport(HttpTransport):
     body (`no_service`, `channel_is_archived`, `invalid_token`, ...)."""
 
     kind = ChannelKind.SLACK
+    service = "Slack"
 
     @staticmethod
     def escape(text: str) -> str:
@@ -221,25 +161,13 @@ class SlackTransport(HttpTransport):
             "unfurl_links": False,
         }
 
-    def check_response(self, response: httpx.Response) -> None:
-        code = response.status_code
-        if 200 <= code < 300:
-            return
-        said = excerpt(response.text) or "no body"
-        if code == 429 or code >= 500:
-            raise TransportError(
-                f"Slack answered {code} {said}",
-                status_code=code,
-                retry_after=_retry_after(response),
-            )
-        raise TransportError(f"Slack answered {code} {said}", permanent=True, status_code=code)
-
 
 class TeamsTransport(HttpTransport):
     """Microsoft Teams workflow webhook (Power Automate "When a Teams webhook
     request is received"): an Adaptive Card in a message; answers 202."""
 
     kind = ChannelKind.TEAMS
+    service = "Teams"
 
     def payload(self, message: Message) -> dict[str, Any]:
         card = {
@@ -270,19 +198,6 @@ class TeamsTransport(HttpTransport):
                 },
             ],
         }
-
-    def check_response(self, response: httpx.Response) -> None:
-        code = response.status_code
-        if 200 <= code < 300:
-            return
-        said = excerpt(response.text) or "no body"
-        if code in (408, 429) or code >= 500:
-            raise TransportError(
-                f"Teams answered {code} {said}",
-                status_code=code,
-                retry_after=_retry_after(response),
-            )
-        raise TransportError(f"Teams answered {code} {said}", permanent=True, status_code=code)
 
 
 TRANSPORTS: dict[str, type[Transport]] = {

@@ -57,15 +57,15 @@ def _raw_urls() -> list[str]:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT webhook_url FROM integrations_notificationchannel ORDER BY id")
+        cursor.execute("SELECT webhook_url FROM notifications_notificationchannel ORDER BY id")
         return [row[0] for row in cursor.fetchall()]
 
 
 def _slack_for(user, settings, url):
-    from integrations.channels import notification_channel_set
-    from integrations.models import ChannelKind
+    from notifications.channels import notification_channel_set
+    from notifications.models import ChannelKind
 
-    settings.OUTBOUND_ALLOW_PRIVATE = True
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
     return notification_channel_set(user=user, kind=ChannelKind.SLACK, webhook_url=url)
 
 
@@ -75,7 +75,7 @@ def test_reencrypt_secrets_moves_every_secret_to_the_newest_key(
 ):
     from django.core.management import call_command
 
-    from integrations.models import ChannelKind, NotificationChannel
+    from notifications.models import ChannelKind, NotificationChannel
 
     settings.FIELD_ENCRYPTION_KEYS = [key("old key")]
     _slack_for(assigner, settings, "https://hooks.slack.com/services/T/B/one")
@@ -111,9 +111,9 @@ def test_reencrypt_secrets_names_a_value_no_key_can_read_and_fails(settings, ass
     with pytest.raises(CommandError) as failure:
         call_command("reencrypt_secrets", stdout=io.StringIO())
     assert "1 secret(s) could be decrypted with none" in str(failure.value)
-    assert f"integrations.NotificationChannel.webhook_url {lost.pk}" in str(failure.value)
+    assert f"notifications.NotificationChannel.webhook_url {lost.pk}" in str(failure.value)
     settings.FIELD_ENCRYPTION_KEYS = [key("newest key")]  # the readable one did move
-    from integrations.models import NotificationChannel
+    from notifications.models import NotificationChannel
 
     assert (
         NotificationChannel.objects.get(user=assignee).webhook_url
@@ -125,8 +125,8 @@ def test_reencrypt_secrets_names_a_value_no_key_can_read_and_fails(settings, ass
 def test_a_save_made_during_the_rewrite_wins(settings, assigner, monkeypatch):
     from django.core.management import call_command
 
-    from integrations.models import NotificationChannel
     from lib import crypto
+    from notifications.models import NotificationChannel
 
     settings.FIELD_ENCRYPTION_KEYS = [key("old key")]
     _slack_for(assigner, settings, "https://hooks.slack.com/services/T/B/before")

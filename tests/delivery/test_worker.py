@@ -22,9 +22,9 @@ from django.utils import timezone
 from audit.services import Actor
 from commitments import services
 from commitments.models import Commitment
-from integrations.channels import notification_channel_set
-from integrations.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
-from tests.integrations.nudge_support import (
+from notifications.channels import notification_channel_set
+from notifications.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
+from tests.delivery.nudge_support import (
     FakeService,
     Process,
     Reply,
@@ -59,7 +59,7 @@ def sweeps_done(worker: Process) -> int:
     return sum(
         1
         for line in worker.output().splitlines()
-        if "integrations.tasks.sweep[" in line and "succeeded" in line
+        if "delivery.tasks.sweep[" in line and "succeeded" in line
     )
 
 
@@ -93,7 +93,7 @@ def test_a_new_commitment_leads_to_exactly_one_delivered_nudge(
     tmp_path, redis_env, assigner, assignee
 ):
     # No sweep may dispatch it: only the after-commit publish can.
-    redis_env["OUTBOX_SWEEP_GRACE"] = "3600"
+    redis_env["TEST_OUTBOX_SWEEP_GRACE"] = "3600"
     with celery_worker(redis_env, tmp_path / "worker.log") as worker:
         worker.wait_for_output("ready.")
         commitment = create_pending(assigner, assignee)
@@ -111,7 +111,7 @@ def test_an_inbox_call_leads_to_exactly_one_delivered_nudge(
 
     token = mint(assigner)
     # No sweep may dispatch it: only the publish after the request can.
-    redis_env["OUTBOX_SWEEP_GRACE"] = "3600"
+    redis_env["TEST_OUTBOX_SWEEP_GRACE"] = "3600"
     with celery_worker(redis_env, tmp_path / "worker.log") as worker:
         worker.wait_for_output("ready.")
         response = post_json(
@@ -178,7 +178,7 @@ def test_an_inbox_call_while_redis_is_paused_returns_and_the_nudge_goes_once_it_
         commitment, stderr, took = inbox_call_in_a_web_process(
             env, mint(assigner), "Written while Redis was paused", before=pause
         )
-        assert "Could not queue dispatch_event" in stderr  # the publish did fail
+        assert "Could not queue delivery.tasks.dispatch_event" in stderr  # the publish did fail
         assert took < PROMPT, f"the call took {took:.1f} s"
         # Redis comes back by itself; the sweep finds the event.
         wait_until(lambda: delivered(commitment), timeout=30, what="the nudge")
@@ -200,7 +200,7 @@ def test_an_inbox_call_while_redis_is_down_returns_and_the_nudge_goes_once_it_is
         commitment, stderr, took = inbox_call_in_a_web_process(
             env, mint(assigner), "Written while Redis was down"
         )
-        assert "Could not queue dispatch_event" in stderr
+        assert "Could not queue delivery.tasks.dispatch_event" in stderr
         assert took < PROMPT, f"the call took {took:.1f} s"
         time.sleep(2)
         assert not delivered(commitment)  # nothing can carry it yet
@@ -216,7 +216,7 @@ def test_an_inbox_call_while_redis_is_down_returns_and_the_nudge_goes_once_it_is
 def test_a_worker_killed_in_the_middle_of_a_delivery_does_not_lose_the_nudge(
     tmp_path, redis_env, assigner, assignee
 ):
-    redis_env.update({"DELIVERY_LEASE_SECONDS": "3", "NOTIFY_HTTP_TIMEOUT": "20"})
+    redis_env.update({"TEST_DELIVERY_LEASE_SECONDS": "3", "TEST_NOTIFY_HTTP_TIMEOUT": "20"})
     with FakeService() as slack:
         notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
         held = threading.Event()
@@ -251,7 +251,9 @@ def test_a_worker_killed_in_the_middle_of_a_delivery_does_not_lose_the_nudge(
 def test_the_embedded_default_delivers_a_nudge_with_no_services(tmp_path):
     """SQLite and the filesystem broker, as `./scripts/serve` runs with nothing
     configured. The event is queued before the worker runs; nothing is dropped."""
-    env = subprocess_env(tmp_path, DATABASE_URL=None, REDIS_URL=None, OUTBOX_SWEEP_INTERVAL="3600")
+    env = subprocess_env(
+        tmp_path, DATABASE_URL=None, REDIS_URL=None, TEST_OUTBOX_SWEEP_INTERVAL="3600"
+    )
     subprocess.run(
         manage("migrate", "--noinput"),
         env=env,

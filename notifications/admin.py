@@ -1,7 +1,7 @@
 """Admin for notification channels, deliveries and their attempts.
 
 Read-only windows: a webhook URL is a secret and is shown masked (scheme and
-host only); deliveries change only through `integrations.outbox`. Two actions:
+host only); deliveries change only through `notifications.sending`. Two actions:
 clear a channel's broken mark, and send failed deliveries again.
 """
 
@@ -12,9 +12,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from integrations import outbox
-from integrations.models import Delivery, DeliveryAttempt, NotificationChannel
 from lib.admin import ReadOnlyAdminMixin, ReadOnlyInlineMixin
+from notifications.models import Delivery, DeliveryAttempt, NotificationChannel
+from notifications.sending import delivery_retry
 
 
 @admin.register(NotificationChannel)
@@ -43,7 +43,7 @@ class NotificationChannelAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         return obj.masked_url or "—"
 
     def has_clear_broken_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("integrations.change_notificationchannel")
+        return request.user.has_perm("notifications.change_notificationchannel")
 
     @admin.action(
         description="Clear the broken mark (try the channel again)", permissions=["clear_broken"]
@@ -111,11 +111,11 @@ class DeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         return str(obj.event.commitment_id)
 
     def has_retry_now_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("integrations.change_delivery")
+        return request.user.has_perm("notifications.change_delivery")
 
     @admin.action(
         description="Send again now (failed or waiting deliveries)", permissions=["retry_now"]
     )
     def retry_now(self, request: HttpRequest, queryset: QuerySet) -> None:
-        count = sum(outbox.delivery_retry(delivery_id=d.pk) for d in queryset)
+        count = sum(delivery_retry(delivery_id=d.pk) for d in queryset)
         self.message_user(request, f"Queued {count} delivery(ies) again.", messages.SUCCESS)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
 import math
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -15,13 +13,14 @@ from django.db.models import Q
 from django.utils import timezone
 
 from audit.services import Actor, audit_event_record
-from integrations.models import ChannelKind, NotificationChannel
-from integrations.nudges import sample_message
-from integrations.transports import TransportError, excerpt, transport_for
+from lib import outbound
+from lib.text import excerpt
+from notifications.models import ChannelKind, NotificationChannel
+from notifications.nudges import sample_message
+from notifications.transports import TransportError, transport_for
 
 WEBHOOK_URL_MAX = 2000
 CHAT_KINDS = {ChannelKind.SLACK, ChannelKind.TEAMS}
-_LOCAL_NAMES = {"localhost", "localhost.localdomain"}
 
 
 @dataclass(frozen=True)
@@ -55,30 +54,18 @@ def destination_for(user, *, channel: NotificationChannel | None = None) -> Dest
 
 
 def validate_webhook_url(url: str) -> str:
-    """The URL trimmed, or ValidationError. https only in production, and not a
-    loopback or private address; development and tests may allow both
-    (OUTBOUND_ALLOW_PRIVATE). Names are checked again, resolved, at send time."""
+    """The URL trimmed, or ValidationError: the rules of `lib.outbound`, as far
+    as they can be told without DNS (names are resolved and checked again at
+    send time)."""
     url = (url or "").strip()
     if not url:
         raise ValidationError("Paste the webhook URL.")
     if len(url) > WEBHOOK_URL_MAX:
         raise ValidationError(f"At most {WEBHOOK_URL_MAX} characters.")
-    parts = urlsplit(url)
-    if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise ValidationError("Enter a full URL, starting with https://.")
-    if settings.OUTBOUND_ALLOW_PRIVATE:
-        return url
-    if parts.scheme != "https":
-        raise ValidationError("The URL must start with https://.")
-    host = parts.hostname.lower()
-    if host in _LOCAL_NAMES or host.endswith(".localhost"):
-        raise ValidationError("A local address cannot receive nudges.")
     try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return url
-    if not ip.is_global:
-        raise ValidationError("A private or local address cannot receive nudges.")
+        outbound.check_url(url)
+    except outbound.OutboundRefused as exc:
+        raise ValidationError(exc.message) from None
     return url
 
 

@@ -13,16 +13,18 @@ from django.utils import timezone
 from audit.services import Actor
 from commitments import services
 from commitments.models import EventKind, OutboxEvent
-from integrations import outbox
-from integrations.channels import notification_channel_set
-from integrations.models import (
+from delivery import outbox
+from lib import jobs
+from notifications import sending
+from notifications.channels import notification_channel_set
+from notifications.models import (
     AttemptOutcome,
     ChannelKind,
     Delivery,
     DeliveryStatus,
     NotificationChannel,
 )
-from tests.integrations.nudge_support import FakeService, Reply
+from tests.delivery.nudge_support import FakeService, Reply
 from tests.support import race
 
 pytestmark = pytest.mark.django_db
@@ -31,7 +33,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _settings(settings):
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-    settings.OUTBOUND_ALLOW_PRIVATE = True
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
     settings.NOTIFY_HTTP_TIMEOUT = 2
     settings.SITE_URL = "https://commitments.example.com"
     settings.OUTBOX_SWEEP_GRACE = 10
@@ -47,10 +49,10 @@ def published(monkeypatch):
     sent: list[tuple[str, object]] = []
 
     def record(task_name, row_id, *, retry=True):
-        sent.append((task_name, str(row_id)))
+        sent.append((task_name.rsplit(".", 1)[-1], str(row_id)))
         return True
 
-    monkeypatch.setattr(outbox, "_publish", record)
+    monkeypatch.setattr(jobs, "enqueue", record)
     return sent
 
 
@@ -129,14 +131,13 @@ def test_a_rolled_back_transition_queues_nothing(
 def test_a_broker_that_refuses_the_publish_does_not_fail_the_caller(
     assigner, assignee, monkeypatch, django_capture_on_commit_callbacks
 ):
+    from celery import current_app
     from kombu.exceptions import OperationalError
-
-    from integrations import tasks
 
     def broker_down(*args, **kwargs):
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
-    monkeypatch.setattr(tasks.dispatch_event, "apply_async", broker_down)
+    monkeypatch.setattr(current_app, "send_task", broker_down)
     with django_capture_on_commit_callbacks(execute=True):
         commitment = create_pending(assigner, assignee)
     assert event_of(commitment).dispatched_at is None  # left for the sweep
@@ -256,7 +257,7 @@ def test_a_nudge_by_email_says_who_asks_what_by_when_in_the_recipients_time_zone
     assignee.save()
     commitment = create_pending(assigner, assignee)
     delivery = dispatch_and_get(event_of(commitment))
-    assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
+    assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
     (sent,) = mail.outbox
     assert sent.to == ["knight@example.com"]
     assert sent.subject == "Lead asks you: Ship the quarterly report"
@@ -276,8 +277,8 @@ def test_a_delivered_nudge_is_not_sent_again_when_its_task_runs_twice(
     assigner, assignee, published
 ):
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
-    outbox.delivery_send(delivery_id=delivery.pk)
-    assert outbox.delivery_send(delivery_id=delivery.pk) is None
+    sending.nudge_send(delivery_id=delivery.pk)
+    assert sending.nudge_send(delivery_id=delivery.pk) is None
     assert len(mail.outbox) == 1
     assert delivery.attempt_log.count() == 1
 
@@ -285,7 +286,7 @@ def test_a_delivered_nudge_is_not_sent_again_when_its_task_runs_twice(
 def test_a_slack_nudge_posts_to_the_saved_webhook(assigner, assignee, published, slack):
     notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
-    assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
+    assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
     (request,) = slack.requests
     assert "Lead asks you to: Ship the quarterly report" in request.body["text"]
     assert mail.outbox == []
@@ -299,16 +300,16 @@ def test_transient_failures_back_off_longer_each_time(assigner, assignee, publis
     waits = []
     for _ in range(4):
         before = timezone.now()
-        assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.TRANSIENT
+        assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.TRANSIENT
         delivery.refresh_from_db()
         assert delivery.status == DeliveryStatus.PENDING
         assert "503" in delivery.last_error
         waits.append((delivery.next_attempt_at - before).total_seconds())
         # Not due yet: a duplicate task does nothing.
-        assert outbox.delivery_send(delivery_id=delivery.pk) is None
+        assert sending.nudge_send(delivery_id=delivery.pk) is None
         make_due(delivery)
     assert waits == sorted(waits) and len(set(waits)) == 4
-    assert waits[0] >= outbox.BACKOFF_BASE * 0.75
+    assert waits[0] >= sending.BACKOFF_BASE * 0.75
     assert len(slack.requests) == 4
     assert [a.outcome for a in delivery.attempt_log.all()] == [AttemptOutcome.TRANSIENT] * 4
 
@@ -318,7 +319,7 @@ def test_retry_after_from_the_service_is_respected(assigner, assignee, published
     slack.reply_with(Reply(429, "rate_limited", headers={"Retry-After": "600"}))
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
     before = timezone.now()
-    outbox.delivery_send(delivery_id=delivery.pk)
+    sending.nudge_send(delivery_id=delivery.pk)
     delivery.refresh_from_db()
     assert (delivery.next_attempt_at - before).total_seconds() >= 600
 
@@ -332,7 +333,7 @@ def test_a_permanent_failure_marks_the_channel_broken_and_falls_back_to_email(
     published.clear()
 
     with committed():
-        assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.PERMANENT
+        assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.PERMANENT
     channel = NotificationChannel.objects.get(user=assignee)
     assert channel.is_broken
     assert "404 no_service" in channel.broken_reason
@@ -341,7 +342,7 @@ def test_a_permanent_failure_marks_the_channel_broken_and_falls_back_to_email(
     assert delivery.status == DeliveryStatus.PENDING
     assert published == [("deliver", str(delivery.pk))]  # the fallback goes at once
 
-    assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
+    assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
     assert len(slack.requests) == 1  # no retries against a dead webhook
     assert mail.outbox[0].to == ["knight@example.com"]
     assert [(a.channel, a.outcome) for a in delivery.attempt_log.all()] == [
@@ -356,7 +357,7 @@ def test_later_nudges_skip_a_broken_channel_until_it_is_saved_again(
     notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
     slack.default = Reply(410, "channel_is_archived")
     first = dispatch_and_get(event_of(create_pending(assigner, assignee)))
-    outbox.delivery_send(delivery_id=first.pk)
+    sending.nudge_send(delivery_id=first.pk)
     second = dispatch_and_get(
         event_of(create_pending(assigner, assignee, description="And the annual one"))
     )
@@ -375,28 +376,28 @@ def test_a_chat_channel_that_keeps_failing_falls_back_to_email_without_being_mar
     notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
     slack.default = Reply(500, "rollup_error")
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
-    outbox.delivery_send(delivery_id=delivery.pk)
+    sending.nudge_send(delivery_id=delivery.pk)
     make_due(delivery)
-    outbox.delivery_send(delivery_id=delivery.pk)
+    sending.nudge_send(delivery_id=delivery.pk)
     delivery.refresh_from_db()
     assert delivery.channel == ChannelKind.EMAIL
     assert delivery.attempts == 0
     assert not NotificationChannel.objects.get(user=assignee).is_broken
-    assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
+    assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
 
 
 def test_email_that_keeps_failing_ends_failed(assigner, assignee, published, settings):
     settings.DELIVERY_MAX_ATTEMPTS = 2
-    settings.EMAIL_BACKEND = "tests.integrations.test_transports.DownBackend"
+    settings.EMAIL_BACKEND = "tests.notifications.test_transports.DownBackend"
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
-    outbox.delivery_send(delivery_id=delivery.pk)
+    sending.nudge_send(delivery_id=delivery.pk)
     make_due(delivery)
-    outbox.delivery_send(delivery_id=delivery.pk)
+    sending.nudge_send(delivery_id=delivery.pk)
     delivery.refresh_from_db()
     assert delivery.status == DeliveryStatus.FAILED
     assert "Connection refused" in delivery.last_error
     make_due(delivery)
-    assert outbox.delivery_send(delivery_id=delivery.pk) is None
+    assert sending.nudge_send(delivery_id=delivery.pk) is None
 
 
 def test_a_delivery_whose_worker_died_is_claimed_again_once_its_lease_runs_out(
@@ -404,13 +405,13 @@ def test_a_delivery_whose_worker_died_is_claimed_again_once_its_lease_runs_out(
 ):
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
     # A worker claimed it and died before recording anything.
-    claim = outbox._claim(delivery.pk, timezone.now())
+    claim = sending._claim(delivery.pk, timezone.now())
     assert claim is not None
-    assert outbox.delivery_send(delivery_id=delivery.pk) is None  # lease still running
+    assert sending.nudge_send(delivery_id=delivery.pk) is None  # lease still running
     Delivery.objects.filter(pk=delivery.pk).update(
         claimed_until=timezone.now() - dt.timedelta(seconds=1)
     )
-    assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
+    assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
     assert len(mail.outbox) == 1
     assert [a.outcome for a in delivery.attempt_log.all()] == [
         AttemptOutcome.INTERRUPTED,
@@ -421,16 +422,16 @@ def test_a_delivery_whose_worker_died_is_claimed_again_once_its_lease_runs_out(
 def test_a_stale_worker_cannot_reschedule_a_delivery_someone_else_claimed(
     assigner, assignee, published
 ):
-    from integrations.transports import TransportError
+    from notifications.transports import TransportError
 
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
-    stale = outbox._claim(delivery.pk, timezone.now())
+    stale = sending._claim(delivery.pk, timezone.now())
     Delivery.objects.filter(pk=delivery.pk).update(
         claimed_until=timezone.now() - dt.timedelta(seconds=1)
     )
-    fresh = outbox._claim(delivery.pk, timezone.now())
+    fresh = sending._claim(delivery.pk, timezone.now())
     assert fresh is not None
-    outbox._record_failure(stale, TransportError("late timeout"), 0.0)
+    sending._record_failure(stale, TransportError("late timeout"), 0.0)
     delivery.refresh_from_db()
     assert delivery.status == DeliveryStatus.SENDING  # still the fresh claimer's
     assert delivery.claimed_until > timezone.now()
@@ -439,9 +440,9 @@ def test_a_stale_worker_cannot_reschedule_a_delivery_someone_else_claimed(
 def test_admin_retry_sends_a_failed_delivery_again(assigner, assignee, published):
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
     Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.FAILED, attempts=10)
-    assert outbox.delivery_retry(delivery_id=delivery.pk) is True
-    assert outbox.delivery_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
-    assert outbox.delivery_retry(delivery_id=delivery.pk) is False  # delivered stays so
+    assert sending.delivery_retry(delivery_id=delivery.pk) is True
+    assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
+    assert sending.delivery_retry(delivery_id=delivery.pk) is False  # delivered stays so
 
 
 # --- sweep --------------------------------------------------------------------------

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from celery import current_app
 from django.conf import settings
 from django.core.management.base import BaseCommand
-
-from config.celery import app
 
 
 class Command(BaseCommand):
@@ -49,4 +48,4 @@ class Command(BaseCommand):
             argv += ["--beat", f"--schedule={schedule}"]
         broker = "Redis" if settings.REDIS_URL else "the embedded broker in VAR_DIR"
         self.stdout.write(f"Starting the background worker on {broker}.")
-        app.worker_main(argv)
+        current_app.worker_main(argv)

@@ -1,9 +1,9 @@
-"""Notification channels, deliveries and their attempts (background delivery).
+"""Notification channels, nudge deliveries and their attempts.
 
-A `Delivery` is one message to one recipient for one outbox event
-(`commitments.OutboxEvent`). Its `purpose` says what kind of message: a nudge
-to a person today; an outbound webhook later, on the same outbox, the same
-claim-and-retry machinery and the same attempt log.
+A `Delivery` is one nudge to one person for one outbox event
+(`commitments.OutboxEvent`); its status, lease and retries follow
+`lib.leasing`. The tables were `integrations_*` until the nudges got an app
+of their own (migration integrations 0004 / notifications 0001 moved them).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ __all__ = [
     "DeliveryPurpose",
     "DeliveryStatus",
     "NotificationChannel",
-    "mask_url",
 ]
 
 

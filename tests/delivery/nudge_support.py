@@ -177,14 +177,14 @@ def subprocess_env(tmp: Path, **overrides: str | None) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         {
-            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DJANGO_SETTINGS_MODULE": "tests.worker_settings",
             "PYTHONPATH": str(ROOT),
             "VAR_DIR": str(tmp / "var"),
             "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
             "EMAIL_FILE_PATH": str(tmp / "mail"),
-            "OUTBOX_SWEEP_INTERVAL": "1",
-            "OUTBOX_SWEEP_GRACE": "0",
-            "OUTBOX_REQUEUE_AFTER": "1",
+            "TEST_OUTBOX_SWEEP_INTERVAL": "1",
+            "TEST_OUTBOX_SWEEP_GRACE": "0",
+            "TEST_OUTBOX_REQUEUE_AFTER": "1",
             "LOG_LEVEL": "INFO",
         }
     )

@@ -10,7 +10,7 @@ import pytest
 from django.core import mail
 from django.core.mail.backends.base import BaseEmailBackend
 
-from integrations.transports import (
+from notifications.transports import (
     EmailTransport,
     Message,
     SlackTransport,
@@ -18,7 +18,7 @@ from integrations.transports import (
     TransportError,
     transport_for,
 )
-from tests.integrations.nudge_support import FakeService, Reply, free_port
+from tests.delivery.nudge_support import FakeService, Reply, free_port
 
 MESSAGE = Message(
     subject="Lead asks you: Ship <the> report & more",
@@ -36,7 +36,7 @@ def service():
 
 @pytest.fixture(autouse=True)
 def _loopback_allowed(settings):
-    settings.OUTBOUND_ALLOW_PRIVATE = True
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
     settings.NOTIFY_HTTP_TIMEOUT = 2
 
 
@@ -171,19 +171,19 @@ def test_teams_timeouts_throttling_and_server_errors_are_transient(service, stat
     ],
 )
 def test_production_refuses_plain_http_and_private_addresses_without_connecting(settings, url):
-    settings.OUTBOUND_ALLOW_PRIVATE = False
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
     with pytest.raises(TransportError) as caught:
         send(SlackTransport, url)
     assert caught.value.permanent is True
 
 
 def test_production_judges_the_resolved_address_of_a_name(settings, monkeypatch):
-    settings.OUTBOUND_ALLOW_PRIVATE = False
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
 
     def resolves_privately(host, port, *args, **kwargs):
         return [(2, 1, 6, "", ("192.168.1.20", port))]
 
-    monkeypatch.setattr("integrations.transports.socket.getaddrinfo", resolves_privately)
+    monkeypatch.setattr("lib.outbound.socket.getaddrinfo", resolves_privately)
     with pytest.raises(TransportError) as caught:
         send(TeamsTransport, "https://hooks.example.com/workflows/1")
     assert caught.value.permanent is True

@@ -11,8 +11,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from integrations import channels
-from integrations.models import ChannelKind, Delivery, DeliveryPurpose
+from notifications import channels
+from notifications.models import ChannelKind, Delivery
 
 
 class ChannelForm(forms.Form):
@@ -57,13 +57,13 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
     else:
         form = ChannelForm(initial={"kind": channel.kind if channel else ChannelKind.EMAIL})
     recent = (
-        Delivery.objects.filter(recipient=request.user, purpose=DeliveryPurpose.NUDGE)
+        Delivery.objects.filter(recipient=request.user)
         .select_related("event__commitment")
         .order_by("-created_at")[:10]
     )
     return render(
         request,
-        "integrations/notifications.html",
+        "notifications/settings.html",
         {
             "form": form,
             "channel": channel,

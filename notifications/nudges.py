@@ -16,7 +16,8 @@ from django.conf import settings
 
 from audit.models import ActorKind
 from commitments.models import Commitment, EventKind, OutboxEvent
-from integrations.transports import Message
+from lib.text import excerpt
+from notifications.transports import Message
 
 TELLS_ASSIGNEE = {EventKind.HANDSHAKE_REQUESTED, EventKind.RENEGOTIATED}
 TELLS_ASSIGNER = {EventKind.ACTIVATED, EventKind.REFUSED, EventKind.COMPLETED}
@@ -51,11 +52,6 @@ def format_deadline(deadline: dt.datetime | None, tz_name: str) -> str:
     return f"{local:%a} {local.day} {local:%b %Y, %H:%M} ({tz.key})"
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _completed_by(event: OutboxEvent, commitment: Commitment) -> str:
     if event.actor_kind == ActorKind.API_TOKEN:
         system = commitment.external_system or "an integration"
@@ -70,7 +66,7 @@ def _completed_by(event: OutboxEvent, commitment: Commitment) -> str:
 def nudge_message(*, event: OutboxEvent, recipient, idempotency_key: str | None = None) -> Message:
     commitment = event.commitment
     assigner, assignee = commitment.assigner, commitment.assignee
-    short = _short(commitment.description)
+    short = excerpt(commitment.description, 60)
     by = format_deadline(commitment.deadline, getattr(recipient, "timezone", "UTC"))
     url = commitment_url(commitment.pk)
     if event.kind == EventKind.HANDSHAKE_REQUESTED:

@@ -1,0 +1,66 @@
+"""The outbox's processing state, for whoever turns events into work.
+
+`commitments` writes an `OutboxEvent` with every transition and hands its id
+to settings.OUTBOX_PUBLISHER after commit; these functions let the
+dispatcher claim an event once, put it back after a failure, and find the
+events whose publish was lost. They know nothing of what an event becomes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db.models import F
+
+from commitments.models import OutboxEvent
+from lib import leasing
+
+RETRY_BASE = 30  # seconds before a failed dispatch is tried again
+RETRY_CAP = 2 * 3600
+
+
+def outbox_event_claim(*, event_id: int, now: dt.datetime) -> OutboxEvent | None:
+    """Mark the event dispatched and return it with its commitment and both
+    people loaded, or None when it was already dispatched. One conditional
+    UPDATE: of racing dispatchers, one wins. Call inside the transaction
+    that does the dispatching, so a failure puts the event back."""
+    claimed = OutboxEvent.objects.filter(pk=event_id, dispatched_at__isnull=True).update(
+        dispatched_at=now, dispatch_attempts=F("dispatch_attempts") + 1
+    )
+    if not claimed:
+        return None
+    return OutboxEvent.objects.select_related("commitment__assigner", "commitment__assignee").get(
+        pk=event_id
+    )
+
+
+def outbox_event_retry_later(*, event_id: int, now: dt.datetime) -> None:
+    """After a failed dispatch: count the attempt and leave the event for the
+    sweep after a back-off (30 s doubling up to 2 h, with jitter)."""
+    attempts = (
+        OutboxEvent.objects.filter(pk=event_id).values_list("dispatch_attempts", flat=True).first()
+        or 0
+    ) + 1
+    wait = leasing.backoff_seconds(attempts, base=RETRY_BASE, cap=RETRY_CAP)
+    OutboxEvent.objects.filter(pk=event_id, dispatched_at__isnull=True).update(
+        dispatch_attempts=attempts, next_attempt_at=now + dt.timedelta(seconds=wait)
+    )
+
+
+def outbox_events_take_due(
+    *, now: dt.datetime, grace: dt.timedelta, requeue_after: dt.timedelta, limit: int
+) -> list[int]:
+    """Ids of undispatched events due for more than `grace`, not to be taken
+    again before `requeue_after`. Events other sweeps hold are skipped
+    (SELECT ... FOR UPDATE SKIP LOCKED): call inside a transaction."""
+    ids = list(
+        OutboxEvent.objects.select_for_update(skip_locked=True)
+        .filter(dispatched_at__isnull=True, next_attempt_at__lte=now - grace)
+        .order_by("next_attempt_at")
+        .values_list("id", flat=True)[:limit]
+    )
+    if ids:
+        OutboxEvent.objects.filter(pk__in=ids, dispatched_at__isnull=True).update(
+            next_attempt_at=now + requeue_after
+        )
+    return ids

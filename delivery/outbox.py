@@ -1,0 +1,103 @@
+"""The dispatcher: outbox events become work for the apps that deliver.
+
+The database is the truth; Celery only carries ids, and any message may be
+lost, late or delivered twice:
+
+1. A commitments service writes an `OutboxEvent` in the transaction of the
+   change and, once it commits, calls `outbox_publish_event(event_id=...)`
+   (named by settings.OUTBOX_PUBLISHER, so `commitments` imports no delivery
+   code), which queues `dispatch_event(id)`. That publish is tried once,
+   bounded by BROKER_TIMEOUT, and its failure only logged.
+2. `outbox_event_dispatch` claims the event (`commitments.outbox`) and asks
+   each deliverer for its rows, in one transaction: the nudges
+   (`notifications.sending`) today, integrators' webhooks next. Each
+   deliverer queues its own sends after commit.
+3. `outbox_sweep` (beat, every OUTBOX_SWEEP_INTERVAL s) queues what is due
+   and was never picked up: undispatched events, due nudges and nudges whose
+   lease expired, claimed with SELECT ... FOR UPDATE SKIP LOCKED and stamped,
+   so concurrent sweeps do not queue the same row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from commitments.outbox import (
+    outbox_event_claim,
+    outbox_event_retry_later,
+    outbox_events_take_due,
+)
+from lib import jobs
+from notifications.sending import SEND_TASK, nudge_deliveries_create, nudge_deliveries_take_due
+
+log = logging.getLogger(__name__)
+
+DISPATCH_TASK = "delivery.tasks.dispatch_event"
+SWEEP_BATCH = 500
+
+
+def outbox_publish_event(*, event_id: int) -> None:
+    """Queue the dispatch of one outbox event. `commitments` calls it (through
+    settings.OUTBOX_PUBLISHER) after the transaction that wrote the event has
+    committed. Runs no query; tried once, without retries, since the caller may
+    be a request that must not wait on a broker. A lost publish delays the
+    nudge until the next sweep; it never loses it."""
+    jobs.enqueue(DISPATCH_TASK, event_id, retry=False)
+
+
+def outbox_event_dispatch(*, event_id: int) -> list[uuid.UUID]:
+    """Turn one outbox event into its deliveries, once. Returns the ids of the
+    deliveries created (empty when another worker had already done it)."""
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            event = outbox_event_claim(event_id=event_id, now=now)
+            if event is None:
+                return []
+            return nudge_deliveries_create(event=event, now=now)
+    except Exception:
+        # Left undispatched; the sweep tries again after a back-off.
+        outbox_event_retry_later(event_id=event_id, now=now)
+        raise
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    events: int
+    deliveries: int
+
+
+def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
+    """Queue what is due and nobody is working on."""
+    now = now or timezone.now()
+    requeue_after = dt.timedelta(seconds=settings.OUTBOX_REQUEUE_AFTER)
+    with transaction.atomic():
+        event_ids = outbox_events_take_due(
+            now=now,
+            grace=dt.timedelta(seconds=settings.OUTBOX_SWEEP_GRACE),
+            requeue_after=requeue_after,
+            limit=SWEEP_BATCH,
+        )
+        delivery_ids = nudge_deliveries_take_due(
+            now=now, requeue_after=requeue_after, limit=SWEEP_BATCH
+        )
+
+        def enqueue() -> None:
+            for event_id in event_ids:
+                jobs.enqueue(DISPATCH_TASK, event_id)
+            for delivery_id in delivery_ids:
+                jobs.enqueue(SEND_TASK, str(delivery_id))
+
+        transaction.on_commit(enqueue)
+    if event_ids or delivery_ids:
+        log.info(
+            "Sweep queued %d event(s) and %d delivery(ies).", len(event_ids), len(delivery_ids)
+        )
+    return SweepResult(events=len(event_ids), deliveries=len(delivery_ids))

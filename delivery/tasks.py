@@ -1,0 +1,27 @@
+"""Celery tasks: thin, each takes a row id and calls a service. Every one may
+run twice, late, or for a row that is gone; the services' conditional claims
+make that harmless. Apps queue these by name (`lib.jobs`), so this is the one
+module that imports both Celery and the services."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from delivery.outbox import DISPATCH_TASK, outbox_event_dispatch, outbox_sweep
+from notifications.sending import SEND_TASK, nudge_send
+
+
+@shared_task(name=DISPATCH_TASK)
+def dispatch_event(event_id: int) -> None:
+    outbox_event_dispatch(event_id=event_id)
+
+
+@shared_task(name=SEND_TASK)
+def deliver(delivery_id: str) -> str | None:
+    return nudge_send(delivery_id=delivery_id)
+
+
+@shared_task(name="delivery.tasks.sweep")
+def sweep() -> dict[str, int]:
+    result = outbox_sweep()
+    return {"events": result.events, "deliveries": result.deliveries}

@@ -1,1 +1,0 @@
-from integrations.admin import notifications, tokens  # noqa: F401

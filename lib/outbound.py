@@ -1,0 +1,242 @@
+"""Outbound HTTP: the one place that decides where this service may send a
+request, and that sends it. Every send path (Slack and Teams nudges now,
+integrators' webhooks next) and every form that takes a URL goes through here.
+
+The rules (DECISIONS.md, "Outbound webhooks"):
+
+- `https://` only. `http://` only to a loopback address, and only while
+  settings.OUTBOUND_ALLOW_LOOPBACK is on (development and tests).
+- The host name is resolved once and every address it resolves to must be
+  allowed; the connection then goes to the checked address (the URL is
+  rewritten to it, with the original Host header and TLS server name), so DNS
+  cannot answer one thing to the check and another to the connection.
+- Never allowed: private, link-local (cloud metadata services live there),
+  shared/CGNAT (100.64.0.0/10), multicast, reserved and unspecified
+  addresses, the IPv4-mapped IPv6 forms of all of these, and loopback unless
+  OUTBOUND_ALLOW_LOOPBACK is on.
+- Redirects are not followed, every phase has a timeout and the whole call
+  a deadline, and at most `max_bytes` of the answer are read (undecoded:
+  `Accept-Encoding: identity`, so no decompression bomb).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import SplitResult, urlsplit
+
+import httpx
+from django.conf import settings
+
+from lib.text import excerpt
+
+USER_AGENT = "commitments/1.0"
+MAX_RESPONSE_BYTES = 64 * 1024
+_LOCAL_NAMES = ("localhost", "localhost.localdomain")
+_SHARED = ipaddress.ip_network("100.64.0.0/10")  # CGNAT; some clouds' metadata too
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class OutboundRefused(Exception):
+    """This service will not send to that URL. Trying again cannot help."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class OutboundFailed(Exception):
+    """The request did not get an answer (resolution, connection, timeout).
+    Trying again later may help."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# --- addresses ----------------------------------------------------------------------
+
+
+def _unmapped(ip: IPAddress) -> IPAddress:
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
+def is_loopback_address(address: str) -> bool:
+    """127.0.0.0/8, ::1 and ::ffff:127.x; False for anything that is not an IP."""
+    try:
+        return _unmapped(ipaddress.ip_address(address.split("%", 1)[0])).is_loopback
+    except ValueError:
+        return False
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for localhost (and *.localhost), 127.0.0.0/8 and [::1], with or
+    without a port: a Host header or a URL's host."""
+    if host.startswith("["):
+        name = host[1 : host.find("]")] if "]" in host else host[1:]
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    name = name.lower().rstrip(".")
+    return name in _LOCAL_NAMES or name.endswith(".localhost") or is_loopback_address(name)
+
+
+def address_refusal(ip: IPAddress, *, allow_loopback: bool) -> str | None:
+    """Why a request may not go to `ip`, or None when it may."""
+    ip = _unmapped(ip)
+    if ip.is_loopback:
+        return None if allow_loopback else "a loopback address"
+    if ip.is_link_local:
+        return "a link-local address"
+    if ip.version == 4 and ip in _SHARED:
+        return "a shared (CGNAT) address"
+    if ip.is_multicast:
+        return "a multicast address"
+    if ip.is_unspecified or ip.is_reserved:
+        return "a reserved address"
+    if ip.is_private or not ip.is_global or getattr(ip, "is_site_local", False):
+        return "a private address"
+    return None
+
+
+def _allow_loopback(allow_loopback: bool | None) -> bool:
+    return settings.OUTBOUND_ALLOW_LOOPBACK if allow_loopback is None else allow_loopback
+
+
+def check_url(url: str, *, allow_loopback: bool | None = None) -> SplitResult:
+    """The URL's parts, or OutboundRefused: what can be told without DNS
+    (scheme, host, an address written in the URL, local names). A name is
+    checked again, resolved, when a request is sent."""
+    allow_loopback = _allow_loopback(allow_loopback)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises ValueError for a port out of range)
+    except ValueError:
+        raise OutboundRefused("The URL is not a valid http(s) URL.") from None
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise OutboundRefused("Enter a full URL, starting with https://.")
+    host = parts.hostname.lower().rstrip(".")
+    local = host in _LOCAL_NAMES or host.endswith(".localhost")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        ip = None
+    if ip is not None:
+        reason = address_refusal(ip, allow_loopback=allow_loopback)
+        if reason:
+            raise OutboundRefused(f"The URL points to {reason}.")
+        local = ip.is_loopback or _unmapped(ip).is_loopback
+    elif local and not allow_loopback:
+        raise OutboundRefused("The URL points to this machine (a loopback address).")
+    if parts.scheme != "https" and not local:
+        raise OutboundRefused("The URL must start with https://.")
+    return parts
+
+
+def resolve(host: str, port: int, *, allow_loopback: bool | None = None) -> IPAddress:
+    """One address `host` resolves to, checked; every address it resolves to
+    must be allowed (a name with one private answer among public ones is
+    refused: the attacker chooses which one a client would use)."""
+    allow_loopback = _allow_loopback(allow_loopback)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise OutboundFailed(f"Cannot resolve {host}: {exc}") from exc
+    addresses = [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos]
+    if not addresses:
+        raise OutboundFailed(f"Cannot resolve {host}: no address.")
+    for ip in addresses:
+        reason = address_refusal(ip, allow_loopback=allow_loopback)
+        if reason:
+            raise OutboundRefused(f"{host} resolves to {reason} ({ip}).")
+    return addresses[0]
+
+
+# --- sending ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutboundResponse:
+    status_code: int
+    headers: httpx.Headers
+    content: bytes  # at most max_bytes of the body, as sent (not decompressed)
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    @property
+    def is_redirect(self) -> bool:
+        return 300 <= self.status_code < 400 and "location" in self.headers
+
+    @property
+    def retry_after(self) -> float | None:
+        """`Retry-After` in seconds, when given as a number."""
+        try:
+            return max(0.0, float(self.headers.get("Retry-After", "")))
+        except ValueError:
+            return None
+
+
+def is_retryable_status(status_code: int) -> bool:
+    """Whether an answer with this status may change if asked again later:
+    408 Request Timeout, 429 Too Many Requests and every 5xx. Any other 4xx
+    will be the same next time (saleor's and Svix's rule)."""
+    return status_code in (408, 429) or status_code >= 500
+
+
+def post(
+    url: str,
+    *,
+    json: Any = None,
+    content: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 10.0,
+    max_bytes: int = MAX_RESPONSE_BYTES,
+    allow_loopback: bool | None = None,
+) -> OutboundResponse:
+    """POST to `url` under the rules above. Raises OutboundRefused (the URL
+    or what it resolves to is not allowed) or OutboundFailed (no answer)."""
+    parts = check_url(url, allow_loopback=allow_loopback)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    ip = resolve(host, port, allow_loopback=allow_loopback)
+    ip_host = f"[{ip}]" if ip.version == 6 else str(ip)
+    pinned = parts._replace(netloc=ip_host if parts.port is None else f"{ip_host}:{parts.port}")
+    request_headers = {
+        "User-Agent": USER_AGENT,
+        "Accept-Encoding": "identity",
+        "Host": host if parts.port is None else f"{host}:{parts.port}",
+        **(headers or {}),
+    }
+    # The TLS handshake and certificate check use the name, not the address.
+    extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
+    deadline = time.monotonic() + 2 * timeout
+    try:
+        with (
+            httpx.Client(
+                timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False
+            ) as client,
+            client.stream(
+                "POST",
+                pinned.geturl(),
+                json=json,
+                content=content,
+                headers=request_headers,
+                extensions=extensions,
+            ) as response,
+        ):
+            body = bytearray()
+            for chunk in response.iter_raw():
+                body += chunk
+                if len(body) >= max_bytes or time.monotonic() > deadline:
+                    break
+            return OutboundResponse(response.status_code, response.headers, bytes(body[:max_bytes]))
+    except httpx.TimeoutException as exc:
+        raise OutboundFailed(f"No answer within {timeout:g} s ({type(exc).__name__}).") from exc
+    except httpx.HTTPError as exc:
+        raise OutboundFailed(excerpt(f"Connection failed: {exc!r}")) from exc

@@ -1,0 +1,268 @@
+"""Nudge deliveries: made from an outbox event, claimed, sent and recorded.
+
+The dispatcher (`delivery`) calls `nudge_deliveries_create` in the
+transaction that claims an outbox event, and the workers call `nudge_send`
+with a delivery's id. Rows follow `lib.leasing`: a conditional UPDATE claims
+a due row with a lease, the attempt is recorded before the send, the send
+happens outside any transaction, and the outcome is recorded at once. A
+transient failure schedules the next attempt (exponential back-off with
+jitter, honouring `Retry-After`); a permanent one marks the chat channel
+broken and falls back to e-mail, as does running out of attempts on a chat
+channel. E-mail that runs out fails the delivery (visible in admin).
+
+The one window in which a nudge can go out twice: after the request has left
+for the service (the HTTP body was sent, the SMTP server has the mail) and
+before the "delivered" UPDATE commits, which is the next statement. A worker
+that dies in that window, or whose answer never arrives, leaves the delivery
+unrecorded; it is sent again when its lease runs out or its retry is due.
+Nothing else can send twice: claims are conditional, a stale worker's
+results are fenced by the attempt count, and the lease outlasts the task's
+hard time limit. E-mail carries a Message-ID derived from the delivery id, so
+a mail system can recognise a second copy.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from commitments.models import OutboxEvent
+from lib import jobs, leasing
+from lib.text import excerpt
+from notifications.channels import destination_for, notification_channel_mark_broken
+from notifications.models import (
+    AttemptOutcome,
+    ChannelKind,
+    Delivery,
+    DeliveryAttempt,
+    DeliveryPurpose,
+    DeliveryStatus,
+)
+from notifications.nudges import nudge_message, nudge_recipients
+from notifications.transports import TransportError, transport_for
+
+log = logging.getLogger(__name__)
+
+# The worker task that sends one nudge (delivery.tasks), named, not imported.
+SEND_TASK = "delivery.tasks.deliver"
+BACKOFF_BASE = 30  # seconds before the first retry
+BACKOFF_CAP = 2 * 3600  # seconds; the longest wait between two attempts
+
+
+def enqueue_on_commit(delivery_ids: list) -> None:
+    """Queue the sends of these deliveries once the transaction commits. A
+    publish that fails leaves the row for the next sweep at once."""
+
+    def enqueue() -> None:
+        for delivery_id in delivery_ids:
+            if not jobs.enqueue(SEND_TASK, str(delivery_id)):
+                Delivery.objects.filter(pk=delivery_id).update(enqueued_at=None)
+
+    if delivery_ids:
+        transaction.on_commit(enqueue)
+
+
+def nudge_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uuid.UUID]:
+    """The nudges `event` calls for, once each (unique per event, recipient
+    and purpose), queued after commit. Returns the ids of the new ones."""
+    created: list[uuid.UUID] = []
+    for recipient in nudge_recipients(event):
+        delivery, is_new = Delivery.objects.get_or_create(
+            event=event,
+            recipient=recipient,
+            purpose=DeliveryPurpose.NUDGE,
+            defaults={
+                "channel": destination_for(recipient).kind,
+                "next_attempt_at": now,
+                "enqueued_at": now,
+            },
+        )
+        if is_new:
+            created.append(delivery.pk)
+    enqueue_on_commit(created)
+    return created
+
+
+def nudge_deliveries_take_due(*, now: dt.datetime, requeue_after: dt.timedelta, limit: int) -> list:
+    """For the sweep: ids of due deliveries nobody is working on, stamped as
+    queued. Call inside the sweep's transaction."""
+    return leasing.take_due(
+        Delivery.objects.all(), now=now, requeue_after=requeue_after, limit=limit
+    )
+
+
+# --- sending -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Claim:
+    delivery: Delivery
+    attempt_id: int
+    fence: int  # `attempts` after our claim; a later claimer changes it
+    kind: str
+    address: str
+    channel_id: uuid.UUID | None
+
+
+def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
+    with transaction.atomic():
+        lease = dt.timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
+        if not leasing.claim(Delivery.objects.all(), pk=delivery_id, now=now, lease=lease):
+            return None
+        delivery = Delivery.objects.select_related(
+            "recipient", "event__commitment__assigner", "event__commitment__assignee"
+        ).get(pk=delivery_id)
+        # An attempt without an outcome belonged to a worker that died mid-send.
+        delivery.attempt_log.filter(outcome="").update(
+            outcome=AttemptOutcome.INTERRUPTED,
+            error="The worker stopped before recording the outcome; the message may have "
+            "been sent.",
+        )
+        if delivery.channel == ChannelKind.EMAIL:
+            kind, address, channel_id = ChannelKind.EMAIL, delivery.recipient.email, None
+        else:
+            # The recipient's choice now: they may have switched or fixed it.
+            dest = destination_for(delivery.recipient)
+            kind, address = dest.kind, dest.address
+            channel_id = dest.channel.pk if dest.channel is not None else None
+            if kind != delivery.channel:
+                Delivery.objects.filter(pk=delivery_id).update(channel=kind)
+                delivery.channel = kind
+        attempt = DeliveryAttempt.objects.create(delivery=delivery, channel=kind, started_at=now)
+    return _Claim(delivery, attempt.pk, delivery.attempts, kind, address, channel_id)
+
+
+def nudge_send(*, delivery_id) -> str | None:
+    """Try to send one nudge now. Returns the attempt's outcome, or None
+    when there was nothing to do (not due, already sent, or being sent)."""
+    claim = _claim(delivery_id, timezone.now())
+    if claim is None:
+        return None
+    started = time.monotonic()
+    if claim.fence > settings.DELIVERY_MAX_ATTEMPTS:
+        # Claimed again and again by workers that died before an outcome.
+        return _record_failure(
+            claim, TransportError("Too many attempts were interrupted."), started
+        )
+    try:
+        delivery = claim.delivery
+        message = nudge_message(
+            event=delivery.event,
+            recipient=delivery.recipient,
+            idempotency_key=f"nudge-{delivery.pk}",
+        )
+        status_code = transport_for(claim.kind, claim.address).notify(message)
+    except TransportError as exc:
+        return _record_failure(claim, exc, started)
+    except Exception as exc:  # a bug or a time limit: log it, retry like a transient error
+        log.exception("Delivery %s failed unexpectedly", delivery_id)
+        return _record_failure(claim, TransportError(excerpt(repr(exc))), started)
+    # Sent. From here until this commit is the duplicate window: keep it short.
+    _record_success(claim, status_code, started)
+    return AttemptOutcome.DELIVERED
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+def _record_success(claim: _Claim, status_code: int | None, started: float) -> None:
+    now = timezone.now()
+    with transaction.atomic():
+        # Not fenced: whoever holds the row now, the message did go out.
+        Delivery.objects.filter(pk=claim.delivery.pk).exclude(
+            status=DeliveryStatus.DELIVERED
+        ).update(
+            status=DeliveryStatus.DELIVERED,
+            delivered_at=now,
+            claimed_until=None,
+            last_error="",
+            updated_at=now,
+        )
+        DeliveryAttempt.objects.filter(pk=claim.attempt_id).update(
+            outcome=AttemptOutcome.DELIVERED,
+            duration_ms=_elapsed_ms(started),
+            status_code=status_code,
+        )
+
+
+def _record_failure(claim: _Claim, exc: TransportError, started: float) -> str:
+    now = timezone.now()
+    outcome = AttemptOutcome.PERMANENT if exc.permanent else AttemptOutcome.TRANSIENT
+    error = excerpt(exc.message, 1000)
+    with transaction.atomic():
+        DeliveryAttempt.objects.filter(pk=claim.attempt_id).update(
+            outcome=outcome,
+            duration_ms=_elapsed_ms(started),
+            status_code=exc.status_code,
+            error=error,
+        )
+        # Fenced: if the lease ran out and someone else claimed the row, the
+        # row is theirs to schedule.
+        mine = Delivery.objects.filter(
+            pk=claim.delivery.pk, status=DeliveryStatus.SENDING, attempts=claim.fence
+        )
+        is_chat = claim.kind != ChannelKind.EMAIL
+        exhausted = claim.fence >= settings.DELIVERY_MAX_ATTEMPTS
+        if exc.permanent and is_chat and claim.channel_id is not None:
+            notification_channel_mark_broken(
+                channel_id=claim.channel_id, failed_url=claim.address, reason=exc.message
+            )
+        if is_chat and (exc.permanent or exhausted):
+            # Fall back to e-mail, at once, with a fresh count of attempts.
+            if mine.update(
+                status=DeliveryStatus.PENDING,
+                channel=ChannelKind.EMAIL,
+                attempts=0,
+                next_attempt_at=now,
+                claimed_until=None,
+                enqueued_at=now,
+                last_error=error,
+                updated_at=now,
+            ):
+                enqueue_on_commit([claim.delivery.pk])
+        elif exc.permanent or exhausted:
+            mine.update(
+                status=DeliveryStatus.FAILED, claimed_until=None, last_error=error, updated_at=now
+            )
+        else:
+            wait = leasing.backoff_seconds(
+                claim.fence, base=BACKOFF_BASE, cap=BACKOFF_CAP, retry_after=exc.retry_after
+            )
+            mine.update(
+                status=DeliveryStatus.PENDING,
+                next_attempt_at=now + dt.timedelta(seconds=wait),
+                claimed_until=None,
+                enqueued_at=None,  # the sweep queues it when it is due
+                last_error=error,
+                updated_at=now,
+            )
+    log.info("Delivery %s via %s: %s (%s)", claim.delivery.pk, claim.kind, outcome, error)
+    return outcome
+
+
+def delivery_retry(*, delivery_id) -> bool:
+    """Send a failed or waiting delivery again now, with a fresh count of
+    attempts (staff, from the admin). Not one that is delivered or being sent."""
+    now = timezone.now()
+    with transaction.atomic():
+        updated = Delivery.objects.filter(
+            pk=delivery_id, status__in=[DeliveryStatus.FAILED, DeliveryStatus.PENDING]
+        ).update(
+            status=DeliveryStatus.PENDING,
+            attempts=0,
+            next_attempt_at=now,
+            claimed_until=None,
+            enqueued_at=now,
+            updated_at=now,
+        )
+        if updated:
+            enqueue_on_commit([delivery_id])
+    return bool(updated)

@@ -1,0 +1,187 @@
+"""lib.outbound: where this service may send, judged on the resolved address,
+and the real resolve-and-connect path to a loopback server that
+OUTBOUND_ALLOW_LOOPBACK allows."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from lib import outbound
+from lib.outbound import OutboundFailed, OutboundRefused
+from tests.delivery.nudge_support import FakeService, Reply, free_port
+
+
+@pytest.fixture
+def service():
+    with FakeService() as fake:
+        yield fake
+
+
+def resolving_to(monkeypatch, *addresses: str) -> None:
+    def getaddrinfo(host, port, *args, **kwargs):
+        family = {4: socket.AF_INET, 6: socket.AF_INET6}
+        return [
+            (family[4 if "." in a and ":" not in a else 6], socket.SOCK_STREAM, 6, "", (a, port))
+            for a in addresses
+        ]
+
+    monkeypatch.setattr(outbound.socket, "getaddrinfo", getaddrinfo)
+
+
+# --- the real path to a loopback server ------------------------------------------------
+
+
+def test_a_loopback_server_is_reached_when_loopback_is_allowed(settings, service):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    service.reply_with(Reply(200, "ok"))
+
+    response = outbound.post(service.url, json={"text": "hello"}, timeout=2)
+
+    assert (response.status_code, response.text) == (200, "ok")
+    (received,) = service.wait_for_requests(1)
+    assert received.body == {"text": "hello"}
+    assert received.headers["User-Agent"] == outbound.USER_AGENT
+    assert received.headers["Accept-Encoding"] == "identity"
+
+
+def test_a_name_is_resolved_once_and_the_checked_address_is_connected_to(
+    settings, service, monkeypatch
+):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    port = service.server.server_port
+    resolving_to(monkeypatch, "127.0.0.1")
+
+    outbound.post(f"http://hooks.localhost:{port}/x", json={}, timeout=2)
+
+    (received,) = service.wait_for_requests(1)
+    assert received.headers["Host"] == f"hooks.localhost:{port}"  # the name, not the address
+
+
+def test_the_same_server_is_refused_when_loopback_is_not_allowed(settings, service):
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+    with pytest.raises(OutboundRefused, match="loopback"):
+        outbound.post(service.url, json={}, timeout=2)
+    assert service.requests == []
+
+
+def test_redirects_are_not_followed(settings, service):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    service.reply_with(Reply(302, "", headers={"Location": "http://169.254.169.254/"}))
+
+    response = outbound.post(service.url, json={}, timeout=2)
+
+    assert response.is_redirect and response.status_code == 302
+    assert len(service.requests) == 1
+
+
+def test_at_most_max_bytes_of_the_answer_are_kept(settings, service):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    service.reply_with(Reply(500, "x" * 100_000))
+
+    response = outbound.post(service.url, json={}, timeout=2, max_bytes=1024)
+
+    assert response.status_code == 500 and len(response.content) == 1024
+
+
+def test_a_closed_port_is_a_failure_to_retry_not_a_refusal(settings):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    with pytest.raises(OutboundFailed, match="Connection failed"):
+        outbound.post(f"http://127.0.0.1:{free_port()}/x", json={}, timeout=2)
+
+
+def test_retry_after_is_read_in_seconds(settings, service):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    service.reply_with(Reply(429, "slow down", headers={"Retry-After": "120"}))
+    assert outbound.post(service.url, json={}, timeout=2).retry_after == 120.0
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable"),
+    [(400, False), (404, False), (408, True), (410, False), (429, True), (500, True), (503, True)],
+)
+def test_only_timeouts_throttling_and_server_errors_are_worth_retrying(status, retryable):
+    assert outbound.is_retryable_status(status) is retryable
+
+
+# --- refusals ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://10.1.2.3/x",  # private
+        "https://192.168.0.10/x",  # private
+        "https://[fd00:ec2::254]/x",  # unique local (a cloud's IPv6 metadata)
+        "https://169.254.169.254/latest/meta-data",  # link-local: cloud metadata
+        "https://[fe80::1]/x",  # link-local
+        "https://100.100.100.200/x",  # shared (CGNAT): another cloud's metadata
+        "https://224.0.0.1/x",  # multicast
+        "https://240.0.0.1/x",  # reserved
+        "https://0.0.0.0/x",  # unspecified
+        "https://[::ffff:10.0.0.1]/x",  # IPv4-mapped private
+        "https://[::ffff:169.254.169.254]/x",  # IPv4-mapped metadata
+        "http://hooks.slack.com/x",  # plain HTTP off loopback
+        "ftp://hooks.slack.com/x",
+        "https:///no-host",
+    ],
+)
+def test_these_are_refused_even_with_loopback_allowed(settings, url):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    with pytest.raises(OutboundRefused):
+        outbound.post(url, json={}, timeout=1)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://127.0.0.1/x", "https://[::1]/x", "https://localhost/x", "http://[::ffff:127.0.0.1]/"],
+)
+def test_loopback_is_refused_in_production(settings, url):
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+    with pytest.raises(OutboundRefused):
+        outbound.check_url(url)
+
+
+@pytest.mark.parametrize(
+    "addresses",
+    [("192.168.1.20",), ("93.184.215.14", "10.0.0.5"), ("::ffff:192.168.1.1",), ("100.64.0.1",)],
+)
+def test_a_name_is_judged_by_every_address_it_resolves_to(settings, monkeypatch, addresses):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    resolving_to(monkeypatch, *addresses)
+    with pytest.raises(OutboundRefused, match="resolves to"):
+        outbound.post("https://hooks.example.com/x", json={}, timeout=1)
+
+
+def test_a_name_that_does_not_resolve_is_a_failure_to_retry(settings, monkeypatch):
+    def no_such_name(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(outbound.socket, "getaddrinfo", no_such_name)
+    with pytest.raises(OutboundFailed, match="Cannot resolve"):
+        outbound.post("https://hooks.example.com/x", json={}, timeout=1)
+
+
+def test_a_public_https_url_passes_the_static_check(settings):
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+    assert outbound.check_url("https://hooks.slack.com/services/T/B/x").hostname == (
+        "hooks.slack.com"
+    )
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("localhost", True),
+        ("localhost:3000", True),
+        ("app.localhost", True),
+        ("127.0.0.5:80", True),
+        ("[::1]:3000", True),
+        ("example.com", False),
+        ("10.0.0.1", False),
+        ("[::ffff:10.0.0.1]", False),
+    ],
+)
+def test_loopback_hosts_are_told_apart(host, loopback):
+    assert outbound.is_loopback_host(host) is loopback
