@@ -100,9 +100,7 @@ def test_an_existing_database_moves_to_the_notifications_app_with_nothing_lost(o
     ]
     # The audit trail still finds its subject, and permissions kept their type.
     assert ContentType.objects.get_for_model(NotificationChannel).pk == old_type.pk
-    assert [e.action for e in AuditEvent.objects.for_object(moved)] == [
-        "notification_channel_set"
-    ]
+    assert [e.action for e in AuditEvent.objects.for_object(moved)] == ["notification_channel_set"]
     assert Permission.objects.get(codename="change_delivery").content_type.app_label == (
         "notifications"
     )
