@@ -1,8 +1,10 @@
 """Every API error answers the contract's envelope, built here and only here:
 {"error": <name>, "message": <text>} plus "details" for validation errors.
 
-Errors raised inside DRF views reach `exception_handler` (settings.REST_FRAMEWORK);
-what fails outside them (unknown routes, middleware) is answered by
+Errors raised inside DRF views reach `exception_handler` (settings.REST_FRAMEWORK):
+DRF's own exceptions, `ApiError`, and the domain errors of the commitment
+services, which views let through rather than catch. What fails outside the
+views (unknown routes, middleware) is answered by
 `config.middleware.ApiErrorMiddleware`, with the same envelope and names.
 """
 
@@ -13,6 +15,13 @@ from typing import Any
 
 from rest_framework import exceptions
 from rest_framework.response import Response
+
+from commitments.errors import (
+    CommitmentNotFound,
+    DuplicateExternalRef,
+    InvalidTransition,
+    NotPermitted,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +95,22 @@ def _answer(
     return Response(envelope(error, message, details), status=status, headers=headers)
 
 
+def _from_domain(exc: Exception) -> Exception:
+    """The API's answer to an error of the commitment services."""
+    if isinstance(exc, DuplicateExternalRef):
+        return ApiError(str(exc), error="duplicate_external_ref", status_code=409)
+    if isinstance(exc, CommitmentNotFound | NotPermitted):
+        # A token reaches only its owner's commitments: one it may not act on
+        # is not there for it (the inbox refuses another assigner itself, 403).
+        return ApiError("No such commitment.", error="not_found", status_code=404)
+    if isinstance(exc, InvalidTransition):
+        details = {"currentStatus": exc.current_status}
+        return ApiError(str(exc), error="invalid_transition", status_code=409, details=details)
+    return exc
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    exc = _from_domain(exc)
     if isinstance(exc, ApiError):
         return _answer(exc.status_code, exc.error, exc.message, exc.details)
     if isinstance(exc, exceptions.ValidationError):

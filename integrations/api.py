@@ -23,6 +23,7 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import permissions, status
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
@@ -33,12 +34,6 @@ from rest_framework.views import APIView
 
 from audit.services import Actor
 from commitments import services
-from commitments.errors import (
-    CommitmentNotFound,
-    DuplicateExternalRef,
-    InvalidTransition,
-    NotPermitted,
-)
 from config.api_errors import ApiError
 from integrations import selectors
 from integrations.authentication import BearerTokenAuthentication
@@ -210,31 +205,19 @@ class InboxView(TokenApiView):
         users = selectors.users_by_email(emails=[data["assignerEmail"], data["assigneeEmail"]])
         assigner = users.get(data["assignerEmail"])
         if assigner is None or assigner.pk != owner.pk:
-            raise ApiError(
-                "assignerEmail must be the address of the token's owner.",
-                error="forbidden",
-                status_code=403,
-            )
+            raise PermissionDenied("assignerEmail must be the address of the token's owner.")
         assignee = users.get(data["assigneeEmail"])
         if assignee is None:
-            raise ApiError(
-                "The request body failed validation.",
-                error="invalid_payload",
-                status_code=400,
-                details={"assigneeEmail": "No user has this e-mail address."},
-            )
-        try:
-            commitment = services.commitment_create_pending(
-                actor=self.actor(request),
-                assigner=owner,
-                assignee=assignee,
-                description=data["description"],
-                deadline=data["deadline"],
-                external_system=data["externalSystem"],
-                external_id=data["externalId"],
-            )
-        except DuplicateExternalRef as exc:
-            raise ApiError(str(exc), error="duplicate_external_ref", status_code=409) from None
+            raise ValidationError({"assigneeEmail": "No user has this e-mail address."})
+        commitment = services.commitment_create_pending(
+            actor=self.actor(request),
+            assigner=owner,
+            assignee=assignee,
+            description=data["description"],
+            deadline=data["deadline"],
+            external_system=data["externalSystem"],
+            external_id=data["externalId"],
+        )
         body = InboxCreatedSerializer({"id": commitment.pk}).data
         return Response(body, status=status.HTTP_201_CREATED)
 
@@ -338,24 +321,12 @@ class SyncView(TokenApiView):
     )
     def post(self, request: Request) -> Response:
         data = self.validated(request, SyncSerializer)
-        try:
-            result = services.commitment_complete(
-                actor=self.actor(request),
-                external_system=data["externalSystem"],
-                external_id=data["externalId"],
-                replay_is_noop=True,
-            )
-        except (CommitmentNotFound, NotPermitted):
-            # NotPermitted cannot happen for the owner's own rows; if it ever did,
-            # the row is not the caller's to see.
-            raise ApiError("No such commitment.", error="not_found", status_code=404) from None
-        except InvalidTransition as exc:
-            raise ApiError(
-                str(exc),
-                error="invalid_transition",
-                status_code=409,
-                details={"currentStatus": exc.current_status},
-            ) from None
+        result = services.commitment_complete(
+            actor=self.actor(request),
+            external_system=data["externalSystem"],
+            external_id=data["externalId"],
+            replay_is_noop=True,
+        )
         body = SyncResultSerializer(
             {
                 "id": result.commitment.pk,
