@@ -38,6 +38,7 @@ from config.api_errors import ApiError
 from integrations import selectors
 from integrations.authentication import BearerTokenAuthentication
 from integrations.openapi import (
+    AUTH_CHALLENGE,
     BAD_HOST,
     BAD_HOST_DESCRIPTION,
     HTTPS_REQUIRED,
@@ -70,6 +71,7 @@ def invalid_payload(message: str, **details: str) -> ApiError:
     return ApiError(message, error="invalid_payload", status_code=400, details=details)
 
 
+@extend_schema(parameters=[AUTH_CHALLENGE])
 class TokenApiView(APIView):
     authentication_classes = [BearerTokenAuthentication]
     permission_classes = [permissions.IsAuthenticated]

@@ -1,13 +1,13 @@
 """OpenAPI pieces of the public API: the bearer security scheme, the documented
-error responses (one envelope, named errors, examples), and a hook that adds
-the `WWW-Authenticate` header to every documented 401."""
+error responses (one envelope, named errors, examples), and the
+`WWW-Authenticate` header of every documented 401."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 
 from integrations.serializers import ErrorEnvelopeSerializer
 
@@ -54,6 +54,15 @@ INVALID_PAYLOAD_NOT_OBJECT = error_example(
     body="Expected a JSON object.",
 )
 
+# A response header, declared as drf-spectacular does: a parameter with `response`.
+AUTH_CHALLENGE = OpenApiParameter(
+    "WWW-Authenticate",
+    type={"type": "string", "example": "Bearer"},
+    location=OpenApiParameter.HEADER,
+    required=True,
+    description="The authentication scheme to use: `Bearer`.",
+    response=[401],
+)
 UNAUTHORIZED = error_response(
     "`unauthorized`: the bearer token is missing, malformed, unknown or revoked. "
     "Comes with `WWW-Authenticate: Bearer`.",
@@ -83,19 +92,3 @@ PAYLOAD_TOO_LARGE = error_response(
         "Too large", "payload_too_large", "The request body is larger than 1048576 bytes."
     ),
 )
-
-
-def add_auth_challenge_headers(result: dict[str, Any], generator, request, public) -> dict:
-    """Postprocessing hook: every documented 401 carries `WWW-Authenticate: Bearer`."""
-    for path_item in result.get("paths", {}).values():
-        for operation in path_item.values():
-            if not isinstance(operation, dict):
-                continue
-            unauthorized = operation.get("responses", {}).get("401")
-            if unauthorized is not None:
-                unauthorized.setdefault("headers", {})["WWW-Authenticate"] = {
-                    "description": "The authentication scheme to use: `Bearer`.",
-                    "required": True,
-                    "schema": {"type": "string", "example": "Bearer"},
-                }
-    return result
