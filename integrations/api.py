@@ -36,8 +36,7 @@ from audit.services import Actor
 from commitments import services
 from config.api_errors import ApiError
 from integrations import selectors
-from integrations.authentication import BearerTokenAuthentication
-from integrations.openapi import (
+from integrations.api_docs import (
     AUTH_CHALLENGE,
     BAD_HOST,
     BAD_HOST_DESCRIPTION,
@@ -50,6 +49,7 @@ from integrations.openapi import (
     error_example,
     error_response,
 )
+from integrations.authentication import BearerTokenAuthentication
 from integrations.serializers import (
     InboxCreatedSerializer,
     InboxSerializer,
