@@ -1,5 +1,11 @@
-"""One exception handler turns every API error into the contract's envelope:
+"""Every API error answers the contract's envelope, built here and only here:
 {"error": <name>, "message": <text>} plus "details" for validation errors.
+
+Errors raised inside DRF views reach `exception_handler` (settings.REST_FRAMEWORK):
+DRF's own exceptions, `ApiError`, and the domain errors of the commitment
+services, which views let through rather than catch. What fails outside the
+views (unknown routes, middleware) is answered by
+`config.middleware.ApiErrorMiddleware`, with the same envelope and names.
 """
 
 from __future__ import annotations
@@ -7,35 +13,57 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from rest_framework import exceptions, status
+from rest_framework import exceptions
 from rest_framework.response import Response
+
+from commitments.errors import (
+    CommitmentNotFound,
+    DuplicateExternalRef,
+    InvalidTransition,
+    NotPermitted,
+)
 
 logger = logging.getLogger(__name__)
 
+INTERNAL_ERROR_MESSAGE = "Something went wrong on our side."
+
+# The error name of a status, where no more specific name applies
+# (`invalid_payload`, `https_required`, `duplicate_external_ref`, ...).
+ERROR_NAMES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "payload_too_large",
+    429: "rate_limited",
+    500: "internal_error",
+}
+
+
+def error_name(status: int) -> str:
+    return ERROR_NAMES.get(status, "internal_error" if status >= 500 else "bad_request")
+
+
+def envelope(error: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"error": error, "message": message}
+    if details is not None:
+        body["details"] = details
+    return body
+
 
 class ApiError(exceptions.APIException):
-    """An application error with a stable `error` name."""
-
-    status_code = status.HTTP_400_BAD_REQUEST
-    error = "bad_request"
+    """An error the API answers with a stable `error` name of its own."""
 
     def __init__(
-        self,
-        message: str,
-        *,
-        error: str | None = None,
-        status_code: int | None = None,
-        details: dict[str, Any] | None = None,
-        headers: dict[str, str] | None = None,
+        self, message: str, *, error: str, status_code: int, details: dict[str, Any] | None = None
     ) -> None:
         super().__init__(detail=message)
         self.message = message
-        if error is not None:
-            self.error = error
-        if status_code is not None:
-            self.status_code = status_code
+        self.error = error
+        self.status_code = status_code
         self.details = details
-        self.headers = headers or {}
 
 
 def flatten_errors(detail: Any, prefix: str = "") -> dict[str, str]:
@@ -57,45 +85,48 @@ def flatten_errors(detail: Any, prefix: str = "") -> dict[str, str]:
     return flat
 
 
-def _envelope(error: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"error": error, "message": message}
-    if details is not None:
-        body["details"] = details
-    return body
+def _answer(
+    status: int,
+    error: str,
+    message: str,
+    details: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    return Response(envelope(error, message, details), status=status, headers=headers)
+
+
+def _from_domain(exc: Exception) -> Exception:
+    """The API's answer to an error of the commitment services."""
+    if isinstance(exc, DuplicateExternalRef):
+        return ApiError(str(exc), error="duplicate_external_ref", status_code=409)
+    if isinstance(exc, CommitmentNotFound | NotPermitted):
+        # A token reaches only its owner's commitments: one it may not act on
+        # is not there for it (the inbox refuses another assigner itself, 403).
+        return ApiError("No such commitment.", error="not_found", status_code=404)
+    if isinstance(exc, InvalidTransition):
+        details = {"currentStatus": exc.current_status}
+        return ApiError(str(exc), error="invalid_transition", status_code=409, details=details)
+    return exc
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
-    headers: dict[str, str] = {}
+    exc = _from_domain(exc)
     if isinstance(exc, ApiError):
-        body = _envelope(exc.error, exc.message, exc.details)
-        return Response(body, status=exc.status_code, headers=exc.headers)
+        return _answer(exc.status_code, exc.error, exc.message, exc.details)
     if isinstance(exc, exceptions.ValidationError):
-        body = _envelope(
-            "invalid_payload", "The request body failed validation.", flatten_errors(exc.detail)
-        )
-        return Response(body, status=400)
+        details = flatten_errors(exc.detail)
+        return _answer(400, "invalid_payload", "The request body failed validation.", details)
     if isinstance(exc, exceptions.ParseError | exceptions.UnsupportedMediaType):
-        details = {"body": str(exc.detail)}
-        return Response(_envelope("invalid_payload", str(exc.detail), details), status=400)
+        return _answer(400, "invalid_payload", str(exc.detail), {"body": str(exc.detail)})
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
-        headers["WWW-Authenticate"] = "Bearer"
-        return Response(_envelope("unauthorized", str(exc.detail)), status=401, headers=headers)
-    if isinstance(exc, exceptions.PermissionDenied):
-        return Response(_envelope("forbidden", str(exc.detail)), status=403)
-    if isinstance(exc, exceptions.NotFound):
-        return Response(_envelope("not_found", str(exc.detail)), status=404)
-    if isinstance(exc, exceptions.MethodNotAllowed):
-        return Response(_envelope("method_not_allowed", str(exc.detail)), status=405)
-    if isinstance(exc, exceptions.NotAcceptable):
-        return Response(_envelope("not_acceptable", str(exc.detail)), status=406)
+        # Always 401 with the challenge (DRF would make it 403 for an
+        # authenticator without one).
+        headers = {"WWW-Authenticate": "Bearer"}
+        return _answer(401, error_name(401), str(exc.detail), headers=headers)
     if isinstance(exc, exceptions.Throttled):
-        wait = int(exc.wait or 1)
-        return Response(
-            _envelope("rate_limited", str(exc.detail)),
-            status=429,
-            headers={"Retry-After": str(wait)},
-        )
-    if isinstance(exc, exceptions.APIException):
-        return Response(_envelope("error", str(exc.detail)), status=exc.status_code)
+        headers = {"Retry-After": str(int(exc.wait or 1))}
+        return _answer(429, error_name(429), str(exc.detail), headers=headers)
+    if isinstance(exc, exceptions.APIException):  # PermissionDenied, NotFound, ...
+        return _answer(exc.status_code, error_name(exc.status_code), str(exc.detail))
     logger.exception("Unhandled API error", exc_info=exc)
-    return Response(_envelope("internal_error", "Something went wrong on our side."), status=500)
+    return _answer(500, error_name(500), INTERNAL_ERROR_MESSAGE)

@@ -16,6 +16,7 @@ from django.http import (
 )
 from django.http.request import UnreadablePostError
 
+from config.api_errors import INTERNAL_ERROR_MESSAGE, envelope, error_name
 from lib.outbound import is_loopback_address, is_loopback_host
 
 logger = logging.getLogger(__name__)
@@ -27,10 +28,8 @@ def is_api_path(path: str) -> bool:
     return path.startswith(API_PREFIXES)
 
 
-def error_response(status: int, error: str, message: str, **extra: object) -> JsonResponse:
-    body: dict[str, object] = {"error": error, "message": message}
-    body.update(extra)
-    return JsonResponse(body, status=status)
+def error_response(status: int, error: str, message: str) -> JsonResponse:
+    return JsonResponse(envelope(error, message), status=status)
 
 
 def is_local_request(request: HttpRequest) -> bool:
@@ -67,14 +66,9 @@ class HttpsOnlyMiddleware:
         return self.get_response(request)
 
 
-_ERROR_NAMES = {400: "bad_request", 403: "forbidden", 413: "payload_too_large"}
-
-
 def payload_too_large() -> JsonResponse:
     limit = settings.API_MAX_BODY_BYTES
-    return error_response(
-        413, "payload_too_large", f"The request body is larger than {limit} bytes."
-    )
+    return error_response(413, error_name(413), f"The request body is larger than {limit} bytes.")
 
 
 def read_bounded_body(request: HttpRequest) -> HttpResponse | None:
@@ -125,6 +119,13 @@ def read_bounded_body(request: HttpRequest) -> HttpResponse | None:
     return None
 
 
+_FALLBACK_MESSAGES = {
+    404: "No such route.",
+    405: "Method not allowed.",
+    500: INTERNAL_ERROR_MESSAGE,
+}
+
+
 class ApiErrorMiddleware:
     """No API route answers with an HTML page or a stack trace.
 
@@ -142,24 +143,20 @@ class ApiErrorMiddleware:
             if refused is not None:
                 return refused
         response = self.get_response(request)
-        if not is_api_path(request.path) or response.get("Content-Type", "").startswith(
-            "application/json"
+        if (
+            not is_api_path(request.path)
+            or response.status_code < 400
+            or response.get("Content-Type", "").startswith("application/json")
         ):
             return response
-        if response.status_code == 404:
-            return error_response(404, "not_found", "No such route.")
-        if response.status_code == 405:
-            return error_response(405, "method_not_allowed", "Method not allowed.")
-        if response.status_code >= 500:
-            return error_response(500, "internal_error", "Something went wrong on our side.")
-        if response.status_code >= 400:
-            # e.g. Django's own 400 for a disallowed Host header, 403 for CSRF.
-            error = _ERROR_NAMES.get(response.status_code, "bad_request")
-            return error_response(response.status_code, error, "The request was refused.")
-        return response
+        # e.g. Django's own 404 for an unknown route, 400 for a disallowed Host
+        # header, 403 for CSRF; any 5xx is answered as a plain 500.
+        status = min(response.status_code, 500)
+        message = _FALLBACK_MESSAGES.get(status, "The request was refused.")
+        return error_response(status, error_name(status), message)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not is_api_path(request.path):
             return None
         logger.exception("Unhandled error on %s", request.path)
-        return error_response(500, "internal_error", "Something went wrong on our side.")
+        return error_response(500, error_name(500), INTERNAL_ERROR_MESSAGE)

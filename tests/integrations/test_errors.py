@@ -15,6 +15,12 @@ from django.core.handlers.wsgi import WSGIRequest
 from django.http import HttpResponse
 from django.test import RequestFactory
 
+from commitments.errors import (
+    CommitmentNotFound,
+    DuplicateExternalRef,
+    InvalidTransition,
+    NotPermitted,
+)
 from config.middleware import ApiErrorMiddleware
 from integrations import api
 from tests.integrations.api_support import (
@@ -116,6 +122,49 @@ def test_an_unexpected_failure_is_a_json_500_without_a_trace(client, token, monk
     response = post_json(client, INBOX, inbox_body(), token=token)
     body = assert_envelope(response, 500, "internal_error", details=False)
     assert "fire" not in json.dumps(body) and "Traceback" not in response.content.decode()
+
+
+SERVICE_ERRORS = [
+    (
+        DuplicateExternalRef(),
+        409,
+        {
+            "error": "duplicate_external_ref",
+            "message": "A commitment with this externalSystem and externalId already exists "
+            "for this assigner.",
+        },
+    ),
+    (CommitmentNotFound(), 404, {"error": "not_found", "message": "No such commitment."}),
+    # The token API never tells a caller about a commitment it may not act on.
+    (
+        NotPermitted(action="complete", reason="only the assignee"),
+        404,
+        {"error": "not_found", "message": "No such commitment."},
+    ),
+    (
+        InvalidTransition(action="complete", current_status="Refused"),
+        409,
+        {
+            "error": "invalid_transition",
+            "message": "Cannot complete a commitment whose status is Refused.",
+            "details": {"currentStatus": "Refused"},
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("error", "status", "body"), SERVICE_ERRORS)
+def test_a_domain_error_from_a_service_is_answered_in_the_envelope(
+    client, token, monkeypatch, error, status, body
+):
+    def refuse(**kwargs):
+        raise error
+
+    monkeypatch.setattr(api.services, "commitment_complete", refuse)
+    sync = {"externalSystem": "jira", "externalId": "OPS-42", "status": "Completed"}
+    response = post_json(client, SYNC, sync, token=token)
+    assert_envelope(response, status, body["error"])
+    assert response.json() == body
 
 
 # --- 413 -------------------------------------------------------------------------------

@@ -1,0 +1,302 @@
+"""The OpenAPI document of the public API, kept out of the views: the bearer
+security scheme, the documented error responses (one envelope, named errors,
+examples), the `WWW-Authenticate` header of every documented 401, and each
+operation's texts and examples as an `extend_schema` decorator for its view."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+)
+
+from integrations.serializers import (
+    ErrorEnvelopeSerializer,
+    InboxCreatedSerializer,
+    InboxSerializer,
+    SyncResultSerializer,
+    SyncSerializer,
+)
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "integrations.authentication.BearerTokenAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "svc_…",
+            "description": (
+                "`Authorization: Bearer <API token>`. Mint a token on Settings, API Tokens; "
+                "its plaintext (`svc_` followed by 36 letters and digits) is shown once."
+            ),
+        }
+
+
+def error_example(name: str, error: str, message: str, **details: str) -> OpenApiExample:
+    value: dict[str, Any] = {"error": error, "message": message}
+    if details:
+        value["details"] = details
+    return OpenApiExample(name, value=value, response_only=True)
+
+
+def error_response(description: str, *examples: OpenApiExample) -> OpenApiResponse:
+    return OpenApiResponse(
+        response=ErrorEnvelopeSerializer, description=description, examples=list(examples)
+    )
+
+
+INVALID_PAYLOAD_WRONG_TYPE = error_example(
+    "Not JSON",
+    "invalid_payload",
+    "The request body must be JSON (Content-Type: application/json).",
+    body="Unsupported content type 'text/plain'.",
+)
+INVALID_PAYLOAD_NOT_OBJECT = error_example(
+    "Not an object",
+    "invalid_payload",
+    "The request body must be a JSON object.",
+    body="Expected a JSON object.",
+)
+
+# A response header, declared as drf-spectacular does: a parameter with `response`.
+AUTH_CHALLENGE = OpenApiParameter(
+    "WWW-Authenticate",
+    type={"type": "string", "example": "Bearer"},
+    location=OpenApiParameter.HEADER,
+    required=True,
+    description="The authentication scheme to use: `Bearer`.",
+    response=[401],
+)
+UNAUTHORIZED = error_response(
+    "`unauthorized`: the bearer token is missing, malformed, unknown or revoked. "
+    "Comes with `WWW-Authenticate: Bearer`.",
+    error_example("Missing token", "unauthorized", "Authentication credentials were not provided."),
+    error_example(
+        "Unknown or revoked token",
+        "unauthorized",
+        "The bearer token is not valid (unknown or revoked).",
+    ),
+)
+BAD_HOST = error_example("Unknown host", "bad_request", "The request was refused.")
+BAD_HOST_DESCRIPTION = (
+    " `bad_request`: the `Host` header names no host this service answers to (`ALLOWED_HOSTS`)."
+)
+INTERNAL_ERROR = error_response(
+    "`internal_error`: something failed on the service's side. Retrying is safe: if the "
+    "first call was stored after all, a replayed inbox call answers "
+    "`409 duplicate_external_ref` and a replayed sync `200` with `changed: false`.",
+    error_example("Server error", "internal_error", "Something went wrong on our side."),
+)
+HTTPS_REQUIRED = error_example(
+    "Plain HTTP", "https_required", "This API is served over HTTPS only."
+)
+PAYLOAD_TOO_LARGE = error_response(
+    "`payload_too_large`: the request body is larger than 1 MiB (1,048,576 bytes).",
+    error_example(
+        "Too large", "payload_too_large", "The request body is larger than 1048576 bytes."
+    ),
+)
+
+
+# --- every token view ------------------------------------------------------------
+
+token_api_schema = extend_schema(parameters=[AUTH_CHALLENGE])
+
+
+# --- POST /api/v1/inbox ----------------------------------------------------------
+
+INBOX_REQUEST_EXAMPLE = OpenApiExample(
+    "A ticket from Jira",
+    value={
+        "assignerEmail": "lead@example.com",
+        "assigneeEmail": "knight@example.com",
+        "description": "Ship the quarterly report",
+        "deadline": "2025-03-01T17:00:00Z",
+        "externalSystem": "jira",
+        "externalId": "OPS-42",
+    },
+    request_only=True,
+)
+
+INBOX_CREATED = OpenApiResponse(
+    response=InboxCreatedSerializer,
+    description="Created: the commitment waits in `Pending_Handshake` for its assignee.",
+    examples=[
+        OpenApiExample(
+            "Created", value={"id": "6f1c2f0e-8a51-4c1e-9a8e-2b1d4f3c5a7b"}, response_only=True
+        )
+    ],
+)
+
+inbox_schema = extend_schema(
+    operation_id="inbox_create",
+    tags=["Webhooks"],
+    summary="Create a commitment from an external system",
+    description=(
+        "Creates a commitment in `Pending_Handshake` for the assignee to accept, records an "
+        "audit event attributed to the token, and requests the handshake notification, all "
+        "in one transaction.\n\n"
+        "Validation is all-or-nothing: strings are trimmed before their length limits apply; "
+        "unknown fields are ignored. The `deadline` key is required (its value may be null) "
+        "and must be an absolute ISO-8601 date and time with `Z` or a UTC offset.\n\n"
+        "Checks run in this order, the first failure answering: token (401); body and "
+        "fields (400); `assignerEmail` is the token owner (403); `assigneeEmail` is a user "
+        "(400, `details.assigneeEmail`); the external reference is new for this assigner "
+        "(409). Nothing is stored when any check fails."
+    ),
+    request=InboxSerializer,
+    examples=[INBOX_REQUEST_EXAMPLE],
+    responses={
+        201: INBOX_CREATED,
+        400: error_response(
+            "`invalid_payload`: the body is not a JSON object sent as `application/json`, "
+            "a field fails its rule, or `assigneeEmail` is no user's address. `details` maps "
+            "each failing field (as sent) to a message." + BAD_HOST_DESCRIPTION,
+            error_example(
+                "Field rules",
+                "invalid_payload",
+                "The request body failed validation.",
+                description="Ensure this field has no more than 2000 characters.",
+                deadline="Give an ISO-8601 date and time with a UTC offset, "
+                "for example 2025-03-01T17:00:00Z or 2025-03-01T18:00:00+01:00.",
+            ),
+            error_example(
+                "Unknown assignee",
+                "invalid_payload",
+                "The request body failed validation.",
+                assigneeEmail="No user has this e-mail address.",
+            ),
+            INVALID_PAYLOAD_WRONG_TYPE,
+            INVALID_PAYLOAD_NOT_OBJECT,
+            BAD_HOST,
+        ),
+        401: UNAUTHORIZED,
+        403: error_response(
+            "`forbidden`: `assignerEmail` is not the address of the token's owner. "
+            "`https_required`: plain HTTP to a non-loopback host in production.",
+            error_example(
+                "Someone else's assigner",
+                "forbidden",
+                "assignerEmail must be the address of the token's owner.",
+            ),
+            HTTPS_REQUIRED,
+        ),
+        409: error_response(
+            "`duplicate_external_ref`: this assigner already has a commitment with this "
+            "`externalSystem` and `externalId`. Nothing is inserted.",
+            error_example(
+                "Replayed ticket",
+                "duplicate_external_ref",
+                "A commitment with this externalSystem and externalId already exists for "
+                "this assigner.",
+            ),
+        ),
+        413: PAYLOAD_TOO_LARGE,
+        500: INTERNAL_ERROR,
+    },
+)
+
+
+# --- POST /api/v1/sync -----------------------------------------------------------
+
+SYNCED = OpenApiResponse(
+    response=SyncResultSerializer,
+    description=(
+        "The commitment now has the requested status: `changed` is true when this call moved "
+        "it, false when it already had that status (a replay; nothing was written)."
+    ),
+    examples=[
+        OpenApiExample(
+            "Completed now",
+            value={
+                "id": "6f1c2f0e-8a51-4c1e-9a8e-2b1d4f3c5a7b",
+                "status": "Completed",
+                "previousStatus": "Active",
+                "changed": True,
+            },
+            response_only=True,
+        ),
+        OpenApiExample(
+            "Replay",
+            value={
+                "id": "6f1c2f0e-8a51-4c1e-9a8e-2b1d4f3c5a7b",
+                "status": "Completed",
+                "previousStatus": "Completed",
+                "changed": False,
+            },
+            response_only=True,
+        ),
+    ],
+)
+
+sync_schema = extend_schema(
+    operation_id="sync_status",
+    tags=["Webhooks"],
+    summary="Drive a status change from an external system",
+    description=(
+        "Moves the commitment with this external reference, among those whose assigner is "
+        "the token owner, to `status` (only `Completed` today: `Active` to `Completed`, "
+        "through the same transition as the user interface, with an audit event "
+        "attributed to the token).\n\n"
+        "Replaying into the status the commitment already has answers `200` with "
+        "`changed: false` and writes nothing. A reference that is unknown, or belongs to "
+        "another assigner, is `404 not_found`; a commitment that cannot move to the "
+        "requested status (for example still `Pending_Handshake`) is "
+        "`409 invalid_transition` with `details.currentStatus`."
+    ),
+    request=SyncSerializer,
+    examples=[
+        OpenApiExample(
+            "Ticket closed",
+            value={"externalSystem": "jira", "externalId": "OPS-42", "status": "Completed"},
+            request_only=True,
+        ),
+    ],
+    responses={
+        200: SYNCED,
+        400: error_response(
+            "`invalid_payload`: the body is not a JSON object sent as `application/json`, "
+            "or a field fails its rule (including a `status` other than `Completed`)."
+            + BAD_HOST_DESCRIPTION,
+            error_example(
+                "Unsupported status",
+                "invalid_payload",
+                "The request body failed validation.",
+                status='"Active" is not a valid choice.',
+            ),
+            INVALID_PAYLOAD_WRONG_TYPE,
+            INVALID_PAYLOAD_NOT_OBJECT,
+            BAD_HOST,
+        ),
+        401: UNAUTHORIZED,
+        403: error_response(
+            "`https_required`: plain HTTP to a non-loopback host in production.",
+            HTTPS_REQUIRED,
+        ),
+        404: error_response(
+            "`not_found`: no commitment of the token owner (as assigner) carries this "
+            "external reference.",
+            error_example("Unknown reference", "not_found", "No such commitment."),
+        ),
+        409: error_response(
+            "`invalid_transition`: the commitment's status cannot move to the requested one; "
+            "`details.currentStatus` says where it is.",
+            error_example(
+                "Not yet accepted",
+                "invalid_transition",
+                "Cannot complete a commitment whose status is Pending_Handshake.",
+                currentStatus="Pending_Handshake",
+            ),
+        ),
+        413: PAYLOAD_TOO_LARGE,
+        500: INTERNAL_ERROR,
+    },
+)
