@@ -1,9 +1,14 @@
 """Dockerfile, compose.yaml and .dockerignore name files and settings that exist.
 
-No Docker engine runs here, so compose.yaml is checked against the Compose
-Specification's JSON schema (vendored: compose-spec.json, see its README) after
-the same ${VAR} interpolation Compose does, and the Dockerfile's instructions are
-parsed and every name in them is checked against the project.
+No Docker engine runs here. compose.yaml is checked two ways, neither of them
+hand-written parsing: the file as written against the Compose Specification's
+JSON schema (vendored: compose-spec.json, see its README) through jsonschema,
+and its `${VAR}` interpolation, required variables included, by Compose itself:
+`docker-compose config` (Debian's docker-compose, which .ci/run installs) reads
+the file and the environment without a daemon. Where docker-compose is not
+installed those tests are skipped, and fail under REQUIRE_SERVICES=1 (CI). The
+Dockerfile's instructions are parsed and every name in them is checked against
+the project.
 """
 
 from __future__ import annotations
@@ -11,8 +16,11 @@ from __future__ import annotations
 import fnmatch
 import importlib
 import json
+import os
 import re
 import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
 import dj_database_url
@@ -23,6 +31,8 @@ from celery import Celery
 from celery.app.utils import find_app
 from django.conf import settings
 from django.urls import resolve
+
+from tests.conftest import REQUIRE_SERVICES
 
 ROOT = Path(settings.BASE_DIR)
 HERE = Path(__file__).parent
@@ -39,68 +49,55 @@ PRODUCTION_ENV = {
 }
 
 
-# --- Compose interpolation (the subset of the spec that compose.yaml may use) ----------
-
-_VARIABLE = re.compile(
-    r"\$(?:(?P<escaped>\$)|\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
-    r"(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))"
-)
-
-
-class MissingVariable(Exception):
-    pass
-
-
-def interpolate(value, env: dict[str, str]):
-    if isinstance(value, dict):
-        return {k: interpolate(v, env) for k, v in value.items()}
-    if isinstance(value, list):
-        return [interpolate(v, env) for v in value]
-    if not isinstance(value, str):
-        return value
-
-    def replace(match: re.Match) -> str:
-        if match["escaped"]:
-            return "$"
-        name = match["name"] or match["bare"]
-        op, arg = match["op"], match["arg"] or ""
-        present = name in env and (env[name] != "" or not (op or "").startswith(":"))
-        if present:
-            return env[name]
-        if op in ("-", ":-"):
-            return arg
-        if op in ("?", ":?"):
-            raise MissingVariable(f"{name}: {arg}")
-        return ""
-
-    return _VARIABLE.sub(replace, value)
-
-
-def test_interpolation_follows_compose_rules():
-    env = {"SET": "v", "EMPTY": ""}
-    assert interpolate("${SET:-d} ${EMPTY:-d} ${EMPTY-d} ${UNSET-d} $$HOME $SET", env) == (
-        "v d  d $HOME v"
-    )
-    with pytest.raises(MissingVariable, match="UNSET: needed"):
-        interpolate("${UNSET:?needed}", env)
-
-
-# --- the files ------------------------------------------------------------------------
+# --- compose.yaml as written, and as Compose resolves it ---------------------------------
 
 
 @pytest.fixture(scope="module")
-def compose_raw() -> dict:
+def compose_file() -> dict:
+    """compose.yaml as written (YAML anchors and merge keys resolved, `${VAR}` not)."""
     return yaml.safe_load((ROOT / "compose.yaml").read_text())
-
-
-@pytest.fixture(scope="module")
-def compose(compose_raw) -> dict:
-    return interpolate(compose_raw, PRODUCTION_ENV)
 
 
 @pytest.fixture(scope="module")
 def schema() -> dict:
     return json.loads((HERE / "compose-spec.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def compose_config(tmp_path_factory):
+    """Run `docker-compose config ARGS` on compose.yaml with exactly the given
+    environment: no variable of this process and no .env file reaches it."""
+    binary = shutil.which("docker-compose")
+    if binary is None:
+        if REQUIRE_SERVICES:
+            pytest.fail("docker-compose is needed on PATH (.ci/run installs Debian's)")
+        pytest.skip("docker-compose is not installed (apt-get install docker-compose)")
+    no_env_file = tmp_path_factory.mktemp("compose") / "empty.env"
+    no_env_file.touch()
+
+    def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+        command = [binary, "--env-file", str(no_env_file), "--project-directory", str(ROOT)]
+        command += ["--file", str(ROOT / "compose.yaml"), "config", *args]
+        return subprocess.run(
+            command,
+            env={"PATH": os.environ.get("PATH", os.defpath), **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def compose(compose_config) -> dict:
+    """compose.yaml as Compose resolves it for production's environment."""
+    result = compose_config(PRODUCTION_ENV)
+    assert result.returncode == 0, result.stderr
+    return yaml.safe_load(result.stdout)
+
+
+# --- the Dockerfile and .dockerignore, read ------------------------------------------------
 
 
 def parse_dockerfile(text: str) -> list[tuple[str, str]]:
@@ -163,7 +160,7 @@ def healthcheck_url(command: list[str]) -> str:
 # --- compose.yaml -----------------------------------------------------------------------
 
 
-def test_compose_file_is_valid_against_the_compose_specification(compose, schema):
+def test_compose_file_is_valid_against_the_compose_specification(compose_file, schema):
     checker = jsonschema.FormatChecker()
 
     @checker.checks("duration")
@@ -174,15 +171,15 @@ def test_compose_file_is_valid_against_the_compose_specification(compose, schema
 
     SchemaValidator.check_schema(schema)
     errors = sorted(
-        SchemaValidator(schema, format_checker=checker).iter_errors(compose),
+        SchemaValidator(schema, format_checker=checker).iter_errors(compose_file),
         key=lambda e: list(e.absolute_path),
     )
     assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
 
 
-def test_the_schema_catches_a_broken_compose_file(compose, schema):
+def test_the_schema_catches_a_broken_compose_file(compose_file, schema):
     # The check above can fail: a misspelt key and a bad condition are caught.
-    broken = json.loads(json.dumps(compose))
+    broken = json.loads(json.dumps(compose_file))
     broken["services"]["web"]["helthcheck"] = broken["services"]["web"].pop("healthcheck")
     broken["services"]["worker"]["depends_on"]["web"]["condition"] = "service_ready"
     validator = SchemaValidator(schema)
@@ -193,18 +190,32 @@ def test_the_schema_catches_a_broken_compose_file(compose, schema):
     assert ("services", "worker", "depends_on") in paths
 
 
+def test_compose_accepts_the_file_with_the_production_environment(compose_config):
+    result = compose_config(PRODUCTION_ENV, "--quiet")
+
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("how", ["unset", "empty"])
 @pytest.mark.parametrize(
     "variable", ["SECRET_KEY", "ALLOWED_HOSTS", "POSTGRES_PASSWORD", "FIELD_ENCRYPTION_KEYS"]
 )
-def test_compose_refuses_to_start_without_the_secrets(compose_raw, variable):
+def test_compose_refuses_to_start_without_the_secrets(compose_config, variable, how):
     env = {k: v for k, v in PRODUCTION_ENV.items() if k != variable}
+    if how == "empty":
+        env[variable] = ""
 
-    with pytest.raises(MissingVariable, match=variable):
-        interpolate(compose_raw, env)
+    result = compose_config(env, "--quiet")
+
+    assert result.returncode != 0
+    # Compose ends its error with the file's own message for that variable (before
+    # it, it quotes the whole environment block, other variables' names included).
+    message = result.stderr.strip().rpartition('": ')[2]
+    assert re.match(rf"set {variable}\b", message), result.stderr
 
 
-def test_compose_has_the_five_services(compose):
-    services = compose["services"]
+def test_compose_has_the_five_services(compose_file):
+    services = compose_file["services"]
 
     assert set(services) == {"web", "worker", "beat", "postgres", "redis"}
     assert services["postgres"]["image"] == "postgres:15"
@@ -231,17 +242,27 @@ def test_app_services_are_configured_by_environment(compose, name):
     assert re.fullmatch(r"redis://redis:6379/\d+", env["REDIS_URL"])
 
 
-def test_compose_passes_only_variables_the_settings_read(compose):
+def test_unset_optional_variables_take_the_files_defaults(compose):
+    env = compose["services"]["web"]["environment"]
+
+    assert env["SITE_URL"] == "http://localhost:3000"
+    assert env["TRUST_X_FORWARDED_PROTO"] == "0"
+    assert env["CSRF_TRUSTED_ORIGINS"] == ""
+    assert env["WEB_CONCURRENCY"] == "3"
+    assert env["FIELD_ENCRYPTION_KEYS"] == PRODUCTION_ENV["FIELD_ENCRYPTION_KEYS"]  # required
+
+
+def test_compose_passes_only_variables_the_settings_read(compose_file):
     settings_source = (ROOT / "config" / "settings.py").read_text()
     # Read by gunicorn, not by the settings.
     outside_settings = {"WEB_CONCURRENCY"}
 
-    for name in compose["services"]["web"]["environment"]:
+    for name in compose_file["services"]["web"]["environment"]:
         assert name in outside_settings or f'"{name}"' in settings_source, name
 
 
-def test_every_depends_on_condition_can_be_met(compose):
-    services = compose["services"]
+def test_every_depends_on_condition_can_be_met(compose_file):
+    services = compose_file["services"]
     for name, service in services.items():
         for dependency, rule in (service.get("depends_on") or {}).items():
             assert dependency in services, (name, dependency)
@@ -254,39 +275,51 @@ def test_every_depends_on_condition_can_be_met(compose):
         assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
 
 
-def test_postgres_keeps_its_data_in_a_named_volume(compose):
-    volumes = compose["services"]["postgres"]["volumes"]
+def test_postgres_keeps_its_data_in_a_named_volume(compose_file):
+    volumes = compose_file["services"]["postgres"]["volumes"]
     data = [v for v in volumes if v.endswith(":/var/lib/postgresql/data")]
 
     assert len(data) == 1
-    assert data[0].split(":")[0] in compose["volumes"]
+    assert data[0].split(":")[0] in compose_file["volumes"]
 
 
-def test_web_migrates_then_serves_on_the_image_port(compose, dockerfile):
-    command = " ".join(compose["services"]["web"]["command"])
+def test_web_migrates_then_serves_on_the_image_port(compose_file, dockerfile):
+    command = " ".join(compose_file["services"]["web"]["command"])
 
     assert command.index("manage.py migrate --noinput") < command.index("gunicorn")
     assert "&&" in command  # a failed migration does not start the server
     assert "gunicorn config.wsgi:application" in command
     assert f"--bind 0.0.0.0:{PORT}" in command
-    assert compose["services"]["web"]["ports"] == [f"127.0.0.1:{PORT}:{PORT}"]
-    assert healthcheck_url(compose["services"]["web"]["healthcheck"]["test"]).endswith(
+    assert healthcheck_url(compose_file["services"]["web"]["healthcheck"]["test"]).endswith(
         f":{PORT}/healthz"
     )
 
 
+def _published(compose: dict) -> list[str]:
+    # Compose writes the short syntax back with the protocol: "127.0.0.1:3000:3000/tcp".
+    return [p.removesuffix("/tcp") for p in compose["services"]["web"]["ports"]]
+
+
+def test_web_is_published_on_the_hosts_loopback_only(compose, compose_config):
+    assert _published(compose) == [f"127.0.0.1:{PORT}:{PORT}"]
+    # WEB_PORT moves the host's side only.
+    result = compose_config({**PRODUCTION_ENV, "WEB_PORT": "8080"})
+    assert result.returncode == 0, result.stderr
+    assert _published(yaml.safe_load(result.stdout)) == [f"127.0.0.1:8080:{PORT}"]
+
+
 @pytest.mark.parametrize(("name", "role"), [("worker", "worker"), ("beat", "beat")])
-def test_celery_services_start_the_project_app(compose, name, role):
-    command = compose["services"][name]["command"]
+def test_celery_services_start_the_project_app(compose_file, name, role):
+    command = compose_file["services"][name]["command"]
 
     assert command[:4] == ["celery", "-A", "config", role]
     assert "--loglevel=INFO" in command
     assert isinstance(find_app(command[2]), Celery)
 
 
-def test_non_web_services_do_not_inherit_the_http_healthcheck(compose):
+def test_non_web_services_do_not_inherit_the_http_healthcheck(compose_file):
     # The image's HEALTHCHECK probes port 3000, where only web listens.
-    services = compose["services"]
+    services = compose_file["services"]
     assert services["beat"]["healthcheck"] == {"disable": True}
     assert "celery -A config inspect ping" in " ".join(services["worker"]["healthcheck"]["test"])
 

@@ -9,9 +9,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from rest_framework.request import Request
+from rest_framework.test import APIRequestFactory
 
 from audit.services import Actor
 from integrations import services, tokens
+from integrations.authentication import BearerTokenAuthentication
 from integrations.models import ApiToken
 from tests.integrations.api_support import (
     INBOX,
@@ -112,6 +115,28 @@ def _token() -> ApiToken:
     return ApiToken.objects.get()
 
 
+def _authenticate(plaintext: str):
+    """What the API's authentication class answers for this bearer token."""
+    request = Request(APIRequestFactory().post(SYNC, HTTP_AUTHORIZATION=f"Bearer {plaintext}"))
+    return BearerTokenAuthentication().authenticate(request)
+
+
+def _token_updates(queries) -> list[str]:
+    return [
+        q["sql"]
+        for q in queries
+        if q["sql"].startswith("UPDATE") and "integrations_apitoken" in q["sql"]
+    ]
+
+
+def test_the_authentication_answers_the_owner_and_the_token(assigner):
+    plaintext = mint(assigner)
+    user, token = _authenticate(plaintext)
+    assert user.pk == assigner.pk
+    assert token.pk == _token().pk
+    assert token.user is user
+
+
 def test_first_use_records_last_used_at(client, assigner):
     token = mint(assigner)
     before = timezone.now()
@@ -126,15 +151,17 @@ def test_last_used_at_is_written_at_most_once_a_minute(client, assigner):
     with CaptureQueriesContext(connection) as queries:
         post_json(client, SYNC, SYNC_BODY, token=token)
     assert _token().last_used_at == first
-    assert not [q for q in queries if q["sql"].upper().startswith("UPDATE")]
+    assert not _token_updates(queries)
 
 
 def test_last_used_at_moves_on_after_a_minute(client, assigner):
     token = mint(assigner)
     long_ago = timezone.now() - dt.timedelta(minutes=1, seconds=1)
     ApiToken.objects.update(last_used_at=long_ago)
-    post_json(client, SYNC, SYNC_BODY, token=token)
+    with CaptureQueriesContext(connection) as queries:
+        post_json(client, SYNC, SYNC_BODY, token=token)
     assert _token().last_used_at > long_ago + dt.timedelta(minutes=1)
+    assert len(_token_updates(queries)) == 1
 
 
 def test_a_request_that_fails_after_authentication_still_counts_as_use(client, assigner):
@@ -144,20 +171,81 @@ def test_a_request_that_fails_after_authentication_still_counts_as_use(client, a
     assert _token().last_used_at is not None
 
 
-def test_the_last_used_update_is_conditional(assigner):
-    # Two processes that both read a stale last_used_at: only one UPDATE matches.
-    from integrations.authentication import _touch
-
+def test_an_unknown_token_writes_nothing(client, assigner):
     mint(assigner)
-    stale = _token()
-    also_stale = _token()
-    _touch(stale)
-    written = _token().last_used_at
-    _touch(also_stale)
-    assert _token().last_used_at == written
+    with CaptureQueriesContext(connection) as queries:
+        _unauthorized(post_json(client, SYNC, SYNC_BODY, token=tokens.generate()))
+    assert not _token_updates(queries)
+    assert _token().last_used_at is None
 
 
-# --- PostgreSQL: the lookup and the conditional write are one statement -------------
+@pytest.mark.parametrize("what", ["revoked token", "inactive owner"])
+def test_a_refused_token_is_not_marked_used(client, assigner, what):
+    token = mint(assigner)
+    if what == "revoked token":
+        ApiToken.objects.update(revoked_at=timezone.now())
+    else:
+        type(assigner).objects.filter(pk=assigner.pk).update(is_active=False)
+    with CaptureQueriesContext(connection) as queries:
+        _unauthorized(post_json(client, SYNC, SYNC_BODY, token=token))
+    assert not _token_updates(queries)
+    assert _token().last_used_at is None
+
+
+class _BeforeTheTokenUpdate:
+    """A database execute wrapper: runs `meanwhile` once, just before the first
+    UPDATE of the token row goes to the database, and keeps every such UPDATE's
+    row count, in the order they ran."""
+
+    def __init__(self, meanwhile):
+        self.meanwhile = meanwhile
+        self.rowcounts: list[int] = []
+
+    def __call__(self, execute, sql, params, many, context):
+        is_token_update = sql.startswith("UPDATE") and "integrations_apitoken" in sql
+        if is_token_update and self.meanwhile is not None:
+            meanwhile, self.meanwhile = self.meanwhile, None
+            meanwhile()
+        result = execute(sql, params, many, context)
+        if is_token_update:
+            self.rowcounts.append(context["cursor"].rowcount)
+        return result
+
+
+def test_of_two_requests_that_loaded_the_same_stale_row_only_one_writes(assigner):
+    # Request A has loaded the token with last_used_at stale; before its UPDATE
+    # runs, request B loads the same stale row and writes. A's UPDATE then
+    # matches nothing: one write per minute, however the requests interleave.
+    plaintext = mint(assigner)
+    written: list[dt.datetime] = []
+
+    def request_b() -> None:
+        _authenticate(plaintext)
+        written.append(_token().last_used_at)
+
+    hook = _BeforeTheTokenUpdate(request_b)
+    with connection.execute_wrapper(hook):
+        _authenticate(plaintext)  # request A
+
+    assert hook.rowcounts == [1, 0]  # B's UPDATE, then A's
+    assert _token().last_used_at == written[0]
+
+
+def test_a_token_revoked_after_it_was_loaded_is_not_marked_used(assigner):
+    plaintext = mint(assigner)
+
+    def revoke() -> None:
+        ApiToken.objects.update(revoked_at=timezone.now())
+
+    hook = _BeforeTheTokenUpdate(revoke)
+    with connection.execute_wrapper(hook):
+        _authenticate(plaintext)  # accepted: it was valid when it was loaded
+
+    assert hook.rowcounts == [1, 0]  # the revocation, then the use that matches nothing
+    assert _token().last_used_at is None
+
+
+# --- PostgreSQL: a use within the minute leaves the row as it was -------------------
 
 
 def _row_version() -> str:
@@ -178,36 +266,13 @@ def test_on_postgresql_a_use_within_the_minute_does_not_write_the_row(client, as
 
 
 @pytest.mark.postgres
-def test_on_postgresql_the_lookup_loads_the_token_and_owner_as_the_orm_does(assigner):
-    from integrations.authentication import _find_and_touch
-
-    plaintext = mint(assigner)
-    ApiToken.objects.update(last_used_at=timezone.now())  # fresh: nothing written
-    found = _find_and_touch(tokens.digest(plaintext))
-    expected = ApiToken.objects.select_related("user").get()
-    for field in ApiToken._meta.concrete_fields:
-        assert getattr(found, field.attname) == getattr(expected, field.attname), field.name
-    for field in type(assigner)._meta.concrete_fields:
-        assert getattr(found.user, field.attname) == getattr(expected.user, field.attname)
-    assert found.user.pk == assigner.pk
-
-
-@pytest.mark.postgres
-def test_on_postgresql_an_unknown_digest_finds_nothing_and_writes_nothing(assigner):
-    from integrations.authentication import _find_and_touch
-
-    mint(assigner)
-    assert _find_and_touch(tokens.digest(mint.__name__)) is None
-    assert _token().last_used_at is None
-
-
-@pytest.mark.postgres
 @pytest.mark.parametrize("what", ["revoked token", "inactive owner"])
-def test_on_postgresql_a_refused_token_is_not_marked_used(client, assigner, what):
+def test_on_postgresql_a_refused_token_leaves_the_row_as_it_was(client, assigner, what):
     token = mint(assigner)
     if what == "revoked token":
         ApiToken.objects.update(revoked_at=timezone.now())
     else:
         type(assigner).objects.filter(pk=assigner.pk).update(is_active=False)
+    version = _row_version()
     _unauthorized(post_json(client, SYNC, SYNC_BODY, token=token))
-    assert _token().last_used_at is None
+    assert _row_version() == version
