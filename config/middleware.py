@@ -16,7 +16,7 @@ from django.http import (
 )
 from django.http.request import UnreadablePostError
 
-from config.api_errors import INTERNAL_ERROR_MESSAGE, envelope, error_name
+from lib.api_errors import INTERNAL_ERROR_MESSAGE, envelope, error_name
 from lib.outbound import is_loopback_address, is_loopback_host
 
 logger = logging.getLogger(__name__)

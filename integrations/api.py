@@ -36,7 +36,6 @@ from rest_framework.views import APIView
 
 from audit.services import Actor
 from commitments import services
-from config.api_errors import ApiError
 from integrations import selectors
 from integrations.api_docs import inbox_schema, sync_schema, token_api_schema
 from integrations.authentication import BearerTokenAuthentication
@@ -46,6 +45,7 @@ from integrations.serializers import (
     SyncResultSerializer,
     SyncSerializer,
 )
+from lib.api_errors import ApiError
 
 JSON = "application/json"
 
