@@ -27,6 +27,12 @@ EXTERNAL_SYSTEM_MAX = 32
 EXTERNAL_ID_MAX = 128
 
 
+def overdue(now) -> Q:
+    """Active past its deadline: the one definition of overdue, for the pages
+    (the selectors annotate it) and the Flow Score alike."""
+    return Q(status=Status.ACTIVE, deadline__lt=now)
+
+
 class Commitment(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     status = models.CharField(max_length=24, choices=Status.choices, default=Status.DRAFT)
@@ -90,10 +96,6 @@ class Commitment(models.Model):
     @property
     def has_external_ref(self) -> bool:
         return self.external_system is not None
-
-    def is_overdue(self, now=None) -> bool:
-        now = now or timezone.now()
-        return self.status == Status.ACTIVE and self.deadline is not None and self.deadline < now
 
 
 class EventKind(models.TextChoices):

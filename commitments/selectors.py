@@ -4,38 +4,40 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q, QuerySet
 from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import Actor
 from commitments.machine import MOVES, may_make
-from commitments.models import Commitment, Status
+from commitments.models import Commitment, Status, overdue
 
 FLOW_SCORE_WINDOW = dt.timedelta(days=90)
 # The moves the commitment page offers as buttons.
 PAGE_MOVES = ("send", "accept", "decline", "complete")
 
 
+def _for_pages() -> QuerySet[Commitment]:
+    """Commitments with both people loaded and `is_overdue` annotated."""
+    is_overdue = ExpressionWrapper(overdue(timezone.now()), output_field=BooleanField())
+    return Commitment.objects.select_related("assigner", "assignee").annotate(is_overdue=is_overdue)
+
+
 def commitment_list_for_assignee(*, user) -> QuerySet[Commitment]:
     """The Accord: what others asked of this person, drafts excluded."""
-    return (
-        Commitment.objects.filter(assignee=user)
-        .exclude(status=Status.DRAFT)
-        .select_related("assigner", "assignee")
-    )
+    return _for_pages().filter(assignee=user).exclude(status=Status.DRAFT)
 
 
 def commitment_list_for_assigner(*, user) -> QuerySet[Commitment]:
-    return Commitment.objects.filter(assigner=user).select_related("assigner", "assignee")
+    return _for_pages().filter(assigner=user)
 
 
 def commitment_get_visible(*, user, commitment_id) -> Commitment | None:
     """A commitment its assigner or assignee may see; drafts only by the assigner."""
     return (
-        Commitment.objects.filter(pk=commitment_id)
+        _for_pages()
+        .filter(pk=commitment_id)
         .filter(Q(assigner=user) | (Q(assignee=user) & ~Q(status=Status.DRAFT)))
-        .select_related("assigner", "assignee")
         .first()
     )
 
@@ -54,11 +56,11 @@ def flow_score(*, user, now: dt.datetime | None = None) -> int | None:
     since = now - FLOW_SCORE_WINDOW
     completed = Q(status=Status.COMPLETED, completed_at__gte=since)
     kept = completed & (Q(deadline__isnull=True) | Q(completed_at__lte=F("deadline")))
-    overdue = Q(status=Status.ACTIVE, deadline__lt=now, deadline__gte=since)
+    late = overdue(now) & Q(deadline__gte=since)
     totals = Commitment.objects.filter(assignee=user).aggregate(
         kept=Count("pk", filter=kept),
         completed=Count("pk", filter=completed),
-        overdue=Count("pk", filter=overdue),
+        overdue=Count("pk", filter=late),
     )
     denominator = totals["completed"] + totals["overdue"]
     if denominator == 0:

@@ -122,6 +122,20 @@ def _clean_text(value: str) -> str:
     return (value or "").strip()
 
 
+def _apply_terms(commitment: Commitment, *, description: str, deadline) -> dict[str, Any]:
+    """Set the terms that differ (UNSET leaves one as it is) and return what
+    changed, as the audit trail records it: the one diff of the terms, for a
+    draft edit and a renegotiation alike."""
+    changes: dict[str, Any] = {}
+    if description is not UNSET and _clean_text(description) != commitment.description:
+        commitment.description = _clean_text(description)
+        changes["description"] = commitment.description
+    if deadline is not UNSET and deadline != commitment.deadline:
+        commitment.deadline = deadline
+        changes["deadline"] = deadline.isoformat() if deadline else None
+    return changes
+
+
 # --- creation ------------------------------------------------------------------
 
 
@@ -246,13 +260,7 @@ def commitment_update_draft(
     NothingChanged and records nothing."""
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move="edit_draft")
-    changes: dict[str, Any] = {}
-    if description is not UNSET and _clean_text(description) != commitment.description:
-        commitment.description = _clean_text(description)
-        changes["description"] = commitment.description
-    if deadline is not UNSET and deadline != commitment.deadline:
-        commitment.deadline = deadline
-        changes["deadline"] = deadline.isoformat() if deadline else None
+    changes = _apply_terms(commitment, description=description, deadline=deadline)
     if assignee is not UNSET and assignee.pk != commitment.assignee_id:
         commitment.assignee = assignee
         changes["assigneeId"] = str(assignee.pk)
@@ -379,13 +387,7 @@ def commitment_renegotiate(
     completed; the assignee is asked for the handshake again."""
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move="renegotiate")
-    changes: dict[str, Any] = {}
-    if description is not UNSET and _clean_text(description) != commitment.description:
-        commitment.description = _clean_text(description)
-        changes["description"] = commitment.description
-    if deadline is not UNSET and deadline != commitment.deadline:
-        commitment.deadline = deadline
-        changes["deadline"] = deadline.isoformat() if deadline else None
+    changes = _apply_terms(commitment, description=description, deadline=deadline)
     if not changes:
         raise NothingChanged()
     previous = _move(

@@ -14,7 +14,6 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_POST, require_safe
 
 from audit.models import ActorKind
@@ -41,7 +40,7 @@ def accord(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "commitments/accord.html",
-        {"commitments": commitments, "sections": sections, "now": timezone.now()},
+        {"commitments": commitments, "sections": sections},
     )
 
 
@@ -53,7 +52,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         {
             "flow_score": selectors.flow_score(user=request.user),
             "assigned": selectors.commitment_list_for_assigner(user=request.user),
-            "now": timezone.now(),
         },
     )
 
@@ -116,7 +114,6 @@ def _render_detail(
             "terms_move": terms_move,
             "terms_form": terms_form,
             "timeline": _timeline(commitment),
-            "now": timezone.now(),
         },
         status=400 if terms_form is not None and terms_form.errors else 200,
     )
