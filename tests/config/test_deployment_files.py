@@ -249,7 +249,6 @@ def test_unset_optional_variables_take_the_files_defaults(compose):
     assert env["TRUST_X_FORWARDED_PROTO"] == "0"
     assert env["CSRF_TRUSTED_ORIGINS"] == ""
     assert env["WEB_CONCURRENCY"] == "3"
-    assert env["FIELD_ENCRYPTION_KEYS"] == PRODUCTION_ENV["FIELD_ENCRYPTION_KEYS"]  # required
 
 
 def test_compose_passes_only_variables_the_settings_read(compose_file):

@@ -400,17 +400,32 @@ def test_email_that_keeps_failing_ends_failed(assigner, assignee, published, set
     assert sending.nudge_send(delivery_id=delivery.pk) is None
 
 
-def test_a_delivery_whose_worker_died_is_claimed_again_once_its_lease_runs_out(
-    assigner, assignee, published
-):
-    delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
-    # A worker claimed it and died before recording anything.
-    claim = sending._claim(delivery.pk, timezone.now())
-    assert claim is not None
-    assert sending.nudge_send(delivery_id=delivery.pk) is None  # lease still running
+class WorkerKilled(BaseException):
+    """Stands for a worker killed mid-send: nothing after it runs."""
+
+
+def expire_lease(delivery) -> None:
     Delivery.objects.filter(pk=delivery.pk).update(
         claimed_until=timezone.now() - dt.timedelta(seconds=1)
     )
+
+
+def test_a_delivery_whose_worker_died_is_claimed_again_once_its_lease_runs_out(
+    assigner, assignee, published, monkeypatch
+):
+    delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
+    real_transport_for = sending.transport_for
+
+    def killed(kind, address):
+        raise WorkerKilled
+
+    monkeypatch.setattr(sending, "transport_for", killed)
+    with pytest.raises(WorkerKilled):
+        sending.nudge_send(delivery_id=delivery.pk)
+    monkeypatch.setattr(sending, "transport_for", real_transport_for)
+
+    assert sending.nudge_send(delivery_id=delivery.pk) is None  # lease still running
+    expire_lease(delivery)
     assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
     assert len(mail.outbox) == 1
     assert [a.outcome for a in delivery.attempt_log.all()] == [
@@ -422,13 +437,13 @@ def test_a_delivery_whose_worker_died_is_claimed_again_once_its_lease_runs_out(
 def test_a_stale_worker_cannot_reschedule_a_delivery_someone_else_claimed(
     assigner, assignee, published
 ):
+    # Two claims interleaved by hand (the public seam sends in one go): worker
+    # A's lease ran out, B holds the row, then A's late failure arrives.
     from notifications.transports import TransportError
 
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
     stale = sending._claim(delivery.pk, timezone.now())
-    Delivery.objects.filter(pk=delivery.pk).update(
-        claimed_until=timezone.now() - dt.timedelta(seconds=1)
-    )
+    expire_lease(delivery)
     fresh = sending._claim(delivery.pk, timezone.now())
     assert fresh is not None
     sending._record_failure(stale, TransportError("late timeout"), 0.0)
