@@ -34,6 +34,19 @@ def backoff_seconds(
     return delay
 
 
+def fresh_start(now: dt.datetime) -> dict[str, object]:
+    """The fields that make a row pending and due now with a fresh count of
+    attempts, marked as queued (the caller queues it after commit)."""
+    return {
+        "status": PENDING,
+        "attempts": 0,
+        "next_attempt_at": now,
+        "claimed_until": None,
+        "enqueued_at": now,
+        "updated_at": now,
+    }
+
+
 def claimable(now: dt.datetime) -> Q:
     """Due and pending, or being sent by a worker whose lease ran out."""
     return Q(status=PENDING, next_attempt_at__lte=now) | Q(status=SENDING, claimed_until__lt=now)

@@ -16,6 +16,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from lib import leasing
 from lib.crypto import EncryptedTextField
 
 __all__ = [
@@ -80,8 +81,8 @@ class DeliveryPurpose(models.TextChoices):
 
 
 class DeliveryStatus(models.TextChoices):
-    PENDING = "pending", "Pending"
-    SENDING = "sending", "Sending"
+    PENDING = leasing.PENDING, "Pending"
+    SENDING = leasing.SENDING, "Sending"
     DELIVERED = "delivered", "Delivered"
     FAILED = "failed", "Failed"
 

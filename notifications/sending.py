@@ -217,16 +217,7 @@ def _record_failure(claim: _Claim, exc: TransportError, started: float) -> str:
             )
         if is_chat and (exc.permanent or exhausted):
             # Fall back to e-mail, at once, with a fresh count of attempts.
-            if mine.update(
-                status=DeliveryStatus.PENDING,
-                channel=ChannelKind.EMAIL,
-                attempts=0,
-                next_attempt_at=now,
-                claimed_until=None,
-                enqueued_at=now,
-                last_error=error,
-                updated_at=now,
-            ):
+            if mine.update(**leasing.fresh_start(now), channel=ChannelKind.EMAIL, last_error=error):
                 enqueue_on_commit([claim.delivery.pk])
         elif exc.permanent or exhausted:
             mine.update(
@@ -255,14 +246,7 @@ def delivery_retry(*, delivery_id) -> bool:
     with transaction.atomic():
         updated = Delivery.objects.filter(
             pk=delivery_id, status__in=[DeliveryStatus.FAILED, DeliveryStatus.PENDING]
-        ).update(
-            status=DeliveryStatus.PENDING,
-            attempts=0,
-            next_attempt_at=now,
-            claimed_until=None,
-            enqueued_at=now,
-            updated_at=now,
-        )
+        ).update(**leasing.fresh_start(now))
         if updated:
             enqueue_on_commit([delivery_id])
     return bool(updated)
