@@ -66,7 +66,6 @@ class DeliveryAttemptInline(ReadOnlyInlineMixin, admin.TabularInline):
 class DeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
         "created_at",
-        "purpose",
         "event_kind",
         "recipient",
         "channel",
@@ -75,7 +74,7 @@ class DeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "next_attempt_at",
         "delivered_at",
     )
-    list_filter = ("status", "purpose", "channel", "created_at")
+    list_filter = ("status", "channel", "created_at")
     list_select_related = ("recipient", "event")
     search_fields = ("recipient__email", "=id", "=event__commitment__id")
     search_help_text = "Recipient e-mail, delivery id or commitment id."
@@ -85,7 +84,6 @@ class DeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "id",
         "event",
         "commitment_id",
-        "purpose",
         "recipient",
         "channel",
         "status",

@@ -24,7 +24,6 @@ __all__ = [
     "ChannelKind",
     "Delivery",
     "DeliveryAttempt",
-    "DeliveryPurpose",
     "DeliveryStatus",
     "NotificationChannel",
 ]
@@ -76,10 +75,6 @@ class NotificationChannel(models.Model):
         return mask_url(self.webhook_url)
 
 
-class DeliveryPurpose(models.TextChoices):
-    NUDGE = "nudge", "Nudge"
-
-
 class DeliveryStatus(models.TextChoices):
     PENDING = leasing.PENDING, "Pending"
     SENDING = leasing.SENDING, "Sending"
@@ -100,7 +95,6 @@ class Delivery(models.Model):
     event = models.ForeignKey(
         "commitments.OutboxEvent", on_delete=models.CASCADE, related_name="deliveries"
     )
-    purpose = models.CharField(max_length=16, choices=DeliveryPurpose.choices)
     recipient = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="deliveries"
     )
@@ -125,7 +119,7 @@ class Delivery(models.Model):
         constraints = [
             # Dispatching an event twice cannot send twice.
             models.UniqueConstraint(
-                fields=["event", "recipient", "purpose"], name="delivery_once_per_event"
+                fields=["event", "recipient"], name="delivery_once_per_event"
             ),
         ]
         indexes = [
@@ -143,7 +137,7 @@ class Delivery(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.purpose} of event {self.event_id} to {self.recipient_id} ({self.status})"
+        return f"Nudge of event {self.event_id} to {self.recipient_id} ({self.status})"
 
 
 class AttemptOutcome(models.TextChoices):

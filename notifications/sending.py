@@ -42,7 +42,6 @@ from notifications.models import (
     ChannelKind,
     Delivery,
     DeliveryAttempt,
-    DeliveryPurpose,
     DeliveryStatus,
 )
 from notifications.nudges import nudge_message, nudge_recipients
@@ -70,14 +69,13 @@ def enqueue_on_commit(delivery_ids: list) -> None:
 
 
 def nudge_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uuid.UUID]:
-    """The nudges `event` calls for, once each (unique per event, recipient
-    and purpose), queued after commit. Returns the ids of the new ones."""
+    """The nudges `event` calls for, once each (unique per event and
+    recipient), queued after commit. Returns the ids of the new ones."""
     created: list[uuid.UUID] = []
     for recipient in nudge_recipients(event):
         delivery, is_new = Delivery.objects.get_or_create(
             event=event,
             recipient=recipient,
-            purpose=DeliveryPurpose.NUDGE,
             defaults={
                 "channel": destination_for(recipient).kind,
                 "next_attempt_at": now,
