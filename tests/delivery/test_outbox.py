@@ -137,10 +137,18 @@ def test_a_broker_that_refuses_the_publish_does_not_fail_the_caller(
     def broker_down(*args, **kwargs):
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
+    sent = []
     monkeypatch.setattr(current_app, "send_task", broker_down)
     with django_capture_on_commit_callbacks(execute=True):
-        commitment = create_pending(assigner, assignee)
-    assert event_of(commitment).dispatched_at is None  # left for the sweep
+        commitment = create_pending(assigner, assignee)  # no exception reaches the caller
+    event = event_of(commitment)
+    assert event.dispatched_at is None  # left for the sweep
+
+    # The broker is back: the next sweep past the grace period queues the event.
+    monkeypatch.setattr(current_app, "send_task", lambda name, args, **kw: sent.append(args))
+    with django_capture_on_commit_callbacks(execute=True):
+        outbox.outbox_sweep(now=timezone.now() + dt.timedelta(seconds=11))
+    assert sent == [[event.pk]]
 
 
 def test_an_inbox_request_queues_its_event_after_the_response(

@@ -54,10 +54,6 @@ def _padded_inbox_body(size: int) -> bytes:
 # --- the envelope ------------------------------------------------------------------
 
 
-def test_settings_match_the_contract(settings):
-    assert settings.API_MAX_BODY_BYTES == LIMIT
-
-
 @pytest.mark.parametrize("path", [INBOX, SYNC])
 def test_validation_errors_carry_a_flat_details_map_with_the_requests_keys(client, token, path):
     body = assert_envelope(
