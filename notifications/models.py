@@ -118,9 +118,7 @@ class Delivery(models.Model):
         verbose_name_plural = "deliveries"
         constraints = [
             # Dispatching an event twice cannot send twice.
-            models.UniqueConstraint(
-                fields=["event", "recipient"], name="delivery_once_per_event"
-            ),
+            models.UniqueConstraint(fields=["event", "recipient"], name="delivery_once_per_event"),
         ]
         indexes = [
             models.Index(
