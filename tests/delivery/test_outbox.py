@@ -5,9 +5,11 @@ the sweep picks up what was never queued."""
 from __future__ import annotations
 
 import datetime as dt
+import threading
 
 import pytest
 from django.core import mail
+from django.db import connections
 from django.utils import timezone
 
 from audit.services import Actor
@@ -442,22 +444,61 @@ def test_a_delivery_whose_worker_died_is_claimed_again_once_its_lease_runs_out(
     ]
 
 
-def test_a_stale_worker_cannot_reschedule_a_delivery_someone_else_claimed(
-    assigner, assignee, published
-):
-    # Two claims interleaved by hand (the public seam sends in one go): worker
-    # A's lease ran out, B holds the row, then A's late failure arrives.
-    from notifications.transports import TransportError
+class HeldSend:
+    """A transport whose send waits to be let go, then fails or succeeds."""
 
+    def __init__(self, fail: bool) -> None:
+        self.fail = fail
+        self.sending, self.let_go = threading.Event(), threading.Event()
+
+    def notify(self, message) -> int:
+        from notifications.transports import TransportError
+
+        self.sending.set()
+        assert self.let_go.wait(timeout=30)
+        if self.fail:
+            raise TransportError("late timeout")
+        return 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stale_worker_cannot_reschedule_a_delivery_someone_else_claimed(
+    assigner, assignee, published, monkeypatch
+):
+    """Worker A's send outlives its lease; worker B claims the row and is
+    sending it when A's failure arrives: A changes nothing, B's send stands."""
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
-    stale = sending._claim(delivery.pk, timezone.now())
+    a, b = HeldSend(fail=True), HeldSend(fail=False)
+    transports = iter([a, b])
+    monkeypatch.setattr(sending, "transport_for", lambda kind, address: next(transports))
+    outcomes: dict[str, object] = {}
+
+    def worker(name: str) -> None:
+        try:
+            outcomes[name] = sending.nudge_send(delivery_id=delivery.pk)
+        finally:
+            connections.close_all()
+
+    thread_a = threading.Thread(target=worker, args=("a",))
+    thread_a.start()
+    assert a.sending.wait(timeout=30)
     expire_lease(delivery)
-    fresh = sending._claim(delivery.pk, timezone.now())
-    assert fresh is not None
-    sending._record_failure(stale, TransportError("late timeout"), 0.0)
+    thread_b = threading.Thread(target=worker, args=("b",))
+    thread_b.start()
+    assert b.sending.wait(timeout=30)
+
+    a.let_go.set()  # A's late failure, while B holds the row
+    thread_a.join(timeout=30)
     delivery.refresh_from_db()
-    assert delivery.status == DeliveryStatus.SENDING  # still the fresh claimer's
+    assert outcomes["a"] == AttemptOutcome.TRANSIENT
+    assert delivery.status == DeliveryStatus.SENDING  # still B's
     assert delivery.claimed_until > timezone.now()
+
+    b.let_go.set()
+    thread_b.join(timeout=30)
+    delivery.refresh_from_db()
+    assert outcomes["b"] == AttemptOutcome.DELIVERED
+    assert delivery.status == DeliveryStatus.DELIVERED
 
 
 def test_admin_retry_sends_a_failed_delivery_again(assigner, assignee, published):
