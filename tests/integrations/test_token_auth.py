@@ -179,13 +179,18 @@ def test_an_unknown_token_writes_nothing(client, assigner):
     assert _token().last_used_at is None
 
 
-@pytest.mark.parametrize("what", ["revoked token", "inactive owner"])
-def test_a_refused_token_is_not_marked_used(client, assigner, what):
-    token = mint(assigner)
+def refuse(what: str, owner) -> None:
+    """Make the owner's token one the API refuses: revoked, or its owner inactive."""
     if what == "revoked token":
         ApiToken.objects.update(revoked_at=timezone.now())
     else:
-        type(assigner).objects.filter(pk=assigner.pk).update(is_active=False)
+        type(owner).objects.filter(pk=owner.pk).update(is_active=False)
+
+
+@pytest.mark.parametrize("what", ["revoked token", "inactive owner"])
+def test_a_refused_token_is_not_marked_used(client, assigner, what):
+    token = mint(assigner)
+    refuse(what, assigner)
     with CaptureQueriesContext(connection) as queries:
         _unauthorized(post_json(client, SYNC, SYNC_BODY, token=token))
     assert not _token_updates(queries)
@@ -269,10 +274,7 @@ def test_on_postgresql_a_use_within_the_minute_does_not_write_the_row(client, as
 @pytest.mark.parametrize("what", ["revoked token", "inactive owner"])
 def test_on_postgresql_a_refused_token_leaves_the_row_as_it_was(client, assigner, what):
     token = mint(assigner)
-    if what == "revoked token":
-        ApiToken.objects.update(revoked_at=timezone.now())
-    else:
-        type(assigner).objects.filter(pk=assigner.pk).update(is_active=False)
+    refuse(what, assigner)
     version = _row_version()
     _unauthorized(post_json(client, SYNC, SYNC_BODY, token=token))
     assert _row_version() == version
