@@ -106,6 +106,22 @@ def test_staff_cannot_grant_groups_or_permissions(manager_client, manager, targe
     assert not after[0].has_perm("commitments.delete_commitment")
 
 
+def test_staff_add_a_user_without_privileges(manager_client):
+    response = manager_client.post(
+        f"{USERS}add/",
+        {
+            "email": "hire@example.com",
+            "usable_password": "true",
+            "password1": "a long enough passphrase",
+            "password2": "a long enough passphrase",
+            "is_superuser": "on",
+        },
+    )
+
+    assert response.status_code == 302
+    assert not User.objects.get(email="hire@example.com").is_superuser
+
+
 def test_staff_see_privileges_read_only(manager_client, target):
     html = manager_client.get(f"{USERS}{target.pk}/change/").content.decode()
 
