@@ -1,14 +1,29 @@
-"""Admin for people: Django's UserAdmin, adapted to the e-mail login (no username)."""
+"""Admin for people: Django's UserAdmin, adapted to the e-mail login (no username),
+and Django's GroupAdmin. Every change is audited (`audit.admin_mixins`).
+
+Privileges are a superuser's to give: staff without superuser status see a
+user's superuser flag, groups and permissions read-only, cannot change or
+delete a superuser (nor set a superuser's password), and see a group's
+permissions read-only. So nobody can grant what they do not hold, to
+themselves or to anyone else, through a user or through a group.
+"""
 
 from __future__ import annotations
 
 from allauth.account.models import EmailAddress
 from django import forms
 from django.contrib import admin
+from django.contrib.auth.admin import GroupAdmin as DjangoGroupAdmin
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
+from django.contrib.auth.models import Group
+from django.http import HttpRequest
 
 from accounts.models import User
+from audit.admin_mixins import AuditedAdminMixin
+
+# What only a superuser may change on a user.
+PRIVILEGE_FIELDS = ("is_superuser", "groups", "user_permissions")
 
 
 def _clean_unique_email(form: forms.ModelForm) -> str:
@@ -46,7 +61,7 @@ if admin.site.is_registered(EmailAddress):
 
 
 @admin.register(User)
-class UserAdmin(DjangoUserAdmin):
+class UserAdmin(AuditedAdminMixin, DjangoUserAdmin):
     form = UserChangeAdminForm
     add_form = UserCreationAdminForm
     fieldsets = (
@@ -72,3 +87,44 @@ class UserAdmin(DjangoUserAdmin):
     search_fields = ("email", "display_name")
     ordering = ("email",)
     readonly_fields = ("last_login", "date_joined")
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if not request.user.is_superuser:
+            fields += tuple(f for f in PRIVILEGE_FIELDS if f not in fields)
+        return fields
+
+    def _guards_a_superuser(self, request: HttpRequest, obj) -> bool:
+        return obj is not None and obj.is_superuser and not request.user.is_superuser
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        # Also guards the password form (`user_change_password` asks this).
+        if self._guards_a_superuser(request, obj):
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        if self._guards_a_superuser(request, obj):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def get_deleted_objects(self, objs, request: HttpRequest):
+        # "Delete selected" asks for the model's delete permission only, not
+        # each row's: a superuser among the rows makes it a missing permission.
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        if not request.user.is_superuser and any(u.is_superuser for u in objs):
+            perms_needed = {*perms_needed, "superuser"}
+        return deleted, counts, perms_needed, protected
+
+
+if admin.site.is_registered(Group):
+    admin.site.unregister(Group)
+
+
+@admin.register(Group)
+class GroupAdmin(AuditedAdminMixin, DjangoGroupAdmin):
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if not request.user.is_superuser and "permissions" not in fields:
+            fields += ("permissions",)
+        return fields

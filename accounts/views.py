@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from accounts.forms import ProfileForm
+from audit.services import Actor, audit_event_record
 
 
 def _render_index(request: HttpRequest, form: ProfileForm, status: int = 200) -> HttpResponse:
@@ -29,6 +31,19 @@ def profile_update(request: HttpRequest) -> HttpResponse:
     form = ProfileForm(request.POST, instance=request.user)
     if not form.is_valid():
         return _render_index(request, form, status=400)
-    form.save()
+    # The old values are the form's initial ones (the instance already holds the new).
+    changes = {
+        name: {"old": form.initial.get(name), "new": form.cleaned_data[name]}
+        for name in form.changed_data
+    }
+    with transaction.atomic():
+        form.save()
+        if changes:
+            audit_event_record(
+                actor=Actor.for_user(request.user),
+                subject=request.user,
+                action="user_profile_changed",
+                payload={"changes": changes},
+            )
     messages.success(request, "Profile saved.")
     return redirect("accounts:settings")

@@ -10,12 +10,15 @@ from django.contrib import admin
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
+from audit.admin_mixins import AuditedAdminMixin
 from audit.models import AuditEvent
 from lib.admin import ExactUuidSearchMixin, ReadOnlyAdminMixin
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(ExactUuidSearchMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+class AuditEventAdmin(
+    AuditedAdminMixin, ExactUuidSearchMixin, ReadOnlyAdminMixin, admin.ModelAdmin
+):
     uuid_search_fields = ("subject_id", "token_id", "pk")
     list_display = (
         "occurred_at",

@@ -4,8 +4,11 @@ An event names its subject generically (content type + UUID) so that `audit`
 depends on no other app of the project; `commitments` writes events about
 commitments through `audit.services`.
 
-Append-only is enforced twice: the model refuses update and delete, and on
-PostgreSQL a trigger (migration 0002) rejects UPDATE and DELETE on the table.
+Append-only is enforced three times: the model refuses update and delete; on
+PostgreSQL a trigger (migration 0002) rejects UPDATE and DELETE on the table;
+and in production the service connects as a role that may only SELECT and
+INSERT on it (`manage.py grant_service_role`), so it can neither TRUNCATE the
+table nor drop the trigger.
 """
 
 from __future__ import annotations

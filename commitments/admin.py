@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.contenttypes.admin import GenericTabularInline
 
+from audit.admin_mixins import AuditedAdminMixin
 from audit.models import AuditEvent
 from commitments.models import Commitment, OutboxEvent
 from lib.admin import ExactUuidSearchMixin, ReadOnlyAdminMixin, ReadOnlyInlineMixin
@@ -45,7 +46,9 @@ class OutboxEventInline(ReadOnlyInlineMixin, admin.TabularInline):
 
 
 @admin.register(Commitment)
-class CommitmentAdmin(ExactUuidSearchMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+class CommitmentAdmin(
+    AuditedAdminMixin, ExactUuidSearchMixin, ReadOnlyAdminMixin, admin.ModelAdmin
+):
     list_display = (
         "short_description",
         "status",

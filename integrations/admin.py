@@ -1,6 +1,8 @@
 """Admin for API tokens: look, filter, revoke. Never the digest, never a new token
 (a plaintext must be shown to its owner, which the admin cannot do safely);
-tokens are minted on Settings, API Tokens or with `manage.py mint_token`."""
+tokens are minted on Settings, API Tokens or with `manage.py mint_token`.
+Never a deletion either: a token is revoked (through `api_token_revoke`,
+which audits it), so its row and its audit trail stay."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from audit.admin_mixins import AuditedAdminMixin
 from audit.services import Actor
 from integrations import services
 from integrations.models import ApiToken
@@ -29,7 +32,7 @@ class RevokedFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(AuditedAdminMixin, admin.ModelAdmin):
     list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
     list_filter = (RevokedFilter, "created_at")
     list_select_related = ("user",)
@@ -46,10 +49,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
 
-    def get_actions(self, request: HttpRequest):
-        actions = super().get_actions(request)
-        actions.pop("delete_selected", None)  # revoke, don't erase
-        return actions
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False  # revoke, don't erase (also drops "delete selected")
 
     def has_revoke_permission(self, request: HttpRequest) -> bool:
         # Revoking is the one change the admin makes to a token.

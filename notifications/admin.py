@@ -2,7 +2,8 @@
 
 Read-only windows: a webhook URL is a secret and is shown masked (scheme and
 host only); deliveries change only through `notifications.sending`. Two actions:
-clear a channel's broken mark, and send failed deliveries again.
+clear a channel's broken mark, and send failed deliveries again; each is
+audited per row, with the staff user as actor.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from audit.admin_mixins import AuditedAdminMixin, admin_action_record
 from lib.admin import ReadOnlyAdminMixin, ReadOnlyInlineMixin
 from notifications.models import Delivery, DeliveryAttempt, NotificationChannel
 from notifications.sending import delivery_retry
 
 
 @admin.register(NotificationChannel)
-class NotificationChannelAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class NotificationChannelAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("user", "kind", "masked_url", "broken_at", "updated_at")
     list_filter = ("kind", ("broken_at", admin.EmptyFieldListFilter))
     list_select_related = ("user",)
@@ -49,9 +51,21 @@ class NotificationChannelAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         description="Clear the broken mark (try the channel again)", permissions=["clear_broken"]
     )
     def clear_broken(self, request: HttpRequest, queryset: QuerySet) -> None:
-        count = queryset.filter(broken_at__isnull=False).update(
-            broken_at=None, broken_reason="", updated_at=timezone.now()
-        )
+        # One transaction with the audit rows (AuditedAdminMixin.response_action).
+        # The reason is left out of the trail: it may quote what the service answered.
+        count = 0
+        for channel in queryset.filter(broken_at__isnull=False):
+            cleared = NotificationChannel.objects.filter(
+                pk=channel.pk, broken_at__isnull=False
+            ).update(broken_at=None, broken_reason="", updated_at=timezone.now())
+            if cleared:
+                admin_action_record(
+                    request,
+                    channel,
+                    "admin_channel_broken_cleared",
+                    brokenAt=channel.broken_at.isoformat(),
+                )
+                count += 1
         self.message_user(request, f"Cleared {count} channel(s).", messages.SUCCESS)
 
 
@@ -63,7 +77,7 @@ class DeliveryAttemptInline(ReadOnlyInlineMixin, admin.TabularInline):
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
         "created_at",
         "event_kind",
@@ -115,5 +129,15 @@ class DeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         description="Send again now (failed or waiting deliveries)", permissions=["retry_now"]
     )
     def retry_now(self, request: HttpRequest, queryset: QuerySet) -> None:
-        count = sum(delivery_retry(delivery_id=d.pk) for d in queryset)
+        count = 0
+        for delivery in queryset:
+            if delivery_retry(delivery_id=delivery.pk):
+                admin_action_record(
+                    request,
+                    delivery,
+                    "admin_delivery_retried",
+                    status=delivery.status,
+                    attempts=delivery.attempts,
+                )
+                count += 1
         self.message_user(request, f"Queued {count} delivery(ies) again.", messages.SUCCESS)

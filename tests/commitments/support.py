@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+from django.contrib.contenttypes.models import ContentType
+
 from audit.models import AuditEvent
 from audit.services import Actor
 from commitments import services
@@ -32,12 +34,15 @@ def commitment_in(status: str, assigner, assignee, *, deadline=DEADLINE) -> Comm
 
 
 def snapshot(c: Commitment) -> tuple:
-    """Every stored column of the commitment, and how many audit and outbox
-    rows exist at all: equal snapshots mean nothing changed."""
+    """Every stored column of the commitment, and how many audit rows about
+    commitments and outbox rows exist at all: equal snapshots mean nothing
+    changed. (Signing in is on the trail too, about the user.)"""
     c.refresh_from_db()
     fields = [f.attname for f in Commitment._meta.concrete_fields]
     return (
         tuple(getattr(c, f) for f in fields),
-        AuditEvent.objects.count(),
+        AuditEvent.objects.filter(
+            subject_type=ContentType.objects.get_for_model(Commitment)
+        ).count(),
         OutboxEvent.objects.count(),
     )

@@ -45,6 +45,7 @@ PRODUCTION_ENV = {
     "SECRET_KEY": "x" * 50,
     "ALLOWED_HOSTS": "commitments.example.com",
     "POSTGRES_PASSWORD": "pg-secret",
+    "POSTGRES_SERVICE_PASSWORD": "pg-service-secret",
     "FIELD_ENCRYPTION_KEYS": "mQ9kB0m0yK2cO0d4VbHkR3t1xqC8s5Yw7Zp2Lr6Ju4E=",
 }
 
@@ -198,7 +199,14 @@ def test_compose_accepts_the_file_with_the_production_environment(compose_config
 
 @pytest.mark.parametrize("how", ["unset", "empty"])
 @pytest.mark.parametrize(
-    "variable", ["SECRET_KEY", "ALLOWED_HOSTS", "POSTGRES_PASSWORD", "FIELD_ENCRYPTION_KEYS"]
+    "variable",
+    [
+        "SECRET_KEY",
+        "ALLOWED_HOSTS",
+        "POSTGRES_PASSWORD",
+        "POSTGRES_SERVICE_PASSWORD",
+        "FIELD_ENCRYPTION_KEYS",
+    ],
 )
 def test_compose_refuses_to_start_without_the_secrets(compose_config, variable, how):
     env = {k: v for k, v in PRODUCTION_ENV.items() if k != variable}
@@ -214,18 +222,18 @@ def test_compose_refuses_to_start_without_the_secrets(compose_config, variable, 
     assert re.match(rf"set {variable}\b", message), result.stderr
 
 
-def test_compose_has_the_five_services(compose_file):
+def test_compose_has_the_five_services_and_the_migrate_step(compose_file):
     services = compose_file["services"]
 
-    assert set(services) == {"web", "worker", "beat", "postgres", "redis"}
+    assert set(services) == {"migrate", "web", "worker", "beat", "postgres", "redis"}
     assert services["postgres"]["image"] == "postgres:15"
     assert services["redis"]["image"] == "redis:7"
-    for name in ("web", "worker", "beat"):
+    for name in ("migrate", "web", "worker", "beat"):
         assert services[name]["build"] == "."
         assert (ROOT / services[name]["build"] / "Dockerfile").is_file()
 
 
-@pytest.mark.parametrize("name", ["web", "worker", "beat"])
+@pytest.mark.parametrize("name", ["migrate", "web", "worker", "beat"])
 def test_app_services_are_configured_by_environment(compose, name):
     env = compose["services"][name]["environment"]
 
@@ -237,9 +245,51 @@ def test_app_services_are_configured_by_environment(compose, name):
     assert database["ENGINE"] == "django.db.backends.postgresql"
     assert database["HOST"] == "postgres"
     assert database["NAME"] == postgres["POSTGRES_DB"]
-    assert database["USER"] == postgres["POSTGRES_USER"]
-    assert database["PASSWORD"] == postgres["POSTGRES_PASSWORD"]
     assert re.fullmatch(r"redis://redis:6379/\d+", env["REDIS_URL"])
+
+
+def _database_user(service: dict) -> tuple[str, str]:
+    database = dj_database_url.parse(service["environment"]["DATABASE_URL"])
+    return database["USER"], database["PASSWORD"]
+
+
+@pytest.mark.parametrize("name", ["web", "worker", "beat"])
+def test_the_service_connects_as_a_role_that_owns_nothing(compose, name):
+    postgres = compose["services"]["postgres"]["environment"]
+
+    user, password = _database_user(compose["services"][name])
+
+    assert user == "commitments_service" != postgres["POSTGRES_USER"]
+    assert password == PRODUCTION_ENV["POSTGRES_SERVICE_PASSWORD"]
+    assert "POSTGRES_SERVICE_PASSWORD" not in compose["services"][name]["environment"]
+
+
+def test_migrate_runs_as_the_owner_then_grants_the_service_role(compose):
+    services = compose["services"]
+    postgres = services["postgres"]["environment"]
+    migrate = services["migrate"]
+    command = " ".join(migrate["command"])
+    service_user, _ = _database_user(services["web"])
+
+    assert _database_user(migrate) == (postgres["POSTGRES_USER"], postgres["POSTGRES_PASSWORD"])
+    assert command.index("manage.py migrate --noinput") < command.index("grant_service_role")
+    assert "&&" in command  # no grants on a half-migrated schema, no start after a failure
+    grant = shlex.split(command[command.index("python manage.py grant_service_role") :])
+    assert grant[3] == service_user
+    assert grant[grant.index("--password-from-env") + 1] == "POSTGRES_SERVICE_PASSWORD"
+    assert (
+        migrate["environment"]["POSTGRES_SERVICE_PASSWORD"]
+        == (PRODUCTION_ENV["POSTGRES_SERVICE_PASSWORD"])
+    )
+    assert migrate["restart"] == "no"
+    assert set(migrate["depends_on"]) == {"postgres"}
+    assert migrate["depends_on"]["postgres"]["condition"] == "service_healthy"
+    # Nothing serves before the migrate step has finished well.
+    assert services["web"]["depends_on"]["migrate"]["condition"] == (
+        "service_completed_successfully"
+    )
+    for name in ("worker", "beat"):
+        assert services[name]["depends_on"]["web"]["condition"] == "service_healthy"
 
 
 def test_unset_optional_variables_take_the_files_defaults(compose):
@@ -320,6 +370,7 @@ def test_non_web_services_do_not_inherit_the_http_healthcheck(compose_file):
     # The image's HEALTHCHECK probes port 3000, where only web listens.
     services = compose_file["services"]
     assert services["beat"]["healthcheck"] == {"disable": True}
+    assert services["migrate"]["healthcheck"] == {"disable": True}
     assert "celery -A config inspect ping" in " ".join(services["worker"]["healthcheck"]["test"])
 
 

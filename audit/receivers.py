@@ -1,0 +1,141 @@
+"""Sign-ins, passwords and e-mail addresses on the audit trail.
+
+Django and allauth announce these with signals, and signals are the only
+hook they offer, so this module receives them (connected in
+`AuditConfig.ready`). Each receiver runs in the request that made the change
+and writes one event whose subject is the account and whose actor is its
+owner; nothing here carries a domain side effect.
+
+Payloads hold the client's address (as allauth sees it, through the
+configured trusted proxies) and e-mail addresses, never a password, a reset
+key or a session id.
+
+A failed sign-in is recorded only against an account that exists (matched by
+its login address, the primary or an allauth secondary one), with the system
+as actor: nobody is signed in, and the event says that someone tried this
+account from this address. A failed sign-in for an address nobody has is not
+recorded: there is no subject to hang it on (an event names its subject by
+content type and UUID), and writing rows for addresses an anonymous caller
+chooses would let anyone grow the append-only table at will. The sign-in
+rate limits still count those attempts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from allauth.account import signals as allauth_signals
+from allauth.account.adapter import get_adapter
+from allauth.account.models import EmailAddress
+from django.contrib.auth import get_user_model
+from django.contrib.auth import signals as auth_signals
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
+
+from audit.services import Actor, audit_event_record
+
+# Keys of the credentials a sign-in form hands to `authenticate()` that name
+# the account: allauth's form uses "email", Django's (admin) form "username".
+LOGIN_KEYS = ("email", "username", "login")
+
+
+def client_address(request: HttpRequest | None) -> str | None:
+    if request is None:
+        return None
+    try:
+        return get_adapter(request).get_client_ip(request)
+    except PermissionDenied:  # allauth found no address it may trust
+        return None
+
+
+def _record_for_user(request: HttpRequest | None, user, action: str, **payload: Any) -> None:
+    audit_event_record(
+        actor=Actor.for_user(user),
+        subject=user,
+        action=action,
+        payload={"ip": client_address(request), **payload},
+    )
+
+
+def _account_named(login: str):
+    User = get_user_model()
+    user = User._default_manager.filter(email__iexact=login).first()
+    if user is not None:
+        return user
+    address = EmailAddress.objects.filter(email__iexact=login).select_related("user").first()
+    return address.user if address is not None else None
+
+
+def on_signed_in(sender, request: HttpRequest | None = None, user=None, **kwargs) -> None:
+    if user is not None and user.pk is not None:
+        _record_for_user(request, user, "user_signed_in")
+
+
+def on_sign_in_failed(
+    sender, credentials: dict[str, Any] | None = None, request=None, **kwargs
+) -> None:
+    credentials = credentials or {}
+    login = next((credentials[k] for k in LOGIN_KEYS if isinstance(credentials.get(k), str)), "")
+    user = _account_named(login.strip()) if login.strip() else None
+    if user is None:
+        return  # no account to record it against (see the module's docstring)
+    audit_event_record(
+        actor=Actor.system(),
+        subject=user,
+        action="user_sign_in_failed",
+        payload={"ip": client_address(request)},
+    )
+
+
+def on_password_changed(sender, request=None, user=None, **kwargs) -> None:
+    _record_for_user(request, user, "user_password_changed")
+
+
+def on_password_set(sender, request=None, user=None, **kwargs) -> None:
+    _record_for_user(request, user, "user_password_set")
+
+
+def on_password_reset(sender, request=None, user=None, **kwargs) -> None:
+    _record_for_user(request, user, "user_password_reset")
+
+
+def on_email_added(sender, request=None, user=None, email_address=None, **kwargs) -> None:
+    _record_for_user(request, user, "user_email_added", email=email_address.email)
+
+
+def on_email_confirmed(sender, request=None, email_address=None, **kwargs) -> None:
+    _record_for_user(request, email_address.user, "user_email_confirmed", email=email_address.email)
+
+
+def on_email_changed(
+    sender, request=None, user=None, from_email_address=None, to_email_address=None, **kwargs
+) -> None:
+    # allauth sends this when the primary address changes.
+    _record_for_user(
+        request,
+        user,
+        "user_email_primary_changed",
+        old=from_email_address.email if from_email_address is not None else None,
+        new=to_email_address.email,
+    )
+
+
+def on_email_removed(sender, request=None, user=None, email_address=None, **kwargs) -> None:
+    _record_for_user(request, user, "user_email_removed", email=email_address.email)
+
+
+def connect() -> None:
+    """Connect the receivers (once: dispatch_uid makes a second call a no-op)."""
+    pairs = [
+        (auth_signals.user_logged_in, on_signed_in),
+        (auth_signals.user_login_failed, on_sign_in_failed),
+        (allauth_signals.password_changed, on_password_changed),
+        (allauth_signals.password_set, on_password_set),
+        (allauth_signals.password_reset, on_password_reset),
+        (allauth_signals.email_added, on_email_added),
+        (allauth_signals.email_confirmed, on_email_confirmed),
+        (allauth_signals.email_changed, on_email_changed),
+        (allauth_signals.email_removed, on_email_removed),
+    ]
+    for signal, receiver in pairs:
+        signal.connect(receiver, dispatch_uid=f"audit.{receiver.__name__}")
