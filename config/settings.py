@@ -121,12 +121,19 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": VAR_DIR / "db.sqlite3",
+            # The web process and the worker write at once; none of them may
+            # fail with "database is locked" (tests/config/test_sqlite_concurrency.py).
             "OPTIONS": {
                 # Writers take the lock at BEGIN, so a transition's
                 # read-check-write cannot interleave with another writer's
-                # (SQLite has no SELECT ... FOR UPDATE).
+                # (SQLite has no SELECT ... FOR UPDATE), and a transaction
+                # never upgrades a read lock to a write lock, which fails at
+                # once instead of waiting.
                 "transaction_mode": "IMMEDIATE",
+                # Busy timeout (s): a writer waits this long for the lock.
                 "timeout": 20,
+                # Django runs each ;-separated statement on every new
+                # connection. WAL: readers and the writer never block each other.
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             },
         }
