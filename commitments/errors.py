@@ -43,3 +43,18 @@ class NothingChanged(CommitmentError):
         self, message: str = "A renegotiation must change the description or the deadline."
     ) -> None:
         super().__init__(message)
+
+
+class TermsChanged(CommitmentError):
+    """The terms were changed after the version the actor saw: accepting,
+    declining or editing them now would act on terms they never saw. Nothing
+    is changed."""
+
+    def __init__(self, *, action: str, shown_version: int, current_version: int) -> None:
+        self.action = action
+        self.shown_version = shown_version
+        self.current_version = current_version
+        super().__init__(
+            f"Cannot {action} this commitment: its terms changed since they were shown "
+            f"(version {shown_version}, now {current_version}). Read the new terms and try again."
+        )

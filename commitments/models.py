@@ -61,6 +61,11 @@ class Commitment(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     refused_at = models.DateTimeField(null=True, blank=True)
     renegotiated_at = models.DateTimeField(null=True, blank=True)
+    # The version of the terms (description and deadline): 1 when created, one
+    # more with every draft edit and every renegotiation. A page posts the
+    # version it showed, so nobody accepts, declines or overwrites terms they
+    # never saw (commitments.errors.TermsChanged).
+    terms_version = models.PositiveIntegerField(default=1)
 
     class Meta:
         ordering = ["-created_at"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q, QuerySet
 from django.utils import timezone
@@ -44,6 +45,30 @@ def commitment_get_visible(*, user, commitment_id) -> Commitment | None:
 
 def commitment_timeline(*, commitment: Commitment) -> QuerySet[AuditEvent]:
     return AuditEvent.objects.for_object(commitment).select_related("user")
+
+
+# Audit actions that change the terms, and where their diff sits in the payload.
+_TERMS_DIFFS = {"draft_edited": None, "renegotiated": "changes"}
+
+
+def commitment_terms_changes_since(*, commitment: Commitment, terms_version: int) -> dict[str, Any]:
+    """What changed in the terms after version `terms_version`, from the diffs
+    the audit trail keeps of every draft edit and renegotiation, the latest
+    value of each winning: {"description": str, "deadline": datetime | None},
+    with only the terms that changed."""
+    changed: dict[str, Any] = {}
+    events = commitment_timeline(commitment=commitment).filter(action__in=_TERMS_DIFFS)
+    for event in events:
+        if event.payload.get("termsVersion", 0) <= terms_version:
+            continue
+        key = _TERMS_DIFFS[event.action]
+        diff = event.payload.get(key, {}) if key else event.payload
+        for term in ("description", "deadline"):
+            if term in diff:
+                changed[term] = diff[term]
+    if changed.get("deadline"):
+        changed["deadline"] = dt.datetime.fromisoformat(changed["deadline"])
+    return changed
 
 
 def flow_score(*, user, now: dt.datetime | None = None) -> int | None:

@@ -27,6 +27,7 @@ from commitments.errors import (
     InvalidTransition,
     NothingChanged,
     NotPermitted,
+    TermsChanged,
 )
 from commitments.machine import MOVES, may_create, may_make
 from commitments.models import Commitment, EventKind, OutboxEvent, Status
@@ -63,6 +64,17 @@ def _check(commitment: Commitment, *, actor: Actor, move: str, replay_into: str 
     if commitment.status not in rule.from_statuses:
         raise InvalidTransition(action=rule.words, current_status=commitment.status)
     return True
+
+
+def _check_terms(commitment: Commitment, *, move: str, terms_version: int | None) -> None:
+    """Raise TermsChanged unless `terms_version`, the version of the terms the
+    actor was shown, is the current one. None: the caller showed no terms."""
+    if terms_version is not None and terms_version != commitment.terms_version:
+        raise TermsChanged(
+            action=MOVES[move].words,
+            shown_version=terms_version,
+            current_version=commitment.terms_version,
+        )
 
 
 def _record(
@@ -254,21 +266,31 @@ def commitment_update_draft(
     description: str = UNSET,
     deadline: dt.datetime | None = UNSET,
     assignee=UNSET,
+    terms_version: int | None = None,
 ) -> Commitment:
     """A plain edit of a Draft: no transition, no notification. Only what
     differs is saved and audited; an edit that changes nothing raises
-    NothingChanged and records nothing."""
+    NothingChanged and records nothing. `terms_version` is the version the
+    edit form showed: an edit of terms changed since (another tab, another
+    session) raises TermsChanged and changes nothing, so no edit is lost."""
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move="edit_draft")
+    _check_terms(commitment, move="edit_draft", terms_version=terms_version)
     changes = _apply_terms(commitment, description=description, deadline=deadline)
     if assignee is not UNSET and assignee.pk != commitment.assignee_id:
         commitment.assignee = assignee
         changes["assigneeId"] = str(assignee.pk)
     if not changes:
         raise NothingChanged("The draft is unchanged.")
+    commitment.terms_version += 1
     commitment.updated_at = timezone.now()
     commitment.save()
-    audit_event_record(actor=actor, subject=commitment, action="draft_edited", payload=changes)
+    audit_event_record(
+        actor=actor,
+        subject=commitment,
+        action="draft_edited",
+        payload={**changes, "termsVersion": commitment.terms_version},
+    )
     return commitment
 
 
@@ -281,10 +303,14 @@ def _assignee_answers(
     stamp_field: str,
     audit_action: str,
     event: str,
+    terms_version: int | None,
 ) -> TransitionResult:
-    """The handshake: the assignee answers a Pending_Handshake commitment."""
+    """The handshake: the assignee answers a Pending_Handshake commitment, on
+    the terms they were shown (TermsChanged when those are not the current
+    ones: nothing is accepted or declined)."""
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move=move)
+    _check_terms(commitment, move=move, terms_version=terms_version)
     previous = _move(commitment, to=to, stamp_field=stamp_field, now=timezone.now())
     _record(commitment, actor=actor, action=audit_action, previous_status=previous, event=event)
     return TransitionResult(commitment, previous, True)
@@ -306,7 +332,12 @@ def commitment_send_for_handshake(*, actor: Actor, commitment_id: uuid.UUID) -> 
 
 
 @transaction.atomic
-def commitment_accept(*, actor: Actor, commitment_id: uuid.UUID) -> TransitionResult:
+def commitment_accept(
+    *, actor: Actor, commitment_id: uuid.UUID, terms_version: int | None = None
+) -> TransitionResult:
+    """`terms_version`: the version of the terms shown to the assignee. Every
+    caller that shows terms (the page, any API) passes it; a move on terms
+    changed since raises TermsChanged and changes nothing."""
     return _assignee_answers(
         actor=actor,
         commitment_id=commitment_id,
@@ -315,11 +346,17 @@ def commitment_accept(*, actor: Actor, commitment_id: uuid.UUID) -> TransitionRe
         stamp_field="activated_at",
         audit_action="accepted",
         event=EventKind.ACTIVATED,
+        terms_version=terms_version,
     )
 
 
 @transaction.atomic
-def commitment_decline(*, actor: Actor, commitment_id: uuid.UUID) -> TransitionResult:
+def commitment_decline(
+    *, actor: Actor, commitment_id: uuid.UUID, terms_version: int | None = None
+) -> TransitionResult:
+    """`terms_version`: the version of the terms shown to the assignee. Every
+    caller that shows terms (the page, any API) passes it; a move on terms
+    changed since raises TermsChanged and changes nothing."""
     return _assignee_answers(
         actor=actor,
         commitment_id=commitment_id,
@@ -328,6 +365,7 @@ def commitment_decline(*, actor: Actor, commitment_id: uuid.UUID) -> TransitionR
         stamp_field="refused_at",
         audit_action="declined",
         event=EventKind.REFUSED,
+        terms_version=terms_version,
     )
 
 
@@ -382,20 +420,24 @@ def commitment_renegotiate(
     commitment_id: uuid.UUID,
     description: str = UNSET,
     deadline: dt.datetime | None = UNSET,
+    terms_version: int | None = None,
 ) -> TransitionResult:
     """The assigner changes the description or deadline before a handshake
-    completed; the assignee is asked for the handshake again."""
+    completed; the assignee is asked for the handshake again. `terms_version`
+    is the version the edit form showed (TermsChanged when it is stale)."""
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move="renegotiate")
+    _check_terms(commitment, move="renegotiate", terms_version=terms_version)
     changes = _apply_terms(commitment, description=description, deadline=deadline)
     if not changes:
         raise NothingChanged()
+    commitment.terms_version += 1
     previous = _move(
         commitment,
         to=Status.PENDING_HANDSHAKE,
         stamp_field="renegotiated_at",
         now=timezone.now(),
-        extra_fields=("description", "deadline"),
+        extra_fields=("description", "deadline", "terms_version"),
     )
     _record(
         commitment,
@@ -403,6 +445,6 @@ def commitment_renegotiate(
         action="renegotiated",
         previous_status=previous,
         event=EventKind.RENEGOTIATED,
-        payload={"changes": changes},
+        payload={"changes": changes, "termsVersion": commitment.terms_version},
     )
     return TransitionResult(commitment, previous, True)

@@ -19,7 +19,13 @@ from django.views.decorators.http import require_POST, require_safe
 from audit.models import ActorKind
 from audit.services import Actor
 from commitments import selectors, services
-from commitments.errors import CommitmentNotFound, InvalidTransition, NothingChanged, NotPermitted
+from commitments.errors import (
+    CommitmentNotFound,
+    InvalidTransition,
+    NothingChanged,
+    NotPermitted,
+    TermsChanged,
+)
 from commitments.models import DESCRIPTION_MAX, Commitment, Status
 
 # The Accord's sections, in the order a person acts on them.
@@ -94,16 +100,55 @@ class TermsForm(forms.Form):
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
         help_text="Leave empty for no deadline.",
     )
+    # The version of the terms this form showed: an edit of terms changed
+    # since (another tab) is refused rather than silently overwriting them.
+    terms_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+
+def posted_terms_version(value: object) -> int:
+    """The terms version a form posted; a missing or malformed one is no
+    version at all (0, which no commitment has), so the move is refused."""
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0
+
+
+def _terms_changed(
+    commitment: Commitment, exc: TermsChanged, *, message: str, sent: dict | None = None
+) -> dict:
+    """What the page shows when a form was posted from terms changed since:
+    why nothing happened, and what changed after the version shown."""
+    return {
+        "message": message,
+        "changes": selectors.commitment_terms_changes_since(
+            commitment=commitment, terms_version=exc.shown_version
+        ),
+        "sent": sent,
+    }
 
 
 def _render_detail(
-    request: HttpRequest, commitment: Commitment, *, terms_form: TermsForm | None = None
+    request: HttpRequest,
+    commitment: Commitment,
+    *,
+    terms_form: TermsForm | None = None,
+    terms_changed: dict | None = None,
 ) -> HttpResponse:
     terms_move = selectors.commitment_terms_move_for(user=request.user, commitment=commitment)
     if terms_form is None and terms_move is not None:
         terms_form = TermsForm(
-            initial={"description": commitment.description, "deadline": commitment.deadline}
+            initial={
+                "description": commitment.description,
+                "deadline": commitment.deadline,
+                "terms_version": commitment.terms_version,
+            }
         )
+    status = 200
+    if terms_changed is not None:
+        status = 409
+    elif terms_form is not None and terms_form.errors:
+        status = 400
     return render(
         request,
         "commitments/detail.html",
@@ -114,8 +159,9 @@ def _render_detail(
             "terms_move": terms_move,
             "terms_form": terms_form,
             "timeline": _timeline(commitment),
+            "terms_changed": terms_changed,
         },
-        status=400 if terms_form is not None and terms_form.errors else 200,
+        status=status,
     )
 
 
@@ -147,7 +193,11 @@ def commitment_change_terms(request: HttpRequest, commitment_id: uuid.UUID) -> H
     # stored deadline that has seconds (an inbox may send them).
     if commitment.deadline and deadline == commitment.deadline.replace(second=0, microsecond=0):
         deadline = commitment.deadline
-    terms = {"description": form.cleaned_data["description"], "deadline": deadline}
+    terms = {
+        "description": form.cleaned_data["description"],
+        "deadline": deadline,
+        "terms_version": posted_terms_version(form.cleaned_data["terms_version"]),
+    }
     try:
         if commitment.status == Status.DRAFT:
             services.commitment_update_draft(actor=actor, commitment_id=commitment_id, **terms)
@@ -167,6 +217,24 @@ def commitment_change_terms(request: HttpRequest, commitment_id: uuid.UUID) -> H
     except InvalidTransition as exc:
         status = Status(exc.current_status).label
         messages.error(request, f"Could not {exc.action} this commitment: its status is {status}.")
+    except TermsChanged as exc:
+        # Two tabs, or two people: the form showed terms that are no longer
+        # the current ones. Nothing is saved; the form comes back with the
+        # current terms, and what was sent is shown so it can be redone.
+        current = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
+        if current is None:
+            raise Http404("No such commitment.") from None
+        changed = _terms_changed(
+            current,
+            exc,
+            message=(
+                "Your change was not saved: the terms were changed elsewhere after this form "
+                "was opened. The form now shows the current terms; make your change again "
+                "on them if it still applies."
+            ),
+            sent={"description": terms["description"], "deadline": terms["deadline"]},
+        )
+        return _render_detail(request, current, terms_changed=changed)
     return redirect(detail_url)
 
 
@@ -177,6 +245,8 @@ HANDSHAKE_ACTIONS: dict[str, tuple[Callable[..., object], str]] = {
     "decline": (services.commitment_decline, "Declined."),
     "complete": (services.commitment_complete, "Marked completed."),
 }
+# The moves that answer the terms shown: their forms post the terms version.
+ANSWERS_TO_TERMS = {"accept": "accepted", "decline": "declined"}
 
 
 @require_POST
@@ -191,8 +261,24 @@ def commitment_act(request: HttpRequest, commitment_id: uuid.UUID, action: str) 
     if selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id) is None:
         raise Http404("No such commitment.")
     service, success = HANDSHAKE_ACTIONS[action]
+    extra = {}
+    if action in ANSWERS_TO_TERMS:
+        extra["terms_version"] = posted_terms_version(request.POST.get("terms_version"))
     try:
-        service(actor=Actor.for_user(request.user), commitment_id=commitment_id)
+        service(actor=Actor.for_user(request.user), commitment_id=commitment_id, **extra)
+    except TermsChanged as exc:
+        current = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
+        if current is None:
+            raise Http404("No such commitment.") from None
+        changed = _terms_changed(
+            current,
+            exc,
+            message=(
+                f"Nothing was {ANSWERS_TO_TERMS[action]}: {current.assigner.name} changed the "
+                "terms after this page was opened. Read the new terms below and answer again."
+            ),
+        )
+        return _render_detail(request, current, terms_changed=changed)
     except CommitmentNotFound:
         raise Http404("No such commitment.") from None
     except NotPermitted as exc:

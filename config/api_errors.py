@@ -19,6 +19,7 @@ from commitments.errors import (
     DuplicateExternalRef,
     InvalidTransition,
     NotPermitted,
+    TermsChanged,
 )
 from lib.api_errors import (
     INTERNAL_ERROR_MESSAGE,
@@ -52,6 +53,11 @@ def _from_domain(exc: Exception) -> Exception:
     if isinstance(exc, InvalidTransition):
         details = {"currentStatus": exc.current_status}
         return ApiError(str(exc), error="invalid_transition", status_code=409, details=details)
+    if isinstance(exc, TermsChanged):
+        # The caller answered terms it was shown that are no longer the
+        # current ones: nothing changed; fetch the commitment and ask again.
+        details = {"termsVersion": exc.current_version}
+        return ApiError(str(exc), error="terms_changed", status_code=409, details=details)
     return exc
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int, env_list, env_str
@@ -62,6 +63,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
     "allauth",
     "allauth.account",
     "accounts",
@@ -76,6 +78,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "config.middleware.HttpsOnlyMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -121,12 +124,19 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": VAR_DIR / "db.sqlite3",
+            # The web process and the worker write at once; none of them may
+            # fail with "database is locked" (tests/config/test_sqlite_concurrency.py).
             "OPTIONS": {
                 # Writers take the lock at BEGIN, so a transition's
                 # read-check-write cannot interleave with another writer's
-                # (SQLite has no SELECT ... FOR UPDATE).
+                # (SQLite has no SELECT ... FOR UPDATE), and a transaction
+                # never upgrades a read lock to a write lock, which fails at
+                # once instead of waiting.
                 "transaction_mode": "IMMEDIATE",
+                # Busy timeout (s): a writer waits this long for the lock.
                 "timeout": 20,
+                # Django runs each ;-separated statement on every new
+                # connection. WAL: readers and the writer never block each other.
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             },
         }
@@ -210,6 +220,27 @@ SECURE_HSTS_PRELOAD = False
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+
+# --- Content-Security-Policy (django-csp) ----------------------------------------
+# On every response, pages and API alike. No inline script, style or event
+# handler anywhere: scripts and styles come from our own static files
+# (static/js/app.js; the Swagger UI of /api-reference loads its start-up
+# script from a URL, config.urls). Images may be data: URLs (Swagger UI's
+# icons are in its stylesheet as such).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "font-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    },
+}
 
 # --- API ----------------------------------------------------------------------
 API_MAX_BODY_BYTES = 1024 * 1024

@@ -215,7 +215,7 @@ def test_each_move_goes_through_the_service(client, people, action, before, role
     audits = AuditEvent.objects.for_object(c).count()
     client.force_login(people[role])
 
-    response = client.post(f"/commitments/{c.pk}/{action}")
+    response = client.post(f"/commitments/{c.pk}/{action}", {"terms_version": c.terms_version})
 
     assert response.status_code == 302
     assert response["Location"] == detail_url(c)
@@ -309,7 +309,10 @@ def test_a_move_needs_the_csrf_token(assigner, assignee):
     assert browser.post(f"/commitments/{c.pk}/accept").status_code == 403
     assert snapshot(c) == before
 
-    response = browser.post(f"/commitments/{c.pk}/accept", {"csrfmiddlewaretoken": token})
+    response = browser.post(
+        f"/commitments/{c.pk}/accept",
+        {"csrfmiddlewaretoken": token, "terms_version": c.terms_version},
+    )
     assert response.status_code == 302
     c.refresh_from_db()
     assert c.status == Status.ACTIVE

@@ -21,9 +21,10 @@ def terms_url(c: Commitment) -> str:
 
 
 def post_terms(client, c, description="Write the report, with charts", deadline="2030-02-01T09:30"):
-    return client.post(
-        terms_url(c), {"description": description, "deadline": deadline}, follow=True
-    )
+    """Post the form as the page shows it: on the current version of the terms."""
+    c.refresh_from_db()
+    data = {"description": description, "deadline": deadline, "terms_version": c.terms_version}
+    return client.post(terms_url(c), data, follow=True)
 
 
 def last_action(c: Commitment) -> str:

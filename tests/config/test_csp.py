@@ -1,0 +1,198 @@
+"""The Content-Security-Policy (django-csp): on every response, with no inline
+script allowed, and every page, admin and the Swagger UI included, works
+under it: nothing they render needs an inline script, an inline event
+handler or an inline style."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+import pytest
+from django.contrib import admin
+from django.test import RequestFactory
+from django.urls import reverse
+
+from audit.services import Actor
+from commitments import services
+from commitments.models import Status
+from tests.commitments.support import commitment_in
+
+pytestmark = pytest.mark.django_db
+
+REQUIRED = {
+    "script-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'self'"],
+    "frame-ancestors": ["'none'"],
+    "form-action": ["'self'"],
+}
+
+
+def policy(response) -> dict[str, list[str]]:
+    header = response.headers.get("Content-Security-Policy")
+    assert header, f"no Content-Security-Policy on {response.request['PATH_INFO']}"
+    directives = {}
+    for part in header.split(";"):
+        name, *sources = part.split()
+        directives[name] = sources
+    return directives
+
+
+def assert_strict(response) -> None:
+    directives = policy(response)
+    for name, sources in REQUIRED.items():
+        assert directives.get(name) == sources, (name, directives)
+    assert directives.get("style-src") == ["'self'"]
+    header = response.headers["Content-Security-Policy"]
+    assert "unsafe-inline" not in header and "unsafe-eval" not in header
+
+
+# --- the header ---------------------------------------------------------------------------
+
+
+def test_pages_carry_the_policy(client, assigner):
+    assert_strict(client.get("/accounts/login/"))
+    client.force_login(assigner)
+    assert_strict(client.get("/"))
+
+
+def test_the_api_reference_and_its_script_carry_the_policy(client):
+    page = client.get("/api-reference")
+    assert page.status_code == 200
+    assert_strict(page)
+    script = client.get("/api-reference?script=")
+    assert script.status_code == 200
+    assert script["Content-Type"].startswith("application/javascript")
+    assert_strict(script)
+
+
+def test_the_apis_json_answers_carry_it_too(client):
+    """Harmless there (a browser renders no JSON as a page), and it costs
+    nothing to send it everywhere rather than decide where."""
+    refused = client.post("/api/v1/inbox", data="{}", content_type="application/json")
+    assert refused.status_code == 401
+    assert refused["Content-Type"] == "application/json"
+    assert_strict(refused)
+    assert_strict(client.get("/api-reference/openapi.json"))
+    assert_strict(client.get("/api/v1/nothing-here"))
+
+
+# --- what the pages render ----------------------------------------------------------------
+
+# Non-executable data blocks (Django's json_script, allauth's form data): the
+# policy does not apply to them and they run nothing.
+DATA_TYPES = {"application/json", "application/ld+json"}
+
+
+class InlineFinder(HTMLParser):
+    """Everything in a page the policy would block: inline scripts without a
+    nonce, event handler attributes, javascript: URLs, inline styles."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = dict(attrs)
+        runs_inline = not named.get("src") and not named.get("nonce")
+        if tag == "script" and runs_inline and (named.get("type") or "").lower() not in DATA_TYPES:
+            self.found.append(f"inline <script {attrs}>")
+        if tag == "style":
+            self.found.append("inline <style>")
+        for name, value in attrs:
+            if name.startswith("on"):
+                self.found.append(f"<{tag} {name}=...>")
+            if name == "style":
+                self.found.append(f"<{tag} style={value!r}>")
+            url = (value or "").strip().lower()
+            if name in ("href", "src", "action", "formaction") and url.startswith("javascript:"):
+                self.found.append(f"<{tag} {name}={value!r}>")
+
+
+def inline_code(html: str) -> list[str]:
+    finder = InlineFinder()
+    finder.feed(html)
+    return finder.found
+
+
+def test_the_finder_sees_what_the_policy_blocks():
+    page = (
+        '<script>alert(1)</script><script src="/static/js/app.js"></script>'
+        '<script type="application/json">{}</script><button onclick="go()">x</button>'
+        '<a href="javascript:go()">x</a><p style="color: red">x</p><style>p {}</style>'
+    )
+    assert len(inline_code(page)) == 5
+
+
+def admin_pages(staff, c) -> list[str]:
+    """Every changelist and add page of the admin, and a change page of a
+    user and of a commitment."""
+    request = RequestFactory().get("/admin/")
+    request.user = staff
+    urls = ["/admin/"]
+    for model, model_admin in admin.site._registry.items():
+        meta = model._meta
+        urls.append(reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist"))
+        if model_admin.has_add_permission(request):
+            urls.append(reverse(f"admin:{meta.app_label}_{meta.model_name}_add"))
+    urls.append(reverse("admin:accounts_user_change", args=[staff.pk]))
+    urls.append(reverse("admin:commitments_commitment_change", args=[c.pk]))
+    return urls
+
+
+def test_no_page_renders_inline_script_event_handlers_or_inline_styles(
+    client, assigner, assignee, staff
+):
+    pending = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
+    draft = services.commitment_create_draft(
+        actor=Actor.for_user(assigner), assignee=assignee, description="A draft"
+    )
+    signed_out = [
+        "/accounts/login/",
+        "/accounts/signup/",
+        "/accounts/password/reset/",
+        "/api-reference",
+    ]
+    signed_in = [
+        "/",
+        "/dashboard/",
+        f"/commitments/{pending.pk}",
+        f"/commitments/{draft.pk}",
+        "/capture/",
+        "/settings/",
+        "/settings/tokens/",
+        "/settings/notifications/",
+        "/accounts/email/",
+        "/accounts/password/change/",
+        "/api-reference",
+        "/no-such-page/",
+    ]
+    rendered: dict[str, str] = {}
+    for path in signed_out:
+        rendered[f"signed out {path}"] = client.get(path)
+    for person in (assigner, assignee):
+        client.force_login(person)
+        for path in signed_in:
+            rendered[f"{person.email} {path}"] = client.get(path)
+    client.force_login(staff)
+    for path in admin_pages(staff, pending):
+        rendered[f"staff {path}"] = client.get(path)
+
+    problems = {}
+    for what, response in rendered.items():
+        assert response.status_code in (200, 404), (what, response.status_code)
+        assert_strict(response)
+        if found := inline_code(response.content.decode()):
+            problems[what] = found
+    assert problems == {}
+    assert len(rendered) >= 40
+
+
+def test_the_api_reference_page_runs_only_scripts_from_urls(client):
+    html = client.get("/api-reference").content.decode()
+    scripts = re.findall(r"<script[^>]*>", html)
+    assert len(scripts) == 3  # the bundle, the preset, and the start-up script
+    assert all('src="' in tag for tag in scripts)
+    assert 'src="/api-reference?script="' in html
+    assert 'href="/static/css/api_reference.css"' in html
