@@ -234,3 +234,22 @@ def test_a_digest_that_fails_for_now_keeps_what_it_holds_and_takes_more(
     message = mail.outbox[-1]
     assert message.subject == "Lead sent you 3 more requests"
     assert "Request number 50\n" in message.body
+
+
+@pytest.mark.postgres
+def test_workers_dispatching_at_once_still_keep_the_cap(assigner, assignee):
+    from tests.support import race
+
+    events = [request_of(assigner, assignee, n) for n in range(12)]
+
+    race([lambda e=e: outbox.outbox_event_dispatch(event_id=e.pk) for e in events])
+
+    deliveries = Delivery.objects.filter(recipient=assignee)
+    assert deliveries.count() == 12
+    singles = deliveries.filter(is_digest=False, status=DeliveryStatus.PENDING)
+    assert singles.count() == CAP
+    (digest,) = deliveries.filter(is_digest=True)
+    assert set(deliveries.filter(status=DeliveryStatus.HELD).values_list("digest", flat=True)) == {
+        digest.pk
+    }
+    assert deliveries.filter(status=DeliveryStatus.HELD).count() == 12 - CAP - 1
