@@ -253,3 +253,17 @@ def test_workers_dispatching_at_once_still_keep_the_cap(assigner, assignee):
         digest.pk
     }
     assert deliveries.filter(status=DeliveryStatus.HELD).count() == 12 - CAP - 1
+
+
+def test_the_admin_shows_a_held_delivery_and_its_digest(assigner, assignee, staff_client):
+    deliveries = flood(assigner, assignee, CAP + 2)
+    held = deliveries[-1]
+
+    page = staff_client.get(f"/admin/notifications/delivery/{held.pk}/change/")
+
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Held for a digest" in text
+    assert f"/admin/notifications/delivery/{deliveries[CAP].pk}/change/" in text
+    listing = staff_client.get("/admin/notifications/delivery/?is_digest__exact=1")
+    assert listing.status_code == 200
