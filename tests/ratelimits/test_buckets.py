@@ -104,3 +104,44 @@ def test_concurrent_takes_never_spend_more_than_the_burst(settings, where):
         thread.join(timeout=30)
     assert len(results) == 20
     assert results.count(True) == 5
+
+
+def test_processes_taking_at_once_on_sqlite_never_spend_more_than_the_burst(tmp_path):
+    """The embedded default: four processes, one SQLite file, 40 takes at
+    once from a bucket of 15 (IMMEDIATE transactions serialise them)."""
+    import subprocess
+    import sys
+
+    from tests.delivery.nudge_support import ROOT, manage, subprocess_env
+
+    env = subprocess_env(tmp_path, DATABASE_URL=None, REDIS_URL=None)
+    subprocess.run(manage("migrate", "--noinput"), env=env, check=True, timeout=180)
+    go = tmp_path / "go"
+    code = f"""
+import os, time, django
+django.setup()
+from ratelimits.buckets import take
+while not os.path.exists({str(go)!r}):
+    time.sleep(0.01)
+print(sum(take("race", burst=15, per_second=0.001, now={NOW})[0] for _ in range(10)))
+"""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(4)
+    ]
+    go.touch()
+    allowed = [int(p.communicate(timeout=120)[0]) for p in procs]
+
+    assert sum(allowed) == 15
+
+
+def test_a_redis_that_does_not_answer_lets_the_call_through(settings, db, caplog):
+    from tests.delivery.nudge_support import free_port
+
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+
+    assert take("t:1", burst=1, per_second=1, now=NOW) == (True, 0)
+    assert take("t:1", burst=1, per_second=1, now=NOW) == (True, 0)
+    assert "Rate limit t:1 not checked: Redis did not answer." in caplog.text
