@@ -340,6 +340,9 @@ else:
             "BACKEND": "django.core.cache.backends.db.DatabaseCache",
             "LOCATION": "django_cache",
             "KEY_PREFIX": "cache",
+            # Past this many entries Django culls a third of them, limits'
+            # counts included; the default (300) is far too few for that.
+            "OPTIONS": {"MAX_ENTRIES": 50_000},
         }
     }
 # Publishes from workers and beat retry a little (a pooled connection may be
