@@ -36,6 +36,7 @@ COPY --from=build /opt/venv /opt/venv
 COPY manage.py ./
 COPY config ./config
 COPY lib ./lib
+COPY ratelimits ./ratelimits
 COPY accounts ./accounts
 COPY audit ./audit
 COPY commitments ./commitments

@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "csp",
     "allauth",
     "allauth.account",
+    "ratelimits",
     "accounts",
     "audit",
     "commitments",
@@ -169,6 +170,16 @@ ACCOUNT_LOGOUT_ON_GET = False
 LOGIN_URL = "account_login"
 LOGIN_REDIRECT_URL = "/"
 ACCOUNT_LOGOUT_REDIRECT_URL = "/accounts/login/"
+# allauth's sign-in, sign-up and password-reset limits (ACCOUNT_RATE_LIMITS,
+# its defaults) count in the shared cache (CACHES, below), so they hold across
+# gunicorn workers and hosts; the admin's login goes through allauth's
+# (config/urls.py). They count per client address: behind proxies, say how many
+# of the X-Forwarded-For entries your own proxies add (TRUSTED_PROXY_COUNT),
+# or which header your proxy puts the client's address in
+# (TRUSTED_CLIENT_IP_HEADER, e.g. X-Real-IP). The default trusts no proxy:
+# X-Forwarded-For is ignored, since anyone can send it.
+ALLAUTH_TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+ALLAUTH_TRUSTED_CLIENT_IP_HEADER = env_str("TRUSTED_CLIENT_IP_HEADER") or None
 
 # --- Mail ---------------------------------------------------------------------
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
@@ -244,6 +255,15 @@ CONTENT_SECURITY_POLICY = {
 
 # --- API ----------------------------------------------------------------------
 API_MAX_BODY_BYTES = 1024 * 1024
+# Per-token rate limit of POST /api/v1/inbox and /api/v1/sync (one bucket per
+# token for both): off unless API_RATE_BURST is set; then a token may make
+# API_RATE_BURST calls at once, refilled at API_RATE_PER_MINUTE a minute.
+API_RATE_BURST = env_int("API_RATE_BURST", 0)
+API_RATE_PER_MINUTE = env_int("API_RATE_PER_MINUTE", 0)
+if API_RATE_BURST < 0 or (API_RATE_BURST and API_RATE_PER_MINUTE < 1):
+    raise ImproperlyConfigured(
+        "API_RATE_BURST (calls at once) needs API_RATE_PER_MINUTE (calls a minute, 1 or more)."
+    )
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -328,6 +348,34 @@ else:
         "store_processed": False,
     }
 CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_TIMEOUT
+
+# --- The shared cache -----------------------------------------------------------
+# Shared by every process, so the limits kept in it (allauth's) hold across
+# gunicorn workers: Redis when configured, else the database. The database
+# cache's table is created by `migrate` (ratelimits.CacheEntry).
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "cache",
+            "OPTIONS": {
+                "socket_connect_timeout": BROKER_TIMEOUT,
+                "socket_timeout": BROKER_TIMEOUT,
+            },
+        }
+    }
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "django_cache",
+            "KEY_PREFIX": "cache",
+            # Past this many entries Django culls a third of them, limits'
+            # counts included; the default (300) is far too few for that.
+            "OPTIONS": {"MAX_ENTRIES": 50_000},
+        }
+    }
 # Publishes from workers and beat retry a little (a pooled connection may be
 # stale after a Redis restart); the sweep is the real retry. Requests publish
 # without retries (delivery.outbox). Workers and beat wait for the broker
@@ -370,6 +418,10 @@ DELIVERY_LEASE_SECONDS = 120
 DELIVERY_MAX_ATTEMPTS = 10  # per channel, then fall back to e-mail or fail
 NOTIFY_HTTP_TIMEOUT = 10  # s, Slack and Teams webhooks
 NOTIFY_TEST_INTERVAL = 10  # s between one person's "send a test"
+# At most NUDGE_CAP nudges to one assignee about one assigner's requests in
+# any NUDGE_CAP_WINDOW seconds; what is over it waits for one digest nudge.
+NUDGE_CAP = env_int("NUDGE_CAP", 30)
+NUDGE_CAP_WINDOW = 3600
 # Outbound HTTP (lib.outbound) to http:// URLs on loopback (127.0.0.0/8, ::1):
 # for development and tests only. Private, link-local, CGNAT, multicast and
 # metadata addresses stay refused even then.

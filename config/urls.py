@@ -1,3 +1,4 @@
+from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiJsonRenderer2
@@ -8,6 +9,11 @@ from drf_spectacular.views import (
 )
 
 from config import views
+
+# The admin has no sign-in of its own: its login page sends a visitor to
+# allauth's, with allauth's rate limits (no second, unlimited door); a signed-in
+# staff member passes, anyone else signed in is refused.
+admin.site.login = secure_admin_login(admin.site.login)
 
 urlpatterns = [
     path("admin/", admin.site.urls),

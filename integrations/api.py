@@ -8,7 +8,9 @@ Order of checks on every operation, first failure wins:
 
 1. (middleware) plain HTTP off loopback in production: 403 https_required;
    body over 1 MiB: 413 payload_too_large.
-2. bearer token: 401 unauthorized.
+2. bearer token: 401 unauthorized. Then, when API_RATE_BURST is set, the
+   token's rate limit (one bucket per token for both operations, shared by
+   every process, `ratelimits.buckets`): 429 rate_limited with Retry-After.
 3. body: not `application/json`, not JSON, not an object, or any field failing
    its rule: 400 invalid_payload, all field errors at once in `details`.
 4. inbox: assignerEmail not the token owner: 403 forbidden; then assigneeEmail
@@ -24,14 +26,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from rest_framework import permissions, status
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import PermissionDenied, Throttled, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
+from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from audit.services import Actor
@@ -46,6 +50,7 @@ from integrations.serializers import (
     SyncSerializer,
 )
 from lib.api_errors import ApiError
+from ratelimits.buckets import take
 
 JSON = "application/json"
 
@@ -61,13 +66,38 @@ def invalid_payload(message: str, **details: str) -> ApiError:
     return ApiError(message, error="invalid_payload", status_code=400, details=details)
 
 
+class TokenRateThrottle(BaseThrottle):
+    """API_RATE_BURST calls at once per token, refilled at API_RATE_PER_MINUTE;
+    off (no query, no Redis command) while API_RATE_BURST is 0."""
+
+    retry_after = 0
+
+    def allow_request(self, request: Request, view: APIView) -> bool:
+        if not settings.API_RATE_BURST:
+            return True
+        allowed, self.retry_after = take(
+            f"api-token:{request.auth.pk}",
+            burst=settings.API_RATE_BURST,
+            per_second=settings.API_RATE_PER_MINUTE / 60,
+        )
+        return allowed
+
+    def wait(self) -> int:
+        return self.retry_after
+
+
 @token_api_schema
 class TokenApiView(APIView):
     authentication_classes = [BearerTokenAuthentication]
     permission_classes = [permissions.IsAuthenticated]
+    throttle_classes = [TokenRateThrottle]
     parser_classes = [JSONParser]
     renderer_classes = [JSONRenderer]
     content_negotiation_class = JsonOnlyNegotiation
+
+    def throttled(self, request: Request, wait: float | None) -> None:
+        # Answered by config.api_errors: 429 rate_limited, Retry-After in seconds.
+        raise Throttled(wait, detail="Too many requests with this token.")
 
     def actor(self, request: Request) -> Actor:
         token = request.auth

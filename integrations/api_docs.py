@@ -106,9 +106,30 @@ PAYLOAD_TOO_LARGE = error_response(
 )
 
 
+RETRY_AFTER = OpenApiParameter(
+    "Retry-After",
+    type={"type": "integer", "minimum": 1, "example": 12},
+    location=OpenApiParameter.HEADER,
+    required=True,
+    description="Whole seconds until the token may call again.",
+    response=[429],
+)
+RATE_LIMITED = error_response(
+    "`rate_limited`: this token has spent its calls for now (the per-token limit, shared by "
+    "`POST /api/v1/inbox` and `POST /api/v1/sync`; off unless the operator sets "
+    "`API_RATE_BURST` and `API_RATE_PER_MINUTE`). Nothing was done: wait `Retry-After` "
+    "seconds and send the same call again. Judged after the token (401) and before the body.",
+    error_example(
+        "Too many calls",
+        "rate_limited",
+        "Too many requests with this token. Expected available in 12 seconds.",
+    ),
+)
+
+
 # --- every token view ------------------------------------------------------------
 
-token_api_schema = extend_schema(parameters=[AUTH_CHALLENGE])
+token_api_schema = extend_schema(parameters=[AUTH_CHALLENGE, RETRY_AFTER])
 
 
 # --- POST /api/v1/inbox ----------------------------------------------------------
@@ -147,8 +168,9 @@ inbox_schema = extend_schema(
         "Validation is all-or-nothing: strings are trimmed before their length limits apply; "
         "unknown fields are ignored. The `deadline` key is required (its value may be null) "
         "and must be an absolute ISO-8601 date and time with `Z` or a UTC offset.\n\n"
-        "Checks run in this order, the first failure answering: token (401); body and "
-        "fields (400); `assignerEmail` is the token owner (403); `assigneeEmail` is a user "
+        "Checks run in this order, the first failure answering: token (401); the token's "
+        "rate limit, when the operator set one (429); body and fields (400); "
+        "`assignerEmail` is the token owner (403); `assigneeEmail` is a user "
         "(400, `details.assigneeEmail`); the external reference is new for this assigner "
         "(409). Nothing is stored when any check fails."
     ),
@@ -200,6 +222,7 @@ inbox_schema = extend_schema(
             ),
         ),
         413: PAYLOAD_TOO_LARGE,
+        429: RATE_LIMITED,
         500: INTERNAL_ERROR,
     },
 )
@@ -297,6 +320,7 @@ sync_schema = extend_schema(
             ),
         ),
         413: PAYLOAD_TOO_LARGE,
+        429: RATE_LIMITED,
         500: INTERNAL_ERROR,
     },
 )

@@ -88,7 +88,7 @@ class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
         "next_attempt_at",
         "delivered_at",
     )
-    list_filter = ("status", "channel", "created_at")
+    list_filter = ("status", "channel", "is_digest", "created_at")
     list_select_related = ("recipient", "event")
     search_fields = ("recipient__email", "=id", "=event__commitment__id")
     search_help_text = "Recipient e-mail, delivery id or commitment id."
@@ -107,6 +107,11 @@ class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
         "enqueued_at",
         "delivered_at",
         "last_error",
+        # The nudge cap: whose requests it counts for, a digest, or held for one.
+        "sender",
+        "counted_at",
+        "is_digest",
+        "digest",
         "created_at",
         "updated_at",
     )

@@ -26,6 +26,7 @@ __all__ = [
     "DeliveryAttempt",
     "DeliveryStatus",
     "NotificationChannel",
+    "NudgePair",
 ]
 
 
@@ -80,6 +81,8 @@ class DeliveryStatus(models.TextChoices):
     SENDING = leasing.SENDING, "Sending"
     DELIVERED = "delivered", "Delivered"
     FAILED = "failed", "Failed"
+    # Over the hourly cap: goes out inside its digest (`Delivery.digest`).
+    HELD = "held", "Held for a digest"
 
 
 class Delivery(models.Model):
@@ -110,6 +113,23 @@ class Delivery(models.Model):
     enqueued_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
     last_error = models.CharField(max_length=1000, blank=True)
+    # The nudge cap (settings.NUDGE_CAP per NUDGE_CAP_WINDOW) counts the nudges
+    # to an assignee about one assigner's requests: `sender` is that assigner
+    # (null for nudges the cap does not count), `counted_at` when this one
+    # counts (its creation, or a digest's planned send; null while held).
+    sender = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    counted_at = models.DateTimeField(null=True, blank=True)
+    # A digest carries its own event and those of the deliveries it holds.
+    is_digest = models.BooleanField(default=False)
+    digest = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="held"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -132,10 +152,35 @@ class Delivery(models.Model):
                 name="delivery_sending_lease_idx",
             ),
             models.Index(fields=["recipient", "-created_at"], name="delivery_recipient_idx"),
+            models.Index(
+                fields=["recipient", "sender", "counted_at"],
+                condition=Q(sender__isnull=False),
+                name="delivery_nudge_cap_idx",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"Nudge of event {self.event_id} to {self.recipient_id} ({self.status})"
+
+
+class NudgePair(models.Model):
+    """One assigner (`sender`) and one assignee: the row locked (SELECT ...
+    FOR UPDATE) while deciding whether a nudge from the one to the other goes
+    out, waits in a digest or starts one, so that two workers dispatching at
+    once cannot both take the last place under the cap."""
+
+    sender = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["sender", "recipient"], name="nudge_pair_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.sender_id} to {self.recipient_id}"
 
 
 class AttemptOutcome(models.TextChoices):

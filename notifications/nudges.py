@@ -105,3 +105,31 @@ def sample_message(user) -> Message:
         ),
         url=f"{settings.SITE_URL}/settings/notifications/",
     )
+
+
+def digest_message(
+    *, recipient, sender, events: list[OutboxEvent], idempotency_key: str | None = None
+) -> Message:
+    """One nudge for the requests that came over the hourly cap (NUDGE_CAP):
+    each one's terms and link, oldest first."""
+    tz_name = getattr(recipient, "timezone", "UTC")
+    lines = []
+    for event in events:
+        commitment = event.commitment
+        verb = "Changed" if event.kind == EventKind.RENEGOTIATED else "Asks"
+        by = format_deadline(commitment.deadline, tz_name)
+        lines.append(
+            f"- {verb}: {commitment.description}\n  By: {by}.\n  {commitment_url(commitment.pk)}"
+        )
+    count = len(events)
+    requests = "request" if count == 1 else "requests"
+    subject = f"{sender.name} sent you {count} more {requests}"
+    text = (
+        f"{sender.name} sent you more than {settings.NUDGE_CAP} requests within an hour, so "
+        f"these {count} were held back to come together:\n\n"
+        + "\n".join(lines)
+        + "\n\nAccept or decline each in Commitments."
+    )
+    return Message(
+        subject=subject, text=text, url=f"{settings.SITE_URL}/", idempotency_key=idempotency_key
+    )

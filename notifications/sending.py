@@ -19,6 +19,18 @@ Nothing else can send twice: claims are conditional, a stale worker's
 results are fenced by the attempt count, and the lease outlasts the task's
 hard time limit. E-mail carries a Message-ID derived from the delivery id, so
 a mail system can recognise a second copy.
+
+The nudge cap: an assignee gets at most settings.NUDGE_CAP nudges about one
+assigner's requests in any NUDGE_CAP_WINDOW (an hour), so a token cannot
+flood a person. Decided when the deliveries are made, under a lock on the
+pair (`NudgePair`, SELECT ... FOR UPDATE): a nudge under the cap goes out at
+once; the first one over it becomes a digest, a delivery due when the window
+lets one more through (queued then by the sweep, like a due retry); the ones
+after it are held (`held`) and attached to that digest while it waits.
+Sending a digest lists its own request and the held ones, and marks those
+delivered with it. A digest being sent takes no more: what comes then starts
+the next one (the digest row is locked while one is attached, so a claim
+cannot slip in between). Nothing is dropped, and every row stays the truth.
 """
 
 from __future__ import annotations
@@ -43,8 +55,9 @@ from notifications.models import (
     Delivery,
     DeliveryAttempt,
     DeliveryStatus,
+    NudgePair,
 )
-from notifications.nudges import nudge_message, nudge_recipients
+from notifications.nudges import TELLS_ASSIGNEE, digest_message, nudge_message, nudge_recipients
 from notifications.transports import TransportError, transport_for
 
 log = logging.getLogger(__name__)
@@ -70,22 +83,62 @@ def enqueue_on_commit(delivery_ids: list) -> None:
 
 def nudge_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uuid.UUID]:
     """The nudges `event` calls for, once each (unique per event and
-    recipient), queued after commit. Returns the ids of the new ones."""
-    created: list[uuid.UUID] = []
+    recipient), those under the cap queued after commit. Returns the ids of
+    the ones queued (not digests waiting for their time, nor held ones)."""
+    queued: list[uuid.UUID] = []
     for recipient in nudge_recipients(event):
-        delivery, is_new = Delivery.objects.get_or_create(
-            event=event,
-            recipient=recipient,
-            defaults={
-                "channel": destination_for(recipient).kind,
-                "next_attempt_at": now,
-                "enqueued_at": now,
-            },
+        if Delivery.objects.filter(event=event, recipient=recipient).exists():
+            continue
+        fields = _capped(event=event, recipient=recipient, now=now)
+        delivery = Delivery.objects.create(
+            event=event, recipient=recipient, channel=destination_for(recipient).kind, **fields
         )
-        if is_new:
-            created.append(delivery.pk)
-    enqueue_on_commit(created)
-    return created
+        if delivery.status == DeliveryStatus.PENDING and delivery.enqueued_at is not None:
+            queued.append(delivery.pk)
+    enqueue_on_commit(queued)
+    return queued
+
+
+def _capped(*, event: OutboxEvent, recipient, now: dt.datetime) -> dict[str, object]:
+    """How a new nudge of `event` to `recipient` goes: at once, in a new
+    digest, or held in the waiting one. Call inside the dispatch transaction."""
+    at_once: dict[str, object] = {"next_attempt_at": now, "enqueued_at": now}
+    sender_id = event.commitment.assigner_id
+    if event.kind not in TELLS_ASSIGNEE or sender_id == recipient.pk:
+        return at_once
+    # One decision at a time per pair: whoever locks the row first decides first.
+    NudgePair.objects.bulk_create(
+        [NudgePair(sender_id=sender_id, recipient_id=recipient.pk)], ignore_conflicts=True
+    )
+    NudgePair.objects.select_for_update().get(sender_id=sender_id, recipient_id=recipient.pk)
+    mine = Delivery.objects.filter(recipient=recipient, sender_id=sender_id)
+    # Locked, so a worker cannot claim it until this commits (then it sees
+    # this one held); one already claimed is not pending any more.
+    waiting = (
+        mine.select_for_update()
+        .filter(is_digest=True, status=DeliveryStatus.PENDING)
+        .order_by("next_attempt_at")
+        .first()
+    )
+    if waiting is not None:
+        return {"sender_id": sender_id, "status": DeliveryStatus.HELD, "digest": waiting}
+    window = dt.timedelta(seconds=settings.NUDGE_CAP_WINDOW)
+    counted = list(
+        mine.filter(counted_at__gt=now - window)
+        .order_by("counted_at")
+        .values_list("counted_at", flat=True)
+    )
+    if len(counted) < settings.NUDGE_CAP:
+        return at_once | {"sender_id": sender_id, "counted_at": now}
+    # Over the cap: a digest, due when the window lets one more nudge through.
+    due = max(now, counted[len(counted) - settings.NUDGE_CAP] + window)
+    return {
+        "sender_id": sender_id,
+        "is_digest": True,
+        "counted_at": due,
+        "next_attempt_at": due,
+        "enqueued_at": None,  # the sweep queues it when it is due
+    }
 
 
 def nudge_deliveries_take_due(*, now: dt.datetime, requeue_after: dt.timedelta, limit: int) -> list:
@@ -107,6 +160,8 @@ class _Claim:
     kind: str
     address: str
     channel_id: uuid.UUID | None
+    # A digest's held deliveries, as attached when it was claimed.
+    held: tuple[Delivery, ...] = ()
 
 
 def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
@@ -134,7 +189,14 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
                 Delivery.objects.filter(pk=delivery_id).update(channel=kind)
                 delivery.channel = kind
         attempt = DeliveryAttempt.objects.create(delivery=delivery, channel=kind, started_at=now)
-    return _Claim(delivery, attempt.pk, delivery.attempts, kind, address, channel_id)
+        held: tuple[Delivery, ...] = ()
+        if delivery.is_digest:
+            held = tuple(
+                delivery.held.filter(status=DeliveryStatus.HELD)
+                .select_related("event__commitment")
+                .order_by("created_at", "id")
+            )
+    return _Claim(delivery, attempt.pk, delivery.attempts, kind, address, channel_id, held)
 
 
 def nudge_send(*, delivery_id) -> str | None:
@@ -151,11 +213,19 @@ def nudge_send(*, delivery_id) -> str | None:
         )
     try:
         delivery = claim.delivery
-        message = nudge_message(
-            event=delivery.event,
-            recipient=delivery.recipient,
-            idempotency_key=f"nudge-{delivery.pk}",
-        )
+        if delivery.is_digest:
+            message = digest_message(
+                recipient=delivery.recipient,
+                sender=delivery.event.commitment.assigner,
+                events=[delivery.event, *(h.event for h in claim.held)],
+                idempotency_key=f"nudge-{delivery.pk}",
+            )
+        else:
+            message = nudge_message(
+                event=delivery.event,
+                recipient=delivery.recipient,
+                idempotency_key=f"nudge-{delivery.pk}",
+            )
         status_code = transport_for(claim.kind, claim.address).notify(message)
     except TransportError as exc:
         return _record_failure(claim, exc, started)
@@ -189,6 +259,16 @@ def _record_success(claim: _Claim, status_code: int | None, started: float) -> N
             duration_ms=_elapsed_ms(started),
             status_code=status_code,
         )
+        if claim.held:
+            # They went out in this digest.
+            Delivery.objects.filter(
+                pk__in=[h.pk for h in claim.held], status=DeliveryStatus.HELD
+            ).update(
+                status=DeliveryStatus.DELIVERED,
+                channel=claim.kind,
+                delivered_at=now,
+                updated_at=now,
+            )
 
 
 def _record_failure(claim: _Claim, exc: TransportError, started: float) -> str:

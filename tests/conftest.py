@@ -95,3 +95,26 @@ def redis_server(tmp_path):
 def private_redis(redis_server):
     """The port of a Redis server of this test's own."""
     return redis_server.port
+
+
+@pytest.fixture(autouse=True)
+def _fresh_limits():
+    """Every test starts with no rate limit spent. The database cache and
+    buckets go with the test's transaction or flush; with REDIS_URL the cache
+    (`cache:*`) and the buckets (`ratelimit:*`) live in Redis, across tests
+    and runs, so they are deleted here (not FLUSHDB: the broker's keys stay)."""
+    url = os.environ.get("REDIS_URL")
+    if url:
+        import redis
+
+        client = redis.Redis.from_url(url, socket_timeout=5)
+        try:
+            for pattern in ("cache:*", "ratelimit:*"):
+                keys = list(client.scan_iter(match=pattern, count=1000))
+                if keys:
+                    client.delete(*keys)
+        except redis.RedisError:
+            pass  # no Redis: the tests that need it say so
+        finally:
+            client.close()
+    yield

@@ -14,6 +14,7 @@ TUNABLE = (
     "OUTBOX_REQUEUE_AFTER",
     "DELIVERY_LEASE_SECONDS",
     "NOTIFY_HTTP_TIMEOUT",
+    "NUDGE_CAP_WINDOW",
 )
 for _name in TUNABLE:
     if os.environ.get(f"TEST_{_name}"):

@@ -14,8 +14,8 @@ from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, EXTERNAL_SYSTEM
 from integrations.serializers import InboxSerializer, SyncSerializer
 
 OPERATIONS = {
-    ("/api/v1/inbox", "post"): {"201", "400", "401", "403", "409", "413", "500"},
-    ("/api/v1/sync", "post"): {"200", "400", "401", "403", "404", "409", "413", "500"},
+    ("/api/v1/inbox", "post"): {"201", "400", "401", "403", "409", "413", "429", "500"},
+    ("/api/v1/sync", "post"): {"200", "400", "401", "403", "404", "409", "413", "429", "500"},
 }
 
 
@@ -61,6 +61,8 @@ def test_each_operation_documents_every_response_it_can_give(document, path, met
             for example in content["examples"].values():
                 assert f"`{example['value']['error']}`" in response["description"]
     assert operation["responses"]["401"]["headers"]["WWW-Authenticate"]["required"] is True
+    assert operation["responses"]["429"]["headers"]["Retry-After"]["required"] is True
+    assert operation["responses"]["429"]["headers"]["Retry-After"]["schema"]["type"] == "integer"
 
 
 def test_the_error_names_of_the_contract_are_documented(document):
@@ -83,6 +85,7 @@ def test_the_error_names_of_the_contract_are_documented(document):
     assert names(sync, "403") == {"https_required"}
     assert names(sync, "404") == {"not_found"}
     assert names(sync, "409") == {"invalid_transition"}
+    assert names(inbox, "429") == names(sync, "429") == {"rate_limited"}
 
 
 def test_the_error_envelope_component(document):

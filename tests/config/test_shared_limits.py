@@ -1,0 +1,178 @@
+"""allauth's sign-in limits where they can be bypassed: the admin's own login
+page, and the client's address behind a proxy; and the shared cache they
+count in (Redis when configured, the database otherwise)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.config.conftest import REAL_KEY
+
+LOGIN = "/accounts/login/"
+PASSWORD = "correct horse battery"  # make_user's
+LIMITED = "Too many failed login attempts"
+
+
+def failed_sign_in(client, email: str, **headers: str):
+    return client.post(LOGIN, {"login": email, "password": "wrong"}, headers=headers)
+
+
+def is_limited(response) -> bool:
+    return LIMITED in response.content.decode()
+
+
+# --- the admin's login ------------------------------------------------------------------
+
+
+def test_the_admin_login_page_signs_nobody_in(client, staff):
+    response = client.post(
+        "/admin/login/?next=/admin/", {"username": staff.email, "password": PASSWORD}
+    )
+
+    assert response.status_code == 302
+    assert response["Location"].startswith(LOGIN)
+    assert client.get("/admin/").status_code == 302  # still signed out
+
+
+def test_the_admin_login_cannot_bypass_the_sign_in_limit(client, staff):
+    for _ in range(5):  # allauth: 5 failures per address in 5 minutes
+        failed_sign_in(client, staff.email)
+    assert is_limited(client.post(LOGIN, {"login": staff.email, "password": PASSWORD}))
+
+    # The admin's form with the right password does not sign in either.
+    client.post("/admin/login/", {"username": staff.email, "password": PASSWORD})
+
+    assert client.get("/admin/").status_code == 302
+    assert "_auth_user_id" not in client.session
+
+
+def test_the_admin_login_page_sends_visitors_to_the_sign_in_and_back(client, db):
+    response = client.get("/admin/login/?next=/admin/audit/")
+
+    assert response.status_code == 302
+    assert response["Location"] == f"{LOGIN}?next=%2Fadmin%2Faudit%2F"
+
+
+def test_staff_signed_in_through_allauth_reach_the_admin(client, staff):
+    response = client.post(LOGIN, {"login": staff.email, "password": PASSWORD})
+    assert response.status_code == 302
+
+    assert client.get("/admin/").status_code == 200
+
+
+def test_signed_in_non_staff_are_refused_by_the_admin_login(client, assigner):
+    client.force_login(assigner)
+
+    assert client.get("/admin/login/").status_code == 403
+
+
+# --- the client's address behind a proxy -------------------------------------------------
+# allauth counts 10 failed sign-ins a minute per address, whatever the e-mail.
+
+
+def spend_address_limit(client, **headers: str) -> None:
+    for n in range(10):
+        assert not is_limited(failed_sign_in(client, f"guess{n}@example.com", **headers))
+    assert is_limited(failed_sign_in(client, "guess@example.com", **headers))
+
+
+def test_behind_a_trusted_proxy_the_limit_counts_per_client_address(client, db, settings):
+    settings.ALLAUTH_TRUSTED_PROXY_COUNT = 1  # our proxy appends the address it saw
+    spend_address_limit(client, X_Forwarded_For="203.0.113.5")
+
+    # Another client behind the same proxy (the same REMOTE_ADDR) is not limited...
+    assert not is_limited(
+        failed_sign_in(client, "other@example.com", X_Forwarded_For="198.51.100.7")
+    )
+    # ...and the limited one cannot escape by prepending an address of its choice.
+    spoofed = failed_sign_in(client, "again@example.com", X_Forwarded_For="10.1.1.1, 203.0.113.5")
+    assert is_limited(spoofed)
+
+
+def test_a_trusted_client_ip_header_names_the_client(client, db, settings):
+    settings.ALLAUTH_TRUSTED_CLIENT_IP_HEADER = "X-Real-IP"
+    spend_address_limit(client, X_Real_IP="203.0.113.5")
+
+    assert not is_limited(failed_sign_in(client, "other@example.com", X_Real_IP="198.51.100.7"))
+
+
+def test_with_no_trusted_proxy_x_forwarded_for_is_ignored(client, db, settings):
+    assert settings.ALLAUTH_TRUSTED_PROXY_COUNT == 0
+    spend_address_limit(client, X_Forwarded_For="203.0.113.5")
+
+    # A client that makes up another address is the same client.
+    assert is_limited(failed_sign_in(client, "other@example.com", X_Forwarded_For="198.51.100.7"))
+
+
+# --- settings ---------------------------------------------------------------------------
+
+PRINT = """
+import json
+from django.conf import settings as s
+print(json.dumps({
+    "count": s.ALLAUTH_TRUSTED_PROXY_COUNT,
+    "header": s.ALLAUTH_TRUSTED_CLIENT_IP_HEADER,
+    "cache": s.CACHES["default"]["BACKEND"],
+    "location": s.CACHES["default"]["LOCATION"],
+}))
+"""
+
+
+def test_the_proxy_settings_come_from_the_environment(run_django):
+    default = json.loads(run_django(PRINT).stdout)
+    assert (default["count"], default["header"]) == (0, None)
+
+    behind = run_django(PRINT, TRUSTED_PROXY_COUNT="2", TRUSTED_CLIENT_IP_HEADER="X-Real-IP")
+    assert (json.loads(behind.stdout)["count"], json.loads(behind.stdout)["header"]) == (
+        2,
+        "X-Real-IP",
+    )
+
+
+def test_the_cache_is_redis_when_configured_and_the_database_otherwise(run_django):
+    embedded = json.loads(run_django(PRINT).stdout)
+    assert embedded["cache"] == "django.core.cache.backends.db.DatabaseCache"
+
+    production = json.loads(run_django(PRINT, REDIS_URL="redis://cache.internal:6379/0").stdout)
+    assert production["cache"] == "django.core.cache.backends.redis.RedisCache"
+    assert production["location"] == "redis://cache.internal:6379/0"
+
+
+@pytest.mark.parametrize("burst, rate", [("5", ""), ("5", "0"), ("-1", "10")])
+def test_an_api_limit_without_a_rate_fails_at_start(run_django, burst, rate):
+    result = run_django(API_RATE_BURST=burst, API_RATE_PER_MINUTE=rate, SECRET_KEY=REAL_KEY)
+
+    assert result.returncode != 0
+    assert "API_RATE_PER_MINUTE" in result.stderr
+
+
+def test_migrate_creates_the_database_caches_table(run_django):
+    """Wherever the service starts (`./scripts/serve`, the container), it migrates
+    first; that alone makes the table, and `createcachetable` finds it there."""
+    code = """
+from django.core.management import call_command
+from django.db import connection
+call_command("migrate", verbosity=0)
+print("django_cache" in connection.introspection.table_names())
+call_command("createcachetable", dry_run=True)
+"""
+    result = run_django(code)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["True", "Cache table 'django_cache' already exists."]
+
+
+def test_the_database_cache_works_on_that_table(db, settings):
+    from django.core.cache import caches
+
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "django_cache",
+        }
+    }
+    cache = caches.create_connection("default")
+    cache.set("k", {"v": 1}, 60)
+    assert cache.get("k") == {"v": 1}
