@@ -10,6 +10,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Lower
 
+from accounts.signals import credentials_changed
+
 
 def validate_timezone(value: str) -> None:
     if value not in zoneinfo.available_timezones():
@@ -66,10 +68,51 @@ class User(AbstractUser):
     def __str__(self) -> str:
         return self.email
 
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        instance = super().from_db(db, field_names, values)
+        # What the row said, to tell an e-mail change on save (None if deferred).
+        instance._stored_email = instance.__dict__.get("email")
+        return instance
+
+    def set_password(self, raw_password: str | None) -> None:
+        super().set_password(raw_password)
+        self._password_set = True
+
     def save(self, *args, **kwargs) -> None:
         # One spelling is stored, so lookups and the unique index agree.
         self.email = (self.email or "").strip().lower()
+        adding = self._state.adding
+        update_fields = kwargs.get("update_fields")
+        changes = []
+        if getattr(self, "_password_set", False) and (
+            update_fields is None or "password" in update_fields
+        ):
+            changes.append("password")
+        stored_email = getattr(self, "_stored_email", None)
+        if (
+            stored_email is not None
+            and stored_email != self.email
+            and (update_fields is None or "email" in update_fields)
+        ):
+            changes.append("email")
         super().save(*args, **kwargs)
+        self._stored_email = self.email
+        if "password" in changes:
+            self._password_set = False
+        if adding:
+            return  # a new user has nothing to protect yet
+        # Every path that changes a credential comes through here, so other apps
+        # (integrations revokes API tokens) hear of each one.
+        for change in changes:
+            for _, notice in credentials_changed.send(sender=type(self), user=self, change=change):
+                if notice:
+                    self.security_notices.append(notice)
+
+    @property
+    def security_notices(self) -> list[str]:
+        """Sentences for the person who changed this user's credentials (not stored)."""
+        return self.__dict__.setdefault("_security_notices", [])
 
     @property
     def name(self) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from allauth.account import views as allauth_views
+from allauth.account.models import EmailAddress
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -32,3 +34,30 @@ def profile_update(request: HttpRequest) -> HttpResponse:
     form.save()
     messages.success(request, "Profile saved.")
     return redirect("accounts:settings")
+
+
+class EmailView(allauth_views.EmailView):
+    """allauth's e-mail page, except that no unverified address becomes primary.
+
+    allauth lets a person with no verified address make any address they added
+    primary; here the primary address (the login, where commitments and nudges
+    go) is always one its owner proved by following the mailed link.
+    """
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if "action_primary" in request.POST:
+            chosen = (request.POST.get("email") or "").strip()
+            verified = EmailAddress.objects.filter(
+                user=request.user, email__iexact=chosen, verified=True
+            ).exists()
+            if not verified:
+                messages.error(
+                    request,
+                    "Only a verified address can be your primary address: follow the link "
+                    "we sent to it first.",
+                )
+                return redirect("account_email")
+        return super().post(request, *args, **kwargs)
+
+
+email = login_required(EmailView.as_view())

@@ -11,6 +11,8 @@ from config import views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # accounts' versions of some allauth pages first (no unverified primary address).
+    path("accounts/", include("accounts.auth_urls")),
     path("accounts/", include("allauth.urls")),
     path("api/v1/", include("integrations.api_urls")),
     path("api/", include("gather.urls")),

@@ -17,7 +17,14 @@ from audit.models import AuditEvent
 from audit.services import Actor
 from integrations import services, tokens
 from integrations.models import ApiToken
-from tests.integrations.api_support import INBOX, SYNC, inbox_body, post_json
+from tests.integrations.api_support import (
+    INBOX,
+    SYNC,
+    inbox_body,
+    mint_on_the_page,
+    post_json,
+    sign_in,
+)
 
 ALPHABET = set(string.ascii_letters + string.digits)
 
@@ -186,8 +193,8 @@ def test_the_plaintext_of_a_token_is_stored_nowhere(assigner, assignee, client):
         "mint_token", "lead@example.com", "--name", "command", stdout=out, stderr=io.StringIO()
     )
     from_command = out.getvalue().strip().splitlines()[-1]
-    client.force_login(assigner)
-    page = client.post("/settings/tokens/", {"name": "page"})
+    sign_in(client, assigner)
+    page = mint_on_the_page(client, "page")  # POST, then the GET that shows it once
     from_page = re.search(r"svc_[0-9A-Za-z]{36}", page.content.decode()).group(0)
     assert post_json(client, INBOX, inbox_body(), token=from_service).status_code == 201
     sync = {"externalSystem": "jira", "externalId": "OPS-42", "status": "Completed"}
