@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from accounts.forms import ProfileForm
+from accounts.selectors import user_has_verified_primary_email
 
 
 def _render_index(request: HttpRequest, form: ProfileForm, status: int = 200) -> HttpResponse:
@@ -41,10 +42,20 @@ class EmailView(allauth_views.EmailView):
 
     allauth lets a person with no verified address make any address they added
     primary; here the primary address (the login, where commitments and nudges
-    go) is always one its owner proved by following the mailed link.
+    go) is always one its owner proved by following the mailed link. With
+    ACCOUNT_CHANGE_EMAIL a new address replaces the old one only once verified.
     """
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if "action_add" in request.POST and not user_has_verified_primary_email(user=request.user):
+            # allauth would replace the unverified login address with the new one
+            # at once (leaving the account without an address until it is verified).
+            messages.error(
+                request,
+                "Verify your current address first (follow the link we sent to it), "
+                "then change it.",
+            )
+            return redirect("account_email")
         if "action_primary" in request.POST:
             chosen = (request.POST.get("email") or "").strip()
             verified = EmailAddress.objects.filter(
