@@ -75,17 +75,15 @@ class User(AbstractUser):
         instance._stored_email = instance.__dict__.get("email")
         return instance
 
-    def set_password(self, raw_password: str | None) -> None:
-        super().set_password(raw_password)
-        self._password_set = True
-
     def save(self, *args, **kwargs) -> None:
         # One spelling is stored, so lookups and the unique index agree.
         self.email = (self.email or "").strip().lower()
         adding = self._state.adding
         update_fields = kwargs.get("update_fields")
         changes = []
-        if getattr(self, "_password_set", False) and (
+        # set_password() leaves the raw password in `_password` until the save;
+        # Django clears it first for a hash upgrade at sign-in, which is no change.
+        if getattr(self, "_password", None) is not None and (
             update_fields is None or "password" in update_fields
         ):
             changes.append("password")
@@ -98,8 +96,6 @@ class User(AbstractUser):
             changes.append("email")
         super().save(*args, **kwargs)
         self._stored_email = self.email
-        if "password" in changes:
-            self._password_set = False
         if adding:
             return  # a new user has nothing to protect yet
         # Every path that changes a credential comes through here, so other apps

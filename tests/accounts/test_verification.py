@@ -196,3 +196,12 @@ def test_the_migration_gives_existing_users_an_unverified_primary_address(django
     assert EmailAddress.objects.get(user=bare).primary is True
     assert not user_has_verified_primary_email(user=bare)  # not grandfathered
     assert user_has_verified_primary_email(user=proved)  # kept
+
+
+def test_the_email_page_shows_the_address_and_is_linked_from_settings(client, make_user):
+    user = make_user("me@example.com")
+    client.force_login(user)
+    assert 'href="/accounts/email/"' in client.get("/settings/").content.decode()
+    page = client.get("/accounts/email/")
+    assert page.status_code == 200
+    assert "me@example.com" in page.content.decode()

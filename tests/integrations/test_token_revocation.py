@@ -141,3 +141,18 @@ def test_a_change_with_no_live_tokens_shows_no_token_message(client, outsider):
         follow=True,
     )
     assert "API token" not in response.content.decode()
+
+
+def test_a_password_hash_upgrade_at_sign_in_revokes_nothing(client, assigner, minted, settings):
+    # The stored hash is MD5 (the tests' hasher); with a stronger hasher first,
+    # Django re-hashes the same password at sign-in. That is no password change.
+    settings.PASSWORD_HASHERS = [
+        "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+        "django.contrib.auth.hashers.MD5PasswordHasher",
+    ]
+    response = client.post("/accounts/login/", {"login": assigner.email, "password": PASSWORD})
+
+    assert response.status_code == 302
+    assigner.refresh_from_db()
+    assert assigner.password.startswith("pbkdf2_")
+    assert ApiToken.objects.filter(user=assigner, revoked_at=None).count() == 2
