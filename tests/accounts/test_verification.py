@@ -205,3 +205,9 @@ def test_the_email_page_shows_the_address_and_is_linked_from_settings(client, ma
     page = client.get("/accounts/email/")
     assert page.status_code == 200
     assert "me@example.com" in page.content.decode()
+
+
+def test_the_reauthentication_page_shares_the_site_design(client, make_user):
+    client.force_login(make_user("me@example.com"))
+    page = client.get("/accounts/reauthenticate/").content.decode()
+    assert "css/app.css" in page and 'name="password"' in page

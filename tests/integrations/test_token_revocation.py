@@ -156,3 +156,10 @@ def test_a_password_hash_upgrade_at_sign_in_revokes_nothing(client, assigner, mi
     assigner.refresh_from_db()
     assert assigner.password.startswith("pbkdf2_")
     assert ApiToken.objects.filter(user=assigner, revoked_at=None).count() == 2
+
+
+def test_an_email_changed_outside_allauth_revokes_too(assigner, minted):
+    # Django admin or a shell: User.save() is the one path every change takes.
+    assigner.email = "lead@elsewhere.example"
+    assigner.save()
+    assert len(_revocations("email_changed")) == 2
