@@ -39,12 +39,13 @@ def _clean_name(name: str) -> str:
 
 
 def expiry_at_end_of(day: dt.date, tz_name: str) -> dt.datetime:
-    """The end of `day` in the time zone `tz_name`: the first moment of the next day."""
+    """The last moment of `day` in the time zone `tz_name` (23:59:59.999999): a token
+    that "expires on" a day works through that day, and the page shows that day."""
     try:
         tz = zoneinfo.ZoneInfo(tz_name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         tz = dt.UTC
-    return dt.datetime.combine(day + dt.timedelta(days=1), dt.time.min, tzinfo=tz)
+    return dt.datetime.combine(day, dt.time.max, tzinfo=tz)
 
 
 def _name_taken(name: str) -> ValidationError:

@@ -43,7 +43,7 @@ class TokenForm(forms.Form):
     expires_on = forms.DateField(
         required=False,
         label="Expires on (optional)",
-        help_text="The token is refused from the end of this day (your time zone) on.",
+        help_text="The token works through this day (your time zone), then is refused.",
         widget=forms.DateInput(attrs={"type": "date"}),
     )
     form_key = forms.CharField(widget=forms.HiddenInput)

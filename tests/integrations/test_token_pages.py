@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import time
+import zoneinfo
 
 import pytest
 from django.test import Client
@@ -305,11 +306,10 @@ def test_a_token_may_be_given_an_expiry_date_shown_on_the_page(signed_in, assign
     page = mint_on_the_page(signed_in, "Jira", expires_on=day.isoformat()).content.decode()
 
     token = ApiToken.objects.get()
-    end_of_day_in_berlin = services.expiry_at_end_of(day, "Europe/Berlin")
-    assert token.expires_at == end_of_day_in_berlin
-    assert end_of_day_in_berlin.astimezone(dt.UTC).hour == 23  # 00:00 next day in Berlin
-    next_day = day + dt.timedelta(days=1)
-    assert f"{next_day.day} {next_day:%b %Y}, 00:00" in page  # shown in the owner's zone
+    in_berlin = token.expires_at.astimezone(zoneinfo.ZoneInfo("Europe/Berlin"))
+    assert in_berlin.date() == day
+    assert in_berlin.time() == dt.time.max  # works through the chosen day, in Berlin
+    assert f"{day.day} {day:%b %Y}, 23:59" in page  # shown in the owner's zone
 
 
 def test_an_expiry_in_the_past_is_refused(signed_in):

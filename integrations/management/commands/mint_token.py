@@ -3,7 +3,7 @@
 Mints an API token for the user with EMAIL and prints its plaintext as the
 last line of the output, so scripts can take it with `tail -n 1`. The
 plaintext is printed once and stored nowhere. With --expires the token is
-refused from the end of that day (in the user's time zone) on.
+refused once that day (in the user's time zone) is over.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class Command(BaseCommand):
             type=dt.date.fromisoformat,
             default=None,
             metavar="YYYY-MM-DD",
-            help="Refuse the token from the end of this day (the user's time zone) on",
+            help="The token works through this day (the user's time zone), then is refused",
         )
 
     def handle(
