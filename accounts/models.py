@@ -75,6 +75,10 @@ class User(AbstractUser):
         instance._stored_email = instance.__dict__.get("email")
         return instance
 
+    def set_unusable_password(self) -> None:
+        super().set_unusable_password()
+        self._password_disabled = True  # a change too: the old password stops working
+
     def save(self, *args, **kwargs) -> None:
         # One spelling is stored, so lookups and the unique index agree.
         self.email = (self.email or "").strip().lower()
@@ -83,10 +87,12 @@ class User(AbstractUser):
         changes = []
         # set_password() leaves the raw password in `_password` until the save;
         # Django clears it first for a hash upgrade at sign-in, which is no change.
-        if getattr(self, "_password", None) is not None and (
-            update_fields is None or "password" in update_fields
-        ):
+        password_changed = getattr(self, "_password", None) is not None or getattr(
+            self, "_password_disabled", False
+        )
+        if password_changed and (update_fields is None or "password" in update_fields):
             changes.append("password")
+        self._password_disabled = False
         stored_email = getattr(self, "_stored_email", None)
         if (
             stored_email is not None

@@ -163,3 +163,19 @@ def test_an_email_changed_outside_allauth_revokes_too(assigner, minted):
     assigner.email = "lead@elsewhere.example"
     assigner.save()
     assert len(_revocations("email_changed")) == 2
+
+
+def test_disabling_password_sign_in_in_the_admin_revokes_the_tokens(
+    client, staff, assigner, minted
+):
+    client.force_login(staff)
+
+    response = client.post(
+        f"/admin/accounts/user/{assigner.pk}/password/",
+        {"usable_password": "false", "unset-password": "1"},
+    )
+
+    assert response.status_code == 302
+    assigner.refresh_from_db()
+    assert not assigner.has_usable_password()
+    _assert_revoked(minted, "password_changed")
