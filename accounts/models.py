@@ -10,6 +10,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Lower
 
+from accounts.signals import credentials_changed
+
 
 def validate_timezone(value: str) -> None:
     if value not in zoneinfo.available_timezones():
@@ -66,10 +68,53 @@ class User(AbstractUser):
     def __str__(self) -> str:
         return self.email
 
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        instance = super().from_db(db, field_names, values)
+        # What the row said, to tell an e-mail change on save (None if deferred).
+        instance._stored_email = instance.__dict__.get("email")
+        return instance
+
+    def set_unusable_password(self) -> None:
+        super().set_unusable_password()
+        self._password_disabled = True  # a change too: the old password stops working
+
     def save(self, *args, **kwargs) -> None:
         # One spelling is stored, so lookups and the unique index agree.
         self.email = (self.email or "").strip().lower()
+        adding = self._state.adding
+        update_fields = kwargs.get("update_fields")
+        changes = []
+        # set_password() leaves the raw password in `_password` until the save;
+        # Django clears it first for a hash upgrade at sign-in, which is no change.
+        password_changed = getattr(self, "_password", None) is not None or getattr(
+            self, "_password_disabled", False
+        )
+        if password_changed and (update_fields is None or "password" in update_fields):
+            changes.append("password")
+        self._password_disabled = False
+        stored_email = getattr(self, "_stored_email", None)
+        if (
+            stored_email is not None
+            and stored_email != self.email
+            and (update_fields is None or "email" in update_fields)
+        ):
+            changes.append("email")
         super().save(*args, **kwargs)
+        self._stored_email = self.email
+        if adding:
+            return  # a new user has nothing to protect yet
+        # Every path that changes a credential comes through here, so other apps
+        # (integrations revokes API tokens) hear of each one.
+        for change in changes:
+            for _, notice in credentials_changed.send(sender=type(self), user=self, change=change):
+                if notice:
+                    self.security_notices.append(notice)
+
+    @property
+    def security_notices(self) -> list[str]:
+        """Sentences for the person who changed this user's credentials (not stored)."""
+        return self.__dict__.setdefault("_security_notices", [])
 
     @property
     def name(self) -> str:

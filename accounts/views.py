@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from allauth.account import views as allauth_views
+from allauth.account.models import EmailAddress
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
@@ -10,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from accounts.forms import ProfileForm
+from accounts.selectors import user_has_verified_primary_email
 from audit.services import Actor, audit_event_record
 
 
@@ -47,3 +50,40 @@ def profile_update(request: HttpRequest) -> HttpResponse:
             )
     messages.success(request, "Profile saved.")
     return redirect("accounts:settings")
+
+
+class EmailView(allauth_views.EmailView):
+    """allauth's e-mail page, except that no unverified address becomes primary.
+
+    allauth lets a person with no verified address make any address they added
+    primary; here the primary address (the login, where commitments and nudges
+    go) is always one its owner proved by following the mailed link. With
+    ACCOUNT_CHANGE_EMAIL a new address replaces the old one only once verified.
+    """
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if "action_add" in request.POST and not user_has_verified_primary_email(user=request.user):
+            # allauth would replace the unverified login address with the new one
+            # at once (leaving the account without an address until it is verified).
+            messages.error(
+                request,
+                "Verify your current address first (follow the link we sent to it), "
+                "then change it.",
+            )
+            return redirect("account_email")
+        if "action_primary" in request.POST:
+            chosen = (request.POST.get("email") or "").strip()
+            verified = EmailAddress.objects.filter(
+                user=request.user, email__iexact=chosen, verified=True
+            ).exists()
+            if not verified:
+                messages.error(
+                    request,
+                    "Only a verified address can be your primary address: follow the link "
+                    "we sent to it first.",
+                )
+                return redirect("account_email")
+        return super().post(request, *args, **kwargs)
+
+
+email = login_required(EmailView.as_view())

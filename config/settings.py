@@ -164,7 +164,19 @@ ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
 ACCOUNT_USER_MODEL_USERNAME_FIELD = None
 ACCOUNT_UNIQUE_EMAIL = True
 ACCOUNT_PRESERVE_USERNAME_CASING = False
-ACCOUNT_EMAIL_VERIFICATION = env_str("ACCOUNT_EMAIL_VERIFICATION", "none")
+# Nobody receives commitments or nudges, or signs in, at an address they have
+# not proved they own (accounts.selectors.users_with_verified_primary_email).
+# With the console mail backend (the quick start) the link is printed by the
+# process serving the site.
+ACCOUNT_EMAIL_VERIFICATION = env_str("ACCOUNT_EMAIL_VERIFICATION", "mandatory")
+# One address per person; a new one replaces the old only once it is verified
+# (and accounts.views.EmailView never makes an unverified address primary).
+ACCOUNT_CHANGE_EMAIL = True
+# Tell the old address about an e-mail change, and the person about a password change.
+ACCOUNT_EMAIL_NOTIFICATIONS = True
+# Minting an API token asks for the password again when the sign-in (or the
+# last re-authentication) is older than this many seconds (accounts.reauth).
+ACCOUNT_REAUTHENTICATION_TIMEOUT = 300
 ACCOUNT_SIGNUP_FORM_CLASS = "accounts.forms.SignupForm"
 ACCOUNT_LOGOUT_ON_GET = False
 LOGIN_URL = "account_login"

@@ -17,6 +17,8 @@ admin.site.login = secure_admin_login(admin.site.login)
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # accounts' versions of some allauth pages first (no unverified primary address).
+    path("accounts/", include("accounts.auth_urls")),
     path("accounts/", include("allauth.urls")),
     path("api/v1/", include("integrations.api_urls")),
     path("api/", include("gather.urls")),

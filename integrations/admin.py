@@ -33,13 +33,30 @@ class RevokedFilter(admin.SimpleListFilter):
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(AuditedAdminMixin, admin.ModelAdmin):
-    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
+    list_display = (
+        "name",
+        "user",
+        "prefix",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "revoked_at",
+    )
     list_filter = (RevokedFilter, "created_at")
     list_select_related = ("user",)
     search_fields = ("name", "prefix", "user__email")
     ordering = ("-created_at",)
     # `digest` is deliberately absent: not shown, not editable.
-    fields = ("id", "name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
+    fields = (
+        "id",
+        "name",
+        "user",
+        "prefix",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "revoked_at",
+    )
     readonly_fields = fields
     actions = ["revoke_selected"]
 

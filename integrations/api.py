@@ -14,9 +14,10 @@ Order of checks on every operation, first failure wins:
 3. body: not `application/json`, not JSON, not an object, or any field failing
    its rule: 400 invalid_payload, all field errors at once in `details`.
 4. inbox: assignerEmail not the token owner: 403 forbidden; then assigneeEmail
-   not a user: 400 invalid_payload (`details.assigneeEmail`). Both addresses
-   are resolved in one query; the assignee is judged only once the caller has
-   shown it may act as the assigner.
+   not the verified address of an active user: 400 invalid_payload
+   (`details.assigneeEmail`), the same answer whether nobody, an unverified or a
+   deactivated account has it. Both addresses are resolved in one query; the
+   assignee is judged only once the caller has shown it may act as the assigner.
 5. inbox: the database's unique constraint refuses the external reference:
    409 duplicate_external_ref. Sync: unknown reference among the owner's own
    commitments: 404 not_found; impossible move: 409 invalid_transition.
@@ -41,7 +42,7 @@ from rest_framework.views import APIView
 from audit.services import Actor
 from commitments import services
 from integrations import selectors
-from integrations.api_docs import inbox_schema, sync_schema, token_api_schema
+from integrations.api_docs import ASSIGNEE_UNKNOWN, inbox_schema, sync_schema, token_api_schema
 from integrations.authentication import BearerTokenAuthentication
 from integrations.serializers import (
     InboxCreatedSerializer,
@@ -137,8 +138,8 @@ class InboxView(TokenApiView):
         if assigner is None or assigner.pk != owner.pk:
             raise PermissionDenied("assignerEmail must be the address of the token's owner.")
         assignee = users.get(data["assigneeEmail"])
-        if assignee is None:
-            raise ValidationError({"assigneeEmail": "No user has this e-mail address."})
+        if assignee is None or not assignee.can_receive:
+            raise ValidationError({"assigneeEmail": ASSIGNEE_UNKNOWN})
         commitment = services.commitment_create_pending(
             actor=self.actor(request),
             assigner=owner,

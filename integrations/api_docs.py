@@ -66,6 +66,10 @@ INVALID_PAYLOAD_NOT_OBJECT = error_example(
     body="Expected a JSON object.",
 )
 
+# The same for an address nobody has, one not verified, and a deactivated user's:
+# the answer must not tell a caller which addresses are registered.
+ASSIGNEE_UNKNOWN = "No user can receive commitments at this e-mail address."
+
 # A response header, declared as drf-spectacular does: a parameter with `response`.
 AUTH_CHALLENGE = OpenApiParameter(
     "WWW-Authenticate",
@@ -76,13 +80,13 @@ AUTH_CHALLENGE = OpenApiParameter(
     response=[401],
 )
 UNAUTHORIZED = error_response(
-    "`unauthorized`: the bearer token is missing, malformed, unknown or revoked. "
+    "`unauthorized`: the bearer token is missing, malformed, unknown, revoked or expired. "
     "Comes with `WWW-Authenticate: Bearer`.",
     error_example("Missing token", "unauthorized", "Authentication credentials were not provided."),
     error_example(
-        "Unknown or revoked token",
+        "Unknown, revoked or expired token",
         "unauthorized",
-        "The bearer token is not valid (unknown or revoked).",
+        "The bearer token is not valid (unknown, revoked or expired).",
     ),
 )
 BAD_HOST = error_example("Unknown host", "bad_request", "The request was refused.")
@@ -170,8 +174,10 @@ inbox_schema = extend_schema(
         "and must be an absolute ISO-8601 date and time with `Z` or a UTC offset.\n\n"
         "Checks run in this order, the first failure answering: token (401); the token's "
         "rate limit, when the operator set one (429); body and fields (400); "
-        "`assignerEmail` is the token owner (403); `assigneeEmail` is a user "
-        "(400, `details.assigneeEmail`); the external reference is new for this assigner "
+        "`assignerEmail` is the token owner (403); `assigneeEmail` is an active "
+        "user's verified address (400, `details.assigneeEmail`, the same answer for an unknown, "
+        "an unverified and a deactivated address); the external reference is new for this "
+        "assigner "
         "(409). Nothing is stored when any check fails."
     ),
     request=InboxSerializer,
@@ -180,7 +186,8 @@ inbox_schema = extend_schema(
         201: INBOX_CREATED,
         400: error_response(
             "`invalid_payload`: the body is not a JSON object sent as `application/json`, "
-            "a field fails its rule, or `assigneeEmail` is no user's address. `details` maps "
+            "a field fails its rule, or `assigneeEmail` is no active user's verified address. "
+            "`details` maps "
             "each failing field (as sent) to a message." + BAD_HOST_DESCRIPTION,
             error_example(
                 "Field rules",
@@ -194,7 +201,7 @@ inbox_schema = extend_schema(
                 "Unknown assignee",
                 "invalid_payload",
                 "The request body failed validation.",
-                assigneeEmail="No user has this e-mail address.",
+                assigneeEmail=ASSIGNEE_UNKNOWN,
             ),
             INVALID_PAYLOAD_WRONG_TYPE,
             INVALID_PAYLOAD_NOT_OBJECT,

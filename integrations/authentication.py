@@ -1,9 +1,12 @@
 """Bearer-token authentication for the public API (DRF).
 
 One query finds the token and its owner (by digest, through the unique index).
-Anything wrong with the credentials (missing, malformed, unknown, revoked, or an
-owner who can no longer sign in) is `401 unauthorized` with
-`WWW-Authenticate: Bearer`, through the one exception handler.
+Anything wrong with the credentials (missing, malformed, unknown, revoked,
+expired, or an owner who can no longer sign in) is `401 unauthorized` with
+`WWW-Authenticate: Bearer`, through the one exception handler. The first refused
+use of an expired token writes one `api_token_expired` audit row (a conditional
+UPDATE marks it recorded); an accepted token costs nothing more, since expiry is
+read from the row already loaded.
 
 `last_used_at` is written at most once a minute per token, and only for a token
 that was accepted: when the row just loaded says the last recorded use is a
@@ -24,12 +27,12 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from integrations import tokens
+from integrations import services, tokens
 from integrations.models import ApiToken
 
 KEYWORD = "Bearer"
 LAST_USED_RESOLUTION = dt.timedelta(minutes=1)
-INVALID_TOKEN = "The bearer token is not valid (unknown or revoked)."
+INVALID_TOKEN = "The bearer token is not valid (unknown, revoked or expired)."
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -59,6 +62,10 @@ class BearerTokenAuthentication(BaseAuthentication):
         if not tokens.matches(plaintext, token.digest):
             raise exceptions.AuthenticationFailed(INVALID_TOKEN)
         if token.revoked_at is not None or not token.user.is_active:
+            raise exceptions.AuthenticationFailed(INVALID_TOKEN)
+        if token.is_expired():
+            if token.expiry_recorded_at is None:
+                services.api_token_record_expiry(token=token)
             raise exceptions.AuthenticationFailed(INVALID_TOKEN)
         _record_use(token)
         return token.user, token

@@ -6,6 +6,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 __all__ = ["ApiToken"]
 
@@ -21,9 +22,25 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Optional: from this moment the token is refused like a revoked one.
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # When the first refused use after expiry was audited (once per token).
+    expiry_recorded_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            # A reloaded form or a second click cannot leave two live tokens
+            # that nobody can tell apart.
+            models.UniqueConstraint(
+                fields=["user", "name"],
+                condition=models.Q(revoked_at__isnull=True),
+                name="apitoken_live_name_unique",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+    def is_expired(self, now=None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or timezone.now())

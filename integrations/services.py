@@ -1,11 +1,13 @@
-"""Writes of the integrations app: minting and revoking API tokens."""
+"""Writes of the integrations app: minting, revoking and expiring API tokens."""
 
 from __future__ import annotations
 
+import datetime as dt
+import zoneinfo
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from audit.services import Actor, audit_event_record
@@ -36,46 +38,113 @@ def _clean_name(name: str) -> str:
     return name
 
 
+def expiry_at_end_of(day: dt.date, tz_name: str) -> dt.datetime:
+    """The last moment of `day` in the time zone `tz_name` (23:59:59.999999): a token
+    that "expires on" a day works through that day, and the page shows that day."""
+    try:
+        tz = zoneinfo.ZoneInfo(tz_name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        tz = dt.UTC
+    return dt.datetime.combine(day, dt.time.max, tzinfo=tz)
+
+
+def _name_taken(name: str) -> ValidationError:
+    return ValidationError(
+        {"name": f"You already have a live token named “{name}”. Choose another name."}
+    )
+
+
 @transaction.atomic
-def api_token_mint(*, user, name: str, actor: Actor | None = None) -> MintedToken:
+def api_token_mint(
+    *, user, name: str, actor: Actor | None = None, expires_at: dt.datetime | None = None
+) -> MintedToken:
     """Mint a token for `user`. Only its SHA-256 digest and display prefix are stored.
 
     `actor` is who asked for it (the user on the settings page by default, the
-    system for the operator command); the audit trail records it.
+    system for the operator command); the audit trail records it. `expires_at`,
+    if given, must be in the future: from then on the token is refused. The name
+    must be free among the user's live (not revoked) tokens (a database
+    constraint; the check here gives the clear message).
     """
     name = _clean_name(name)
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationError({"expires_at": "The expiry must be in the future."})
+    if ApiToken.objects.filter(user=user, name=name, revoked_at__isnull=True).exists():
+        raise _name_taken(name)
     plaintext = tokens.generate()
-    token = ApiToken.objects.create(
-        user=user,
-        name=name,
-        prefix=tokens.display_prefix(plaintext),
-        digest=tokens.digest(plaintext),
-    )
+    try:
+        with transaction.atomic():  # a savepoint: a lost race leaves the outer one usable
+            token = ApiToken.objects.create(
+                user=user,
+                name=name,
+                prefix=tokens.display_prefix(plaintext),
+                digest=tokens.digest(plaintext),
+                expires_at=expires_at,
+            )
+    except IntegrityError:  # minted with the same name at the same moment
+        raise _name_taken(name) from None
+    payload = {"name": token.name, "prefix": token.prefix, "ownerId": str(user.pk)}
+    if expires_at is not None:
+        payload["expiresAt"] = expires_at.isoformat()
     audit_event_record(
         actor=actor or Actor.for_user(user),
         subject=token,
         action="api_token_minted",
-        payload={"name": token.name, "prefix": token.prefix, "ownerId": str(user.pk)},
+        payload=payload,
     )
     return MintedToken(token=token, plaintext=plaintext)
 
 
 @transaction.atomic
-def api_token_revoke(*, actor: Actor, token: ApiToken) -> bool:
+def api_token_revoke(*, actor: Actor, token: ApiToken, reason: str = "") -> bool:
     """Revoke a token from now on. Returns False when it was already revoked.
 
     Whether `actor` may revoke this token is the caller's check (the settings
     page looks tokens up among the signed-in user's own; the admin is staff).
+    `reason`, when given, is kept in the audit row (e.g. "password_changed").
     """
     now = timezone.now()
     revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=now)
     if not revoked:
         return False
     token.revoked_at = now
+    payload = {"name": token.name, "prefix": token.prefix, "ownerId": str(token.user_id)}
+    if reason:
+        payload["reason"] = reason
+    audit_event_record(actor=actor, subject=token, action="api_token_revoked", payload=payload)
+    return True
+
+
+@transaction.atomic
+def api_tokens_revoke_all(*, user, actor: Actor, reason: str) -> int:
+    """Revoke every live token of `user`, one audit row each; the number revoked."""
+    live = ApiToken.objects.select_for_update().filter(user=user, revoked_at__isnull=True)
+    return sum(api_token_revoke(actor=actor, token=token, reason=reason) for token in live)
+
+
+@transaction.atomic
+def api_token_record_expiry(*, token: ApiToken) -> bool:
+    """Audit the first refused use of an expired token, once per token.
+
+    The conditional UPDATE lets exactly one of racing requests write the row.
+    Returns whether this call wrote it.
+    """
+    now = timezone.now()
+    first = ApiToken.objects.filter(pk=token.pk, expiry_recorded_at__isnull=True).update(
+        expiry_recorded_at=now
+    )
+    if not first:
+        return False
+    token.expiry_recorded_at = now
     audit_event_record(
-        actor=actor,
+        actor=Actor.system(),
         subject=token,
-        action="api_token_revoked",
-        payload={"name": token.name, "prefix": token.prefix, "ownerId": str(token.user_id)},
+        action="api_token_expired",
+        payload={
+            "name": token.name,
+            "prefix": token.prefix,
+            "ownerId": str(token.user_id),
+            "expiresAt": token.expires_at.isoformat() if token.expires_at else None,
+        },
     )
     return True

@@ -39,11 +39,19 @@ def _fast_password_hashing(settings):
 
 @pytest.fixture
 def make_user(db, django_user_model):
+    """Makes users whose address is verified (their primary address, as after
+    following allauth's link), so they sign in and receive commitments and
+    nudges. `verified=False` makes one who has not proved the address yet."""
+    from accounts.services import user_email_mark_verified
+
     counter = iter(range(1, 10_000))
 
-    def make(email: str | None = None, **extra):
+    def make(email: str | None = None, *, verified: bool = True, **extra):
         email = email or f"person{next(counter)}@example.com"
-        return django_user_model.objects.create_user(email, "correct horse battery", **extra)
+        user = django_user_model.objects.create_user(email, "correct horse battery", **extra)
+        if verified:
+            user_email_mark_verified(user=user)
+        return user
 
     return make
 

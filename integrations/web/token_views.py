@@ -1,7 +1,16 @@
-"""Settings, API Tokens: mint (plaintext shown once), list, revoke."""
+"""Settings, API Tokens: mint (plaintext shown once), list, revoke.
+
+Minting is POST-redirect-GET. The POST mints and puts the plaintext in the
+session; the GET that follows shows it once and removes it. Each rendered form
+carries a one-time key kept in the session, and a POST whose key was already
+used (the browser's back button and resubmit, a double click) mints nothing.
+The POST asks for the password again when the sign-in is not recent
+(accounts.reauth).
+"""
 
 from __future__ import annotations
 
+import secrets
 import uuid
 
 from django import forms
@@ -11,12 +20,18 @@ from django.core.exceptions import ValidationError
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.cache import add_never_cache_headers
-from django.views.decorators.http import require_http_methods, require_POST
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods
 
+from accounts.reauth import recent_sign_in_required
 from audit.services import Actor
 from integrations import services
 from integrations.models import ApiToken
+
+MINTED_KEY = "integrations.minted_token"  # the plaintext, until the next GET shows it
+FORM_KEYS = "integrations.token_form_keys"  # one-time keys of the forms rendered
+MAX_FORM_KEYS = 10  # open tabs at once; older keys are dropped
 
 
 class TokenForm(forms.Form):
@@ -25,42 +40,95 @@ class TokenForm(forms.Form):
         strip=True,
         help_text="What the token is for, e.g. “Jira automation”. Only you see it.",
     )
+    expires_on = forms.DateField(
+        required=False,
+        label="Expires on (optional)",
+        help_text="The token works through this day (your time zone), then is refused.",
+        widget=forms.DateInput(attrs={"type": "date"}),
+    )
+    form_key = forms.CharField(widget=forms.HiddenInput)
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def token_list(request: HttpRequest) -> HttpResponse:
-    minted = None
-    form = TokenForm(request.POST if request.method == "POST" else None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            minted = services.api_token_mint(user=request.user, name=form.cleaned_data["name"])
-        except ValidationError as exc:
-            form.add_error(None, exc)
-        else:
-            form = TokenForm()
+def _new_form_key(request: HttpRequest) -> str:
+    key = secrets.token_urlsafe(16)
+    keys = [*request.session.get(FORM_KEYS, []), key][-MAX_FORM_KEYS:]
+    request.session[FORM_KEYS] = keys
+    return key
+
+
+def _use_form_key(request: HttpRequest, key: str) -> bool:
+    """True once per key: it is removed as it is used."""
+    keys = list(request.session.get(FORM_KEYS, []))
+    if key not in keys:
+        return False
+    keys.remove(key)
+    request.session[FORM_KEYS] = keys
+    return True
+
+
+def _render(
+    request: HttpRequest, form: TokenForm, minted: dict | None = None, status: int = 200
+) -> HttpResponse:
     # Active tokens first (NULL revoked_at), newest first; NULL ordering differs by database.
     tokens = ApiToken.objects.filter(user=request.user).order_by(
         F("revoked_at").desc(nulls_first=True), "-created_at"
     )
-    response = render(
+    return render(
         request,
         "integrations/tokens.html",
-        {"form": form, "minted": minted, "tokens": tokens},
-        status=400 if form.errors else 200,
+        {"form": form, "minted": minted, "tokens": tokens, "now": timezone.now()},
+        status=status,
     )
-    if minted is not None:
-        # The plaintext is in this page and nowhere else: keep it out of every
-        # cache. Reloading re-submits the form (and mints another token), it
-        # never shows this one again.
-        add_never_cache_headers(response)
-    return response
+
+
+@never_cache  # the one page that may hold a plaintext: kept out of every cache
+@login_required
+@recent_sign_in_required
+@require_http_methods(["GET", "POST"])
+def token_list(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        minted = request.session.pop(MINTED_KEY, None)  # shown once, then gone
+        return _render(request, TokenForm(initial={"form_key": _new_form_key(request)}), minted)
+
+    form = TokenForm(request.POST)
+    if not form.is_valid():
+        return _refused(request)
+    if not _use_form_key(request, form.cleaned_data["form_key"]):
+        # A form sent again: the token it asked for was minted (or refused) already.
+        messages.info(request, "That form was already sent; no new token was created.")
+        return redirect("api_tokens")
+    expires_at = None
+    if expires_on := form.cleaned_data["expires_on"]:
+        expires_at = services.expiry_at_end_of(expires_on, request.user.timezone)
+    try:
+        minted = services.api_token_mint(
+            user=request.user, name=form.cleaned_data["name"], expires_at=expires_at
+        )
+    except ValidationError as exc:
+        return _refused(request, exc.message_dict)
+    token = minted.token
+    request.session[MINTED_KEY] = {"name": token.name, "plaintext": minted.plaintext}
+    return redirect("api_tokens")
+
+
+def _refused(request: HttpRequest, errors: dict[str, list[str]] | None = None) -> HttpResponse:
+    """The form as sent, with its errors and a fresh one-time key for the next try."""
+    data = request.POST.copy()
+    data["form_key"] = _new_form_key(request)
+    form = TokenForm(data)
+    form.is_valid()
+    for field, field_errors in (errors or {}).items():
+        form.add_error("expires_on" if field == "expires_at" else field, field_errors)
+    return _render(request, form, status=400)
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def token_revoke(request: HttpRequest, token_id: uuid.UUID) -> HttpResponse:
+    """GET asks for confirmation, naming the token; POST revokes it."""
     token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+    if request.method == "GET":
+        return render(request, "integrations/token_revoke.html", {"token": token})
     if services.api_token_revoke(actor=Actor.for_user(request.user), token=token):
         messages.success(request, f"Revoked “{token.name}”. Requests with it are refused now.")
     else:

@@ -29,7 +29,7 @@ def signed_in_user(client):
     return client.get("/settings/").wsgi_request.user
 
 
-def test_it_signs_up_with_display_name_and_timezone(client):
+def test_it_signs_up_with_display_name_and_timezone(client, mailbox):
     response = signup(client)
 
     assert response.status_code == 302
@@ -38,16 +38,23 @@ def test_it_signs_up_with_display_name_and_timezone(client):
     assert user.display_name == "New Person"
     assert user.timezone == "Europe/Berlin"
     assert user.check_password("a long enough passphrase")
-    assert signed_in_user(client) == user
+    # Signed in only once the address is verified (tests/accounts/test_verification.py).
+    assert response["Location"] == "/accounts/confirm-email/"
+    assert not signed_in_user(client).is_authenticated
+    assert [message.to for message in mailbox] == [["new.person@example.com"]]
 
 
-def test_it_refuses_a_duplicate_email_in_other_case(client, assigner):
+def test_it_refuses_a_duplicate_email_in_other_case_without_telling(client, assigner, mailbox):
     response = signup(client, email="LEAD@Example.COM")
 
-    assert response.status_code == 200
-    assert "already" in response.content.decode()
+    # The page is the one any sign-up sees (nobody learns the address is taken);
+    # the address's owner is told by e-mail instead.
+    assert response.status_code == 302
+    assert response["Location"] == "/accounts/confirm-email/"
     assert User.objects.filter(email__iexact="lead@example.com").count() == 1
     assert not signed_in_user(client).is_authenticated
+    assert [message.to for message in mailbox] == [["lead@example.com"]]
+    assert "already" in mailbox[0].body
 
 
 def test_it_refuses_an_unknown_timezone_at_sign_up(client):

@@ -76,3 +76,32 @@ def assert_envelope(response, status: int, error: str, *, details: bool | None =
     elif details is False:
         assert "details" not in body
     return body
+
+
+PASSWORD = "correct horse battery"  # make_user's
+TOKENS_PAGE = "/settings/tokens/"
+
+
+def sign_in(client: Client, user, password: str = PASSWORD) -> None:
+    """Sign in through allauth's form (a fresh sign-in, as minting needs; force_login
+    records none). The user's address must be verified (make_user's are)."""
+    response = client.post("/accounts/login/", {"login": user.email, "password": password})
+    assert response.status_code == 302, response.content
+    assert response["Location"] != "/accounts/confirm-email/"
+
+
+def form_key(client: Client) -> str:
+    """The one-time key of a freshly rendered mint form."""
+    import re
+
+    page = client.get(TOKENS_PAGE).content.decode()
+    return re.search(r'name="form_key" value="([^"]+)"', page).group(1)
+
+
+def mint_on_the_page(client: Client, name: str, **fields: str):
+    """Mint as a person does: load the form, send it, follow the redirect. The page
+    that shows the plaintext once."""
+    response = client.post(TOKENS_PAGE, {"name": name, "form_key": form_key(client), **fields})
+    assert response.status_code == 302, response.content
+    assert response["Location"] == TOKENS_PAGE
+    return client.get(TOKENS_PAGE)

@@ -321,6 +321,25 @@ def test_an_assignee_who_is_no_user_is_invalid_payload(client, token):
     assert rows() == before
 
 
+@pytest.mark.parametrize("who", ["unverified", "inactive"])
+def test_an_unverified_or_inactive_assignee_is_refused_like_an_unknown_one(
+    client, token, make_user, who
+):
+    if who == "unverified":
+        make_user("newhire@example.com", verified=False)
+    else:
+        make_user("newhire@example.com", is_active=False)
+    before = rows()
+
+    response = _post(client, inbox_body(assigneeEmail="newhire@example.com"), token)
+    unknown = _post(client, inbox_body(assigneeEmail="ghost@example.com"), token)
+
+    body = _invalid(response, "assigneeEmail")
+    assert set(body["details"]) == {"assigneeEmail"}
+    assert body == unknown.json()  # the same answer: nothing says the account exists
+    assert rows() == before
+
+
 def test_field_errors_come_before_forbidden(client, token, outsider):
     body = inbox_body(assignerEmail="outsider@example.com", description="")
     _invalid(_post(client, body, token), "description")

@@ -12,7 +12,9 @@ from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
+from audit.models import AuditEvent
 from audit.services import Actor
+from commitments.models import Commitment
 from integrations import services, tokens
 from integrations.authentication import BearerTokenAuthentication
 from integrations.models import ApiToken
@@ -278,3 +280,55 @@ def test_on_postgresql_a_refused_token_leaves_the_row_as_it_was(client, assigner
     version = _row_version()
     _unauthorized(post_json(client, SYNC, SYNC_BODY, token=token))
     assert _row_version() == version
+
+
+# --- expiry ---------------------------------------------------------------------------
+
+
+def _expired_token(owner) -> str:
+    minted = services.api_token_mint(
+        user=owner, name="Jira", expires_at=timezone.now() + dt.timedelta(days=1)
+    )
+    ApiToken.objects.update(expires_at=timezone.now() - dt.timedelta(seconds=1))
+    return minted.plaintext
+
+
+@pytest.mark.parametrize("path", [INBOX, SYNC])
+def test_an_expired_token_is_refused_like_a_revoked_one(client, assigner, assignee, path):
+    token = _expired_token(assigner)
+    before = rows()
+    body = inbox_body() if path == INBOX else SYNC_BODY
+    response = _unauthorized(post_json(client, path, body, token=token))
+    assert response["message"] == "The bearer token is not valid (unknown, revoked or expired)."
+    assert Commitment.objects.count() == before.commitments
+
+
+def test_the_first_refused_use_after_expiry_is_audited_once(client, assigner):
+    token = _expired_token(assigner)
+
+    for _ in range(3):
+        _unauthorized(post_json(client, SYNC, SYNC_BODY, token=token))
+
+    events = AuditEvent.objects.filter(action="api_token_expired")
+    assert events.count() == 1
+    event = events.get()
+    stored = ApiToken.objects.get()
+    assert event.payload["prefix"] == stored.prefix and event.payload["name"] == "Jira"
+    assert event.subject_id == stored.pk
+    assert stored.last_used_at is None  # a refused use is no use
+
+
+def test_a_token_before_its_expiry_is_accepted(client, assigner, assignee):
+    minted = services.api_token_mint(
+        user=assigner, name="Jira", expires_at=timezone.now() + dt.timedelta(minutes=5)
+    )
+    response = post_json(client, INBOX, inbox_body(), token=minted.plaintext)
+    assert response.status_code == 201
+    assert not AuditEvent.objects.filter(action="api_token_expired").exists()
+
+
+def test_a_revoked_and_expired_token_writes_no_expiry_row(client, assigner):
+    token = _expired_token(assigner)
+    ApiToken.objects.update(revoked_at=timezone.now())
+    _unauthorized(post_json(client, SYNC, SYNC_BODY, token=token))
+    assert not AuditEvent.objects.filter(action="api_token_expired").exists()

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+import time
+import zoneinfo
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from audit.models import AuditEvent
 from integrations import services, tokens
 from integrations.models import ApiToken
+from tests.integrations.api_support import PASSWORD, form_key, mint_on_the_page, sign_in
 
 PAGE = "/settings/tokens/"
 TOKEN_RE = re.compile(r"svc_[0-9A-Za-z]{36}")
@@ -17,7 +22,7 @@ TOKEN_RE = re.compile(r"svc_[0-9A-Za-z]{36}")
 
 @pytest.fixture
 def signed_in(client, assigner):
-    client.force_login(assigner)
+    sign_in(client, assigner)
     return client
 
 
@@ -30,7 +35,7 @@ def test_the_page_needs_a_signed_in_user(client, db):
 
 
 def test_creating_a_token_shows_its_plaintext_once(signed_in, assigner):
-    response = signed_in.post(PAGE, {"name": "Jira automation"})
+    response = mint_on_the_page(signed_in, "Jira automation")
     assert response.status_code == 200
     html = response.content.decode()
     plaintext = TOKEN_RE.search(html).group(0)
@@ -60,7 +65,7 @@ def test_the_list_shows_name_prefix_created_and_last_used_but_never_the_digest(
 
 
 def test_a_blank_name_is_refused(signed_in):
-    response = signed_in.post(PAGE, {"name": "   "})
+    response = signed_in.post(PAGE, {"name": "   ", "form_key": form_key(signed_in)})
     assert response.status_code == 400
     assert not ApiToken.objects.exists()
     assert TOKEN_RE.search(response.content.decode()) is None
@@ -76,10 +81,20 @@ def test_revoking_a_token(signed_in, assigner):
     assert f"{token.id}/revoke" not in html
 
 
-def test_revoking_needs_post(signed_in, assigner):
-    token = services.api_token_mint(user=assigner, name="Jira").token
-    assert signed_in.get(f"{PAGE}{token.id}/revoke").status_code == 405
-    assert ApiToken.objects.get().revoked_at is None
+def test_revoking_asks_for_confirmation_naming_the_token(signed_in, assigner):
+    token = services.api_token_mint(user=assigner, name="Jira automation").token
+    services.api_token_mint(user=assigner, name="Other")
+
+    list_page = signed_in.get(PAGE).content.decode()
+    confirm = signed_in.get(f"{PAGE}{token.id}/revoke")
+
+    assert f'href="{PAGE}{token.id}/revoke"' in list_page  # a link, not a revoking form
+    assert confirm.status_code == 200
+    html = confirm.content.decode()
+    assert "Revoke “Jira automation”?" in html and token.prefix in html
+    assert "Other" not in html
+    assert f'method="post" action="{PAGE}{token.id}/revoke"' in html
+    assert ApiToken.objects.get(pk=token.pk).revoked_at is None  # GET revokes nothing
 
 
 def test_nobody_revokes_someone_elses_token(signed_in, outsider):
@@ -91,7 +106,7 @@ def test_nobody_revokes_someone_elses_token(signed_in, outsider):
 def test_the_forms_need_a_csrf_token(assigner):
     client = Client(enforce_csrf_checks=True)
     client.force_login(assigner)
-    assert client.post(PAGE, {"name": "Jira"}).status_code == 403
+    assert client.post(PAGE, {"name": "Jira", "form_key": form_key(client)}).status_code == 403
     token = services.api_token_mint(user=assigner, name="Jira").token
     assert client.post(f"{PAGE}{token.id}/revoke").status_code == 403
     assert ApiToken.objects.get().revoked_at is None
@@ -156,3 +171,167 @@ def test_active_tokens_are_listed_before_revoked_ones(signed_in, assigner):
     signed_in.post(f"{PAGE}{newer.id}/revoke")
     table = signed_in.get(PAGE).content.decode().split("<tbody>", 1)[1]
     assert table.index("Older active") < table.index("Newer revoked")
+
+
+# --- minted once: POST-redirect-GET, one-time form keys, unique live names -----------
+
+
+def test_minting_redirects_and_the_plaintext_leaves_the_session_once_shown(signed_in):
+    key = form_key(signed_in)
+    response = signed_in.post(PAGE, {"name": "Jira", "form_key": key})
+
+    assert response.status_code == 302 and response["Location"] == PAGE
+    assert TOKEN_RE.search(response.content.decode()) is None
+    shown = signed_in.get(PAGE)
+    plaintext = TOKEN_RE.search(shown.content.decode()).group(0)
+    assert "no-store" in shown["Cache-Control"]
+    assert plaintext not in str(dict(signed_in.session))
+    assert TOKEN_RE.search(signed_in.get(PAGE).content.decode()) is None
+
+
+def test_a_resubmitted_mint_form_mints_nothing(signed_in):
+    sent = {"name": "Jira", "form_key": form_key(signed_in)}
+    signed_in.post(PAGE, sent)
+    signed_in.get(PAGE)  # the plaintext, shown once
+
+    again = signed_in.post(PAGE, sent)  # back button and "resend", or a double click
+
+    assert again.status_code == 302
+    assert ApiToken.objects.count() == 1
+    page = signed_in.get(PAGE).content.decode()
+    assert "no new token was created" in page
+    assert TOKEN_RE.search(page) is None
+
+
+def test_a_resubmitted_form_with_a_new_name_mints_nothing_either(signed_in):
+    key = form_key(signed_in)
+    signed_in.post(PAGE, {"name": "Jira", "form_key": key})
+    signed_in.post(PAGE, {"name": "Jira 2", "form_key": key})
+    assert list(ApiToken.objects.values_list("name", flat=True)) == ["Jira"]
+
+
+def test_a_live_tokens_name_is_refused_with_a_clear_error(signed_in, assigner):
+    services.api_token_mint(user=assigner, name="Jira")
+
+    response = signed_in.post(PAGE, {"name": "Jira", "form_key": form_key(signed_in)})
+
+    assert response.status_code == 400
+    assert "You already have a live token named “Jira”" in response.content.decode()
+    assert ApiToken.objects.count() == 1
+    # The refused form can be sent again with another name (it carries a fresh key).
+    key = re.search(r'name="form_key" value="([^"]+)"', response.content.decode()).group(1)
+    assert signed_in.post(PAGE, {"name": "Jira 2", "form_key": key}).status_code == 302
+    assert ApiToken.objects.count() == 2
+
+
+def test_a_revoked_tokens_name_may_be_used_again(signed_in, assigner):
+    old = services.api_token_mint(user=assigner, name="Jira").token
+    signed_in.post(f"{PAGE}{old.id}/revoke")
+    mint_on_the_page(signed_in, "Jira")
+    assert ApiToken.objects.filter(name="Jira").count() == 2
+
+
+def test_other_people_may_use_the_same_name(assigner, outsider):
+    services.api_token_mint(user=assigner, name="Jira")
+    services.api_token_mint(user=outsider, name="Jira")
+    assert ApiToken.objects.filter(name="Jira").count() == 2
+
+
+def test_the_database_refuses_two_live_tokens_with_one_name(assigner):
+    from django.db import IntegrityError, transaction
+
+    services.api_token_mint(user=assigner, name="Jira")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ApiToken.objects.create(user=assigner, name="Jira", prefix="svc_x", digest="d" * 64)
+
+
+# --- re-authentication before minting -------------------------------------------------
+
+
+def _age_the_sign_in(client, seconds: float) -> None:
+    from allauth.account.authentication import AUTHENTICATION_METHODS_SESSION_KEY
+
+    session = client.session
+    records = session[AUTHENTICATION_METHODS_SESSION_KEY]
+    for record in records:
+        record["at"] = time.time() - seconds
+    session[AUTHENTICATION_METHODS_SESSION_KEY] = records
+    session.save()
+
+
+def test_minting_after_an_old_sign_in_asks_for_the_password_again(signed_in, settings):
+    key = form_key(signed_in)
+    _age_the_sign_in(signed_in, settings.ACCOUNT_REAUTHENTICATION_TIMEOUT + 1)
+
+    response = signed_in.post(PAGE, {"name": "Jira", "form_key": key})
+
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/reauthenticate/")
+    assert not ApiToken.objects.exists()
+    # Once the password is given, the suspended form is sent and the token minted.
+    done = signed_in.post(response["Location"], {"password": PASSWORD})
+    assert done.status_code == 302
+    assert ApiToken.objects.get().name == "Jira"
+    assert TOKEN_RE.search(signed_in.get(PAGE).content.decode())
+
+
+def test_a_recent_sign_in_mints_without_asking_again(signed_in, settings):
+    key = form_key(signed_in)
+    _age_the_sign_in(signed_in, settings.ACCOUNT_REAUTHENTICATION_TIMEOUT - 30)
+    response = signed_in.post(PAGE, {"name": "Jira", "form_key": key})
+    assert response["Location"] == PAGE
+    assert ApiToken.objects.count() == 1
+
+
+def test_a_session_without_a_recorded_sign_in_must_reauthenticate(client, assigner):
+    client.force_login(assigner)
+    response = client.post(PAGE, {"name": "Jira", "form_key": form_key(client)})
+    assert response["Location"].startswith("/accounts/reauthenticate/")
+    assert not ApiToken.objects.exists()
+
+
+def test_the_list_needs_no_reauthentication(client, assigner):
+    client.force_login(assigner)
+    assert client.get(PAGE).status_code == 200
+
+
+# --- expiry ---------------------------------------------------------------------------
+
+
+def test_a_token_may_be_given_an_expiry_date_shown_on_the_page(signed_in, assigner):
+    assigner.timezone = "Europe/Berlin"
+    assigner.save()
+    day = timezone.localdate() + dt.timedelta(days=30)
+
+    page = mint_on_the_page(signed_in, "Jira", expires_on=day.isoformat()).content.decode()
+
+    token = ApiToken.objects.get()
+    in_berlin = token.expires_at.astimezone(zoneinfo.ZoneInfo("Europe/Berlin"))
+    assert in_berlin.date() == day
+    assert in_berlin.time() == dt.time.max  # works through the chosen day, in Berlin
+    assert f"{day.day} {day:%b %Y}, 23:59" in page  # shown in the owner's zone
+
+
+def test_an_expiry_in_the_past_is_refused(signed_in):
+    yesterday = timezone.localdate() - dt.timedelta(days=2)
+    response = signed_in.post(
+        PAGE, {"name": "Jira", "expires_on": yesterday.isoformat(), "form_key": form_key(signed_in)}
+    )
+    assert response.status_code == 400
+    assert "must be in the future" in response.content.decode()
+    assert not ApiToken.objects.exists()
+
+
+def test_an_expired_token_is_marked_on_the_page(signed_in, assigner):
+    services.api_token_mint(
+        user=assigner, name="Jira", expires_at=timezone.now() + dt.timedelta(hours=1)
+    )
+    ApiToken.objects.update(expires_at=timezone.now() - dt.timedelta(hours=1))
+    assert "Expired" in signed_in.get(PAGE).content.decode()
+
+
+def test_the_admin_lists_the_expiry(admin_client_, assigner):
+    expires = timezone.now() + dt.timedelta(days=3)
+    services.api_token_mint(user=assigner, name="Jira", expires_at=expires)
+    listing = admin_client_.get("/admin/integrations/apitoken/").content.decode()
+    assert "column-expires_at" in listing

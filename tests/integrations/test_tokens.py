@@ -3,6 +3,7 @@ that a plaintext is stored nowhere."""
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import io
 import re
@@ -10,6 +11,7 @@ import string
 import zlib
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.db import connection
 
@@ -17,7 +19,14 @@ from audit.models import AuditEvent
 from audit.services import Actor
 from integrations import services, tokens
 from integrations.models import ApiToken
-from tests.integrations.api_support import INBOX, SYNC, inbox_body, post_json
+from tests.integrations.api_support import (
+    INBOX,
+    SYNC,
+    inbox_body,
+    mint_on_the_page,
+    post_json,
+    sign_in,
+)
 
 ALPHABET = set(string.ascii_letters + string.digits)
 
@@ -186,8 +195,8 @@ def test_the_plaintext_of_a_token_is_stored_nowhere(assigner, assignee, client):
         "mint_token", "lead@example.com", "--name", "command", stdout=out, stderr=io.StringIO()
     )
     from_command = out.getvalue().strip().splitlines()[-1]
-    client.force_login(assigner)
-    page = client.post("/settings/tokens/", {"name": "page"})
+    sign_in(client, assigner)
+    page = mint_on_the_page(client, "page")  # POST, then the GET that shows it once
     from_page = re.search(r"svc_[0-9A-Za-z]{36}", page.content.decode()).group(0)
     assert post_json(client, INBOX, inbox_body(), token=from_service).status_code == 201
     sync = {"externalSystem": "jira", "externalId": "OPS-42", "status": "Completed"}
@@ -203,3 +212,43 @@ def test_the_plaintext_of_a_token_is_stored_nowhere(assigner, assignee, client):
         assert plaintext not in dump
         assert plaintext[12:] not in dump  # nor the secret part beyond the prefix
         assert tokens.digest(plaintext) in dump
+
+
+def test_mint_token_may_set_an_expiry_and_still_prints_the_token_last(assigner):
+    out = io.StringIO()
+    call_command(
+        "mint_token",
+        "lead@example.com",
+        "--name",
+        "CI",
+        "--expires",
+        "2099-12-31",
+        stdout=out,
+        stderr=io.StringIO(),
+    )
+    plaintext = out.getvalue().strip().splitlines()[-1]
+    token = ApiToken.objects.get()
+    assert token.digest == tokens.digest(plaintext)
+    assert token.expires_at == services.expiry_at_end_of(dt.date(2099, 12, 31), "UTC")
+
+
+def test_mint_token_refuses_an_expiry_in_the_past(assigner):
+    with pytest.raises(CommandError, match="future"):
+        call_command(
+            "mint_token",
+            "lead@example.com",
+            "--name",
+            "CI",
+            "--expires",
+            "2000-01-01",
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )
+    assert not ApiToken.objects.exists()
+
+
+def test_a_second_live_token_with_the_same_name_is_refused_by_the_service(assigner):
+    services.api_token_mint(user=assigner, name="CI")
+    with pytest.raises(ValidationError, match="already have a live token"):
+        services.api_token_mint(user=assigner, name="CI")
+    assert ApiToken.objects.count() == 1

@@ -1,11 +1,14 @@
-"""python manage.py mint_token EMAIL --name NAME
+"""python manage.py mint_token EMAIL --name NAME [--expires YYYY-MM-DD]
 
 Mints an API token for the user with EMAIL and prints its plaintext as the
 last line of the output, so scripts can take it with `tail -n 1`. The
-plaintext is printed once and stored nowhere.
+plaintext is printed once and stored nowhere. With --expires the token is
+refused once that day (in the user's time zone) is over.
 """
 
 from __future__ import annotations
+
+import datetime as dt
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
@@ -21,8 +24,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("email")
         parser.add_argument("--name", required=True, help="What the token is for")
+        parser.add_argument(
+            "--expires",
+            type=dt.date.fromisoformat,
+            default=None,
+            metavar="YYYY-MM-DD",
+            help="The token works through this day (the user's time zone), then is refused",
+        )
 
-    def handle(self, *args, email: str, name: str, **options) -> None:
+    def handle(
+        self, *args, email: str, name: str, expires: dt.date | None = None, **options
+    ) -> None:
         user_model = get_user_model()
         try:
             user = user_model.objects.get(email__iexact=email.strip())
@@ -31,12 +43,18 @@ class Command(BaseCommand):
         if not user.is_active:
             raise CommandError(f"{user.email} is deactivated; its tokens would be refused.")
         try:
-            minted = services.api_token_mint(user=user, name=name, actor=Actor.system())
+            minted = services.api_token_mint(
+                user=user,
+                name=name,
+                actor=Actor.system(),
+                expires_at=services.expiry_at_end_of(expires, user.timezone) if expires else None,
+            )
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from exc
         token = minted.token
         self.stderr.write(
-            f"Minted token “{token.name}” ({token.prefix}…, id {token.id}) for {user.email}. "
-            "Store it now: it is not shown again."
+            f"Minted token “{token.name}” ({token.prefix}…, id {token.id}) for {user.email}"
+            + (f", expiring {token.expires_at.isoformat()}" if token.expires_at else "")
+            + ". Store it now: it is not shown again."
         )
         self.stdout.write(minted.plaintext)

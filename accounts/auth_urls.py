@@ -1,0 +1,9 @@
+"""allauth's pages that accounts replaces, mounted at accounts/ before allauth's own."""
+
+from django.urls import path
+
+from accounts import views
+
+urlpatterns = [
+    path("email/", views.email, name="account_email"),
+]

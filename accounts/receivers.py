@@ -1,0 +1,20 @@
+"""Receivers of allauth's signals (auth events are the one place for signals):
+the page that completed a password or e-mail change shows what it caused."""
+
+from __future__ import annotations
+
+from allauth.account import signals as allauth_signals
+from django.contrib import messages
+from django.dispatch import receiver
+
+
+@receiver(allauth_signals.password_changed)
+@receiver(allauth_signals.password_set)
+@receiver(allauth_signals.password_reset)
+@receiver(allauth_signals.email_changed)
+def show_security_notices(sender, request, user, **kwargs) -> None:
+    # The notices are on the instance the flow saved (User.save collected them).
+    notices = getattr(user, "security_notices", [])
+    for notice in notices:
+        messages.warning(request, notice)
+    notices.clear()

@@ -1,0 +1,32 @@
+"""Reads of the accounts app."""
+
+from __future__ import annotations
+
+from allauth.account.models import EmailAddress
+from django.contrib.auth import get_user_model
+from django.db.models import Exists, OuterRef, QuerySet
+
+
+def verified_primary_email() -> Exists:
+    """A query expression, true for a user row whose login address is its primary
+    address and verified. For annotating a query that also needs users who fail it
+    (the inbox tells them apart from unknown addresses in the same query)."""
+    return Exists(
+        EmailAddress.objects.filter(
+            user_id=OuterRef("pk"), primary=True, verified=True, email__iexact=OuterRef("email")
+        )
+    )
+
+
+def users_with_verified_primary_email() -> QuerySet:
+    """Active users whose login address is their primary address and is verified.
+
+    Only these people receive anything from the service (commitments through the
+    inbox, nudges) or sign in: an address nobody proved they own is nobody's.
+    A QuerySet, so callers filter it further and it stays one query.
+    """
+    return get_user_model().objects.filter(verified_primary_email(), is_active=True)
+
+
+def user_has_verified_primary_email(*, user) -> bool:
+    return users_with_verified_primary_email().filter(pk=user.pk).exists()

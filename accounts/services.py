@@ -1,0 +1,25 @@
+"""Writes of the accounts app."""
+
+from __future__ import annotations
+
+from allauth.account.models import EmailAddress
+from django.db import transaction
+
+
+@transaction.atomic
+def user_email_mark_verified(*, user) -> EmailAddress:
+    """Record the user's login address as their verified primary address.
+
+    For addresses someone vouches for without a link being followed: the
+    operator's `create_user`, and test fixtures. Everyone else proves an address
+    by following the link allauth mails.
+    """
+    EmailAddress.objects.filter(user=user, primary=True).exclude(email__iexact=user.email).update(
+        primary=False
+    )
+    address, _ = EmailAddress.objects.update_or_create(
+        user=user,
+        email__iexact=user.email,
+        defaults={"email": user.email, "verified": True, "primary": True},
+    )
+    return address

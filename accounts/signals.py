@@ -1,0 +1,17 @@
+"""Signals of the accounts app: the one hook other apps have on changes to the
+credentials that prove who a person is.
+
+`credentials_changed` is sent by `User.save()` once a changed password or
+e-mail address is stored, however the change was made: allauth's password
+change, set and reset and its e-mail change, Django admin, `manage.py
+changepassword`, a shell. Not sent for a new user.
+
+Arguments: `user` (the saved instance) and `change` ("password" or "email").
+A receiver may return a sentence for the person who made the change (or None);
+`User.save()` keeps the sentences in `user.security_notices`, and the pages of
+allauth's flows show them (accounts.receivers).
+"""
+
+from django.dispatch import Signal
+
+credentials_changed = Signal()
