@@ -116,16 +116,14 @@ def test_a_password_reset_is_recorded_without_the_key_or_password(client, assign
     assert_no_secret(event, NEW_PASSWORD, link.group(1).rstrip("/").rsplit("/", 1)[-1])
 
 
-def test_adding_confirming_making_primary_and_removing_an_address_are_recorded(client, assigner):
-    # A verified primary address, as sign-up leaves it (make_user may already have made it).
-    EmailAddress.objects.update_or_create(
-        user=assigner, email="lead@example.com", defaults={"primary": True, "verified": True}
-    )
+def test_changing_the_address_is_recorded_added_confirmed_and_made_primary(client, assigner):
+    # ACCOUNT_CHANGE_EMAIL: the new address replaces the old one once it is confirmed.
     client.force_login(assigner)
 
     client.post("/accounts/email/", {"action_add": "", "email": "lead@corp.example"})
     added = only_event(assigner, "user_email_added")
     assert added.payload["email"] == "lead@corp.example"
+    assert not events(assigner, "user_email_primary_changed")
 
     confirmation = next(m for m in mail.outbox if "lead@corp.example" in m.to)
     link = re.search(r"https?://[^/\s]+(/accounts/confirm-email/\S+/)", confirmation.body)
@@ -133,20 +131,26 @@ def test_adding_confirming_making_primary_and_removing_an_address_are_recorded(c
     confirmed = only_event(assigner, "user_email_confirmed")
     assert confirmed.payload["email"] == "lead@corp.example"
     assert_no_secret(confirmed, link.group(1).rstrip("/").rsplit("/", 1)[-1])
-
-    client.post("/accounts/email/", {"action_primary": "", "email": "lead@corp.example"})
     primary = only_event(assigner, "user_email_primary_changed")
     assert (primary.payload["old"], primary.payload["new"]) == (
         "lead@example.com",
         "lead@corp.example",
     )
-
-    client.post("/accounts/email/", {"action_remove": "", "email": "lead@example.com"})
-    removed = only_event(assigner, "user_email_removed")
-    assert removed.payload["email"] == "lead@example.com"
     assert not EmailAddress.objects.filter(email="lead@example.com").exists()
-    for event in (added, confirmed, primary, removed):
+    for event in (added, confirmed, primary):
         assert (event.actor_kind, event.user) == ("user", assigner)
+
+
+def test_removing_an_address_is_recorded(client, assigner):
+    EmailAddress.objects.create(user=assigner, email="old@corp.example", verified=True)
+    client.force_login(assigner)
+
+    client.post("/accounts/email/", {"action_remove": "", "email": "old@corp.example"})
+
+    removed = only_event(assigner, "user_email_removed")
+    assert removed.payload["email"] == "old@corp.example"
+    assert (removed.actor_kind, removed.user) == ("user", assigner)
+    assert not EmailAddress.objects.filter(email="old@corp.example").exists()
 
 
 def test_a_profile_change_is_recorded_with_old_and_new_values(client, assigner):
