@@ -47,11 +47,10 @@ COPY templates ./templates
 COPY static ./static
 COPY scripts/start ./scripts/start
 
-# Static files are collected (hashed and compressed) at build time. The keys
-# exist only for this one command: production settings refuse to start
-# without them, and the real ones are given at run time, never baked in.
-RUN FIELD_ENCRYPTION_KEYS=$(python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())') \
-    SECRET_KEY=build-only-collectstatic-key-never-used-at-runtime \
+# Static files are collected (hashed and compressed) at build time. The key
+# exists only for this one command: production settings refuse to load
+# without one, and the real one is given at run time, never baked in.
+RUN SECRET_KEY=build-only-collectstatic-key-never-used-at-runtime \
     python manage.py collectstatic --noinput \
  && mkdir -p /app/var \
  && chown -R app:app /app/var

@@ -11,7 +11,10 @@ a traceback, is redacted before any handler writes it. Recognised:
 - `Bearer ...` credentials, and `sessionid=` / `csrftoken=` cookie values;
 - the path and query of every http(s) URL (a Slack or Teams webhook URL is a
   secret in its path): only the scheme and host are kept, as on the
-  Notifications page.
+  Notifications page;
+- the key in a password-reset or e-mail confirmation path
+  (`/accounts/password/reset/key/...`, `/accounts/confirm-email/...`), as a
+  request log line shows it.
 
 To recognise a new kind of secret, add its pattern to SECRET_PATTERNS.
 """
@@ -30,6 +33,8 @@ SECRET_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), "sk-" + REDACTED),
     (re.compile(r"(?i)\b(bearer)\s+[^\s'\",;]+"), r"\1 " + REDACTED),
     (re.compile(r"(?i)\b(sessionid|csrftoken)=[^\s;'\",&]+"), r"\1=" + REDACTED),
+    (re.compile(r"(/accounts/password/reset/key/)[^/\s'\"?]+"), r"\1" + REDACTED),
+    (re.compile(r"(/accounts/confirm-email/)[^/\s'\"?]+"), r"\1" + REDACTED),
     # scheme://host[:port] kept; path, query and fragment dropped.
     (
         re.compile(r"(?i)\b(https?://[^\s/?#'\"<>]+)[/?#][^\s'\"<>]*"),
