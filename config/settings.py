@@ -30,12 +30,12 @@ if not DEBUG and (SECRET_KEY == _DEV_SECRET_KEY or len(SECRET_KEY) < 32):
 # Fernet keys that encrypt secrets at rest (lib.crypto). The first encrypts;
 # all decrypt, so a key is rotated by prepending a new one. Never derived from
 # SECRET_KEY: rotating that after a leak must not make stored secrets unreadable.
+# In production a missing key is a deployment check's error (config/checks.py,
+# commitments.E003), reported by `manage.py check --deploy` with the rest, and
+# the web and worker processes refuse to start on it (config.checks.
+# refuse_unsafe_start); settings stay importable so the check can speak.
 FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEYS")
-if not FIELD_ENCRYPTION_KEYS:
-    if not DEBUG:
-        raise ImproperlyConfigured(
-            f"Production mode (DEBUG=0) needs FIELD_ENCRYPTION_KEYS; make a key with: {MAKE_A_KEY}"
-        )
+if not FIELD_ENCRYPTION_KEYS and DEBUG:
     # Development only: a fixed, public key (the one earlier versions derived
     # from the development SECRET_KEY, so a local database stays readable).
     FIELD_ENCRYPTION_KEYS = ["a2_SwxOOwNH_iqxCqo2XnWmbuTvoCEuIykasFi-UrUo="]
@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "notifications",
     "delivery",
     "gather",
+    "config.apps.ServiceConfig",  # deployment checks (config/checks.py)
 ]
 
 MIDDLEWARE = [
@@ -449,9 +450,24 @@ CELERY_BEAT_SCHEDULE = {
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # --- Logging ------------------------------------------------------------------
+# Nothing may log a secret: a webhook URL (its path is the secret), a bearer
+# token, a session id, a webhook secret or a provider key. httpx logs every
+# request's full URL at INFO, and Django's SQL log (DEBUG=1 and LOG_LEVEL=DEBUG)
+# prints parameters, session keys among them: those loggers stay above what
+# they would leak at. Every handler also passes lib.redact's filter, which
+# blanks anything shaped like a secret that reaches it anyway; the Celery
+# worker and beat attach it to their own handlers (config/celery.py).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"redact_secrets": {"()": "lib.redact.RedactSecretsFilter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "filters": ["redact_secrets"]},
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+        "django.db.backends": {"level": "INFO"},
+    },
 }

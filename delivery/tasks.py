@@ -8,6 +8,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from delivery.outbox import DISPATCH_TASK, outbox_event_dispatch, outbox_sweep
+from notifications.channels import TEST_TASK, notification_test_send
 from notifications.sending import SEND_TASK, nudge_send
 
 
@@ -19,6 +20,11 @@ def dispatch_event(event_id: int) -> None:
 @shared_task(name=SEND_TASK)
 def deliver(delivery_id: str) -> str | None:
     return nudge_send(delivery_id=delivery_id)
+
+
+@shared_task(name=TEST_TASK)
+def send_test(test_id: str) -> str | None:
+    return notification_test_send(test_id=test_id)
 
 
 @shared_task(name="delivery.tasks.sweep")

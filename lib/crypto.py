@@ -12,7 +12,9 @@ dropping the old key.
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.apps import apps
@@ -22,6 +24,39 @@ from django.db import connections, models, router
 
 class DecryptionError(Exception):
     """A stored value that none of FIELD_ENCRYPTION_KEYS can decrypt."""
+
+
+log = logging.getLogger(__name__)
+
+UNDECRYPTABLE_MESSAGE = "stored with an encryption key that is no longer configured"
+
+
+@dataclass(frozen=True)
+class Undecryptable:
+    """What an EncryptedTextField reads when none of FIELD_ENCRYPTION_KEYS
+    decrypts the stored value (the keys were rotated without running
+    `reencrypt_secrets`, or a key was lost).
+
+    Reading never raises, so a page or the admin that loads the row still
+    renders; the owner of the secret decides what it means (a chat channel
+    is shown broken and nudges go by e-mail). It is falsy, like an empty
+    secret, so code that only asks "is there a secret?" falls back safely,
+    and it is never sent anywhere: it is not a string. Saving the row keeps
+    the stored ciphertext as it was (a key found again makes it readable).
+    """
+
+    ciphertext: str = field(repr=False)
+    message: ClassVar[str] = UNDECRYPTABLE_MESSAGE
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        return ""
+
+
+def is_undecryptable(value: object) -> bool:
+    return isinstance(value, Undecryptable)
 
 
 MAKE_A_KEY = (
@@ -74,7 +109,9 @@ class EncryptedTextField(models.TextField):
     """Text stored Fernet-encrypted; Python sees the plaintext.
 
     The empty string is stored as itself (nothing secret in it). Ciphertexts
-    differ on every save, so the column cannot be filtered on by value.
+    differ on every save, so the column cannot be filtered on by value. A
+    value no configured key decrypts reads as an `Undecryptable` marker
+    instead of raising, and is written back unchanged.
     """
 
     description = "Text encrypted at rest"
@@ -82,9 +119,25 @@ class EncryptedTextField(models.TextField):
     def from_db_value(self, value, expression, connection):
         if value is None or value == "":
             return value
-        return decrypt_str(value)
+        try:
+            return decrypt_str(value)
+        except DecryptionError:
+            # Names the column, never the value.
+            log.warning(
+                "A value of %s.%s could not be decrypted with any of FIELD_ENCRYPTION_KEYS.",
+                self.model._meta.label,
+                self.name,
+            )
+            return Undecryptable(value)
+
+    def to_python(self, value):
+        if isinstance(value, Undecryptable):
+            return value
+        return super().to_python(value)
 
     def get_prep_value(self, value):
+        if isinstance(value, Undecryptable):
+            return value.ciphertext  # kept as stored: nothing to encrypt
         value = super().get_prep_value(value)
         if value is None or value == "":
             return value

@@ -17,6 +17,12 @@ The rules (DECISIONS.md, "Outbound webhooks"):
 - Redirects are not followed, every phase has a timeout and the whole call
   a deadline, and at most `max_bytes` of the answer are read (undecoded:
   `Accept-Encoding: identity`, so no decompression bomb).
+
+The deadline holds in every phase, not only between body chunks: every
+connect, TLS handshake, read and write on the socket is given at most the
+time left before it (`_DeadlineBackend`), so a server that trickles its
+headers or its body a byte at a time, each within the per-read timeout, is
+cut off at the deadline.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
+import httpcore
 import httpx
 from django.conf import settings
 
@@ -159,6 +166,70 @@ def resolve(host: str, port: int, *, allow_loopback: bool | None = None) -> IPAd
 # --- sending ------------------------------------------------------------------------
 
 
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket stream whose every operation ends by `deadline` (monotonic)."""
+
+    def __init__(self, stream: httpcore.NetworkStream, deadline: float) -> None:
+        self._stream, self._deadline = stream, deadline
+
+    def _left(self, timeout: float | None, error: type[Exception]) -> float:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise error("The overall deadline passed.")
+        return left if timeout is None else min(timeout, left)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, self._left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, self._left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+        stream = self._stream.start_tls(
+            ssl_context, server_hostname, self._left(timeout, httpcore.ConnectTimeout)
+        )
+        return _DeadlineStream(stream, self._deadline)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's synchronous sockets, each bounded by one deadline."""
+
+    def __init__(self, deadline: float) -> None:
+        self._backend, self._deadline = httpcore.SyncBackend(), deadline
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise httpcore.ConnectTimeout("The overall deadline passed.")
+        timeout = left if timeout is None else min(timeout, left)
+        stream = self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
+        return _DeadlineStream(stream, self._deadline)
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        raise httpcore.ConnectError("Unix sockets are not used.")
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+def _deadline_transport(deadline: float) -> httpx.HTTPTransport:
+    transport = httpx.HTTPTransport(trust_env=False)
+    # httpx takes no network backend, so its pool is replaced by one with the
+    # same SSL context on the deadline-bound backend (tests/lib/test_outbound.py
+    # proves a trickling server is cut off, so an httpx change would show).
+    transport._pool = httpcore.ConnectionPool(
+        ssl_context=httpx.create_ssl_context(trust_env=False),
+        network_backend=_DeadlineBackend(deadline),
+    )
+    return transport
+
+
 @dataclass(frozen=True)
 class OutboundResponse:
     status_code: int
@@ -198,9 +269,14 @@ def post(
     timeout: float = 10.0,
     max_bytes: int = MAX_RESPONSE_BYTES,
     allow_loopback: bool | None = None,
+    deadline: float | None = None,
 ) -> OutboundResponse:
     """POST to `url` under the rules above. Raises OutboundRefused (the URL
-    or what it resolves to is not allowed) or OutboundFailed (no answer)."""
+    or what it resolves to is not allowed) or OutboundFailed (no answer).
+    `timeout` bounds each phase (connect, each read, each write) and
+    `deadline` (default twice `timeout`) the whole call, seconds. An answer
+    whose status came in time but whose body did not is returned with what
+    arrived of the body."""
     parts = check_url(url, allow_loopback=allow_loopback)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -215,11 +291,15 @@ def post(
     }
     # The TLS handshake and certificate check use the name, not the address.
     extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
-    deadline = time.monotonic() + 2 * timeout
+    overall = 2 * timeout if deadline is None else deadline
+    ends_at = time.monotonic() + overall
     try:
         with (
             httpx.Client(
-                timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False
+                timeout=httpx.Timeout(timeout),
+                follow_redirects=False,
+                trust_env=False,
+                transport=_deadline_transport(ends_at),
             ) as client,
             client.stream(
                 "POST",
@@ -231,12 +311,19 @@ def post(
             ) as response,
         ):
             body = bytearray()
-            for chunk in response.iter_raw():
-                body += chunk
-                if len(body) >= max_bytes or time.monotonic() > deadline:
-                    break
+            try:
+                for chunk in response.iter_raw():  # raw: never decompressed
+                    body += chunk
+                    if len(body) >= max_bytes:
+                        break
+            except httpx.TimeoutException:
+                pass  # the status came in time; the rest of the body is not needed
             return OutboundResponse(response.status_code, response.headers, bytes(body[:max_bytes]))
     except httpx.TimeoutException as exc:
+        if time.monotonic() >= ends_at:
+            raise OutboundFailed(
+                f"No complete answer within {overall:g} s ({type(exc).__name__})."
+            ) from exc
         raise OutboundFailed(f"No answer within {timeout:g} s ({type(exc).__name__}).") from exc
     except httpx.HTTPError as exc:
         raise OutboundFailed(excerpt(f"Connection failed: {exc!r}")) from exc

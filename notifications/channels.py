@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import math
 from dataclasses import dataclass
 
@@ -13,13 +14,23 @@ from django.db.models import Q
 from django.utils import timezone
 
 from audit.services import Actor, audit_event_record
-from lib import outbound
+from lib import jobs, outbound
 from lib.text import excerpt
-from notifications.models import ChannelKind, NotificationChannel
+from notifications.models import (
+    LOST_URL_REASON,
+    ChannelKind,
+    ChannelTest,
+    ChannelTestStatus,
+    NotificationChannel,
+)
 from notifications.nudges import sample_message
 from notifications.transports import TransportError, transport_for
 
+log = logging.getLogger(__name__)
+
 WEBHOOK_URL_MAX = 2000
+# The worker task that sends a test (delivery.tasks), named, not imported.
+TEST_TASK = "delivery.tasks.send_test"
 CHAT_KINDS = {ChannelKind.SLACK, ChannelKind.TEAMS}
 
 
@@ -42,7 +53,13 @@ def notification_channel_get(*, user) -> NotificationChannel | None:
 
 
 def destination_for(user, *, channel: NotificationChannel | None = None) -> Destination:
+    """Where a nudge to `user` goes now. A chat channel whose stored URL no
+    configured key decrypts goes to e-mail, and is marked broken here the
+    first time it is met (page, dispatch or send), so its owner and staff see
+    why."""
     channel = channel if channel is not None else notification_channel_get(user=user)
+    if channel is not None and channel.kind in CHAT_KINDS and channel.url_lost:
+        _mark_url_lost(channel)
     if (
         channel is not None
         and channel.kind in CHAT_KINDS
@@ -123,11 +140,23 @@ def notification_channel_mark_broken(*, channel_id, failed_url: str, reason: str
     return True
 
 
-@dataclass(frozen=True)
-class TestResult:
-    ok: bool
-    kind: str
-    detail: str
+def _mark_url_lost(channel: NotificationChannel) -> None:
+    """Record, once, that `channel`'s URL can no longer be decrypted."""
+    if channel.broken_at is not None:
+        return
+    now = timezone.now()
+    with transaction.atomic():
+        marked = NotificationChannel.objects.filter(pk=channel.pk, broken_at__isnull=True).update(
+            broken_at=now, broken_reason=LOST_URL_REASON, updated_at=now
+        )
+        if marked:
+            audit_event_record(
+                actor=Actor.system(),
+                subject=channel,
+                action="notification_channel_broken",
+                payload={"kind": channel.kind, "reason": LOST_URL_REASON},
+            )
+    channel.broken_at, channel.broken_reason = now, LOST_URL_REASON
 
 
 class TestTooSoon(Exception):
@@ -140,7 +169,7 @@ class TestTooSoon(Exception):
 
 def _claim_test_slot(*, user) -> None:
     """Take this person's slot for a test, or raise TestTooSoon. One
-    conditional UPDATE, so racing clicks (or processes) send one test."""
+    conditional UPDATE, so racing clicks (or processes) queue one test."""
     interval = dt.timedelta(seconds=settings.NOTIFY_TEST_INTERVAL)
     # A person who never chose a channel has no row yet (e-mail); give them one.
     NotificationChannel.objects.bulk_create([NotificationChannel(user=user)], ignore_conflicts=True)
@@ -156,13 +185,50 @@ def _claim_test_slot(*, user) -> None:
         raise TestTooSoon(max(1, math.ceil(wait)))
 
 
-def notification_channel_test(*, user) -> TestResult:
-    """Send a test message through the channel `user` chose, now, and say how it
-    went. A chat channel that answers for good that it is gone is marked broken;
-    one that takes the test is cleared of a broken mark. Tests are spaced by
-    NOTIFY_TEST_INTERVAL seconds per person (TestTooSoon)."""
-    _claim_test_slot(user=user)
+def notification_test_request(*, user) -> ChannelTest:
+    """Ask for a test message through the channel `user` chose. Writes the
+    request and queues it for a worker (the web request never waits on Slack,
+    Teams or the mail server); the page shows the outcome once the worker has
+    written it. Tests are spaced by NOTIFY_TEST_INTERVAL seconds per person
+    (TestTooSoon)."""
+    with transaction.atomic():
+        _claim_test_slot(user=user)
+        test = ChannelTest.objects.create(user=user)
+
+        def enqueue() -> None:
+            if not jobs.enqueue(TEST_TASK, str(test.pk), retry=False):
+                ChannelTest.objects.filter(pk=test.pk, status=ChannelTestStatus.QUEUED).update(
+                    status=ChannelTestStatus.FAILED,
+                    detail="The background worker could not be reached; try again later.",
+                    finished_at=timezone.now(),
+                )
+
+        transaction.on_commit(enqueue)
+    return test
+
+
+def notification_test_latest(*, user) -> ChannelTest | None:
+    return ChannelTest.objects.filter(user=user).first()
+
+
+def notification_test_send(*, test_id) -> str | None:
+    """The worker's side of "send a test": send it through the channel the
+    person has now and record how it went (audited as
+    `notification_test_sent`, with the kind and the outcome, never the URL).
+    A chat channel that answers for good that it is gone is marked broken;
+    one that takes the test is cleared of a broken mark. Returns the outcome,
+    or None when the test was already taken by another worker."""
+    taken = ChannelTest.objects.filter(pk=test_id, status=ChannelTestStatus.QUEUED).update(
+        status=ChannelTestStatus.SENDING
+    )
+    if not taken:
+        return None
+    test = ChannelTest.objects.select_related("user").get(pk=test_id)
+    user = test.user
     channel = notification_channel_get(user=user)
+    if channel is not None and channel.kind in CHAT_KINDS and channel.url_lost:
+        _mark_url_lost(channel)
+        return _record_test(test, channel, kind=channel.kind, ok=False, detail=LOST_URL_REASON)
     if channel is not None and channel.kind in CHAT_KINDS and channel.webhook_url:
         kind, address = channel.kind, channel.webhook_url
     else:
@@ -174,11 +240,32 @@ def notification_channel_test(*, user) -> TestResult:
             notification_channel_mark_broken(
                 channel_id=channel.pk, failed_url=address, reason=exc.message
             )
-        return TestResult(ok=False, kind=kind, detail=exc.message)
+        return _record_test(test, channel, kind=kind, ok=False, detail=exc.message)
+    except Exception as exc:  # a bug or a time limit: the page must not wait forever
+        log.exception("Test %s failed unexpectedly", test_id)
+        _record_test(test, channel, kind=kind, ok=False, detail=excerpt(repr(exc)))
+        raise
     if channel is not None and channel.is_broken and kind in CHAT_KINDS:
         NotificationChannel.objects.filter(pk=channel.pk).update(
             broken_at=None, broken_reason="", updated_at=timezone.now()
         )
     label = ChannelKind(kind).label
     where = user.email if kind == ChannelKind.EMAIL else channel.masked_url
-    return TestResult(ok=True, kind=kind, detail=f"{label} accepted the test message ({where}).")
+    return _record_test(
+        test, channel, kind=kind, ok=True, detail=f"{label} accepted the test message ({where})."
+    )
+
+
+def _record_test(test: ChannelTest, channel, *, kind: str, ok: bool, detail: str) -> str:
+    status = ChannelTestStatus.SENT if ok else ChannelTestStatus.FAILED
+    with transaction.atomic():
+        ChannelTest.objects.filter(pk=test.pk).update(
+            kind=kind, status=status, detail=excerpt(detail, 1000), finished_at=timezone.now()
+        )
+        audit_event_record(
+            actor=Actor.for_user(test.user),
+            subject=channel if channel is not None else test.user,
+            action="notification_test_sent",
+            payload={"kind": kind, "outcome": status.value},
+        )
+    return status.value

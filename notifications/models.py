@@ -17,11 +17,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from lib import leasing
-from lib.crypto import EncryptedTextField
+from lib.crypto import EncryptedTextField, is_undecryptable
 
 __all__ = [
     "AttemptOutcome",
     "ChannelKind",
+    "ChannelTest",
+    "ChannelTestStatus",
     "Delivery",
     "DeliveryAttempt",
     "DeliveryStatus",
@@ -36,8 +38,16 @@ class ChannelKind(models.TextChoices):
     TEAMS = "teams", "Microsoft Teams"
 
 
+LOST_URL_REASON = (
+    "The webhook URL was stored with an encryption key that is no longer configured; "
+    "enter the URL again."
+)
+
+
 def mask_url(url: str) -> str:
     """Scheme and host of a webhook URL; the path (the secret part) is hidden."""
+    if is_undecryptable(url):
+        return "(unreadable)"
     if not url:
         return ""
     parts = urlsplit(url)
@@ -68,8 +78,22 @@ class NotificationChannel(models.Model):
         return f"{self.get_kind_display()} for {self.user_id}"
 
     @property
+    def url_lost(self) -> bool:
+        """The stored URL is there but no configured key decrypts it
+        (lib.crypto.Undecryptable): the channel cannot work until the owner
+        enters the URL again."""
+        return is_undecryptable(self.webhook_url)
+
+    @property
     def is_broken(self) -> bool:
-        return self.broken_at is not None
+        return self.broken_at is not None or self.url_lost
+
+    @property
+    def problem(self) -> str:
+        """Why the channel is broken, for its owner and staff."""
+        if self.url_lost:
+            return LOST_URL_REASON
+        return self.broken_reason
 
     @property
     def masked_url(self) -> str:
@@ -208,3 +232,40 @@ class DeliveryAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.channel} at {self.started_at:%Y-%m-%d %H:%M:%S}: {self.outcome or '…'}"
+
+
+class ChannelTestStatus(models.TextChoices):
+    QUEUED = "queued", "Waiting for the worker"
+    SENDING = "sending", "Sending"
+    SENT = "sent", "Accepted"
+    FAILED = "failed", "Not accepted"
+
+
+class ChannelTest(models.Model):
+    """One "send a test" a person asked for. The page writes it and queues
+    it; a worker sends it through the person's channel at that moment and
+    writes the outcome, which the page shows when it is reloaded."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="channel_tests"
+    )
+    # The channel it went through: set when the worker sends it.
+    kind = models.CharField(max_length=16, choices=ChannelKind.choices, blank=True)
+    status = models.CharField(
+        max_length=16, choices=ChannelTestStatus.choices, default=ChannelTestStatus.QUEUED
+    )
+    detail = models.CharField(max_length=1000, blank=True)
+    requested_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-requested_at"]
+        indexes = [models.Index(fields=["user", "-requested_at"], name="channeltest_user_idx")]
+
+    def __str__(self) -> str:
+        return f"Test for {self.user_id} at {self.requested_at:%Y-%m-%d %H:%M:%S}: {self.status}"
+
+    @property
+    def is_done(self) -> bool:
+        return self.status in (ChannelTestStatus.SENT, ChannelTestStatus.FAILED)

@@ -21,6 +21,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -47,6 +48,8 @@ PRODUCTION_ENV = {
     "POSTGRES_PASSWORD": "pg-secret",
     "POSTGRES_SERVICE_PASSWORD": "pg-service-secret",
     "FIELD_ENCRYPTION_KEYS": "mQ9kB0m0yK2cO0d4VbHkR3t1xqC8s5Yw7Zp2Lr6Ju4E=",
+    "EMAIL_HOST": "smtp.example.com",
+    "DEFAULT_FROM_EMAIL": "Commitments <noreply@example.com>",
 }
 
 
@@ -206,6 +209,8 @@ def test_compose_accepts_the_file_with_the_production_environment(compose_config
         "POSTGRES_PASSWORD",
         "POSTGRES_SERVICE_PASSWORD",
         "FIELD_ENCRYPTION_KEYS",
+        "EMAIL_HOST",
+        "DEFAULT_FROM_EMAIL",
     ],
 )
 def test_compose_refuses_to_start_without_the_secrets(compose_config, variable, how):
@@ -332,16 +337,13 @@ def test_postgres_keeps_its_data_in_a_named_volume(compose_file):
     assert data[0].split(":")[0] in compose_file["volumes"]
 
 
-def test_web_migrates_then_serves_on_the_image_port(compose_file, dockerfile):
-    command = " ".join(compose_file["services"]["web"]["command"])
+def test_web_starts_through_the_start_script_after_the_migrate_step(compose_file, dockerfile):
+    web = compose_file["services"]["web"]
 
-    assert command.index("manage.py migrate --noinput") < command.index("gunicorn")
-    assert "&&" in command  # a failed migration does not start the server
-    assert "gunicorn config.wsgi:application" in command
-    assert f"--bind 0.0.0.0:{PORT}" in command
-    assert healthcheck_url(compose_file["services"]["web"]["healthcheck"]["test"]).endswith(
-        f":{PORT}/healthz"
-    )
+    # The migrate service (the owner role) migrated; the service role cannot.
+    assert web["command"] == ["scripts/start"]
+    assert web["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert healthcheck_url(web["healthcheck"]["test"]).endswith(f":{PORT}/healthz")
 
 
 def _published(compose: dict) -> list[str]:
@@ -452,16 +454,138 @@ def test_static_files_are_collected_with_a_throwaway_key_for_that_step_only(dock
     assert keywords.index("USER") > stage.index(("RUN", runs[0]))
 
 
-def test_it_serves_config_wsgi_with_gunicorn_on_the_exposed_port(dockerfile):
+def start_script_gunicorn() -> list[str]:
+    """The gunicorn command scripts/start ends with (its `exec` line)."""
+    text = (ROOT / "scripts" / "start").read_text().replace("\\\n", " ")
+    (line,) = [line for line in text.splitlines() if line.strip().startswith("exec gunicorn")]
+    return shlex.split(line)[1:]
+
+
+def test_the_image_starts_through_the_start_script(dockerfile):
     stage = final_stage(dockerfile)
     command = exec_form([a for k, a in stage if k == "CMD"][-1])
-    exposed = [a for k, a in stage if k == "EXPOSE"]
+
+    assert command == ["scripts/start"]
+    script = ROOT / "scripts" / "start"
+    assert os.access(script, os.X_OK)
+    assert ("COPY", "scripts/start ./scripts/start") in stage
+
+
+def gunicorn_settings():
+    """The module scripts/start gives gunicorn with `--config python:...`."""
+    command = start_script_gunicorn()
+    source = command[command.index("--config") + 1]
+    assert source.startswith("python:")
+    return importlib.import_module(source.removeprefix("python:"))
+
+
+def test_it_serves_config_wsgi_with_gunicorn_on_the_exposed_port(dockerfile, settings):
+    # config.wsgi refuses to load with unsafe production settings, and tests
+    # run with DEBUG off: give it safe ones.
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.REDIS_URL = "redis://redis.invalid:6379/0"
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+    command = start_script_gunicorn()
+    exposed = [a for k, a in final_stage(dockerfile) if k == "EXPOSE"]
 
     assert command[0] == "gunicorn"
     module, _, attribute = command[1].partition(":")
     assert callable(getattr(importlib.import_module(module), attribute))
-    assert command[command.index("--bind") + 1] == f"0.0.0.0:{PORT}"
+    assert gunicorn_settings().bind == f"0.0.0.0:{PORT}"
     assert exposed == [str(PORT)]
+
+
+def test_the_access_log_leaves_out_query_strings_and_referrers():
+    conf = gunicorn_settings()
+
+    assert conf.accesslog == "-"
+    assert "%(U)s" in conf.access_log_format  # the path, without the query string
+    for atom in ("%(r)s", "%(q)s", "%(f)s", "%({cookie}i)s", "%({authorization}i)s"):
+        assert atom not in conf.access_log_format
+
+
+def test_gunicorns_logs_pass_the_secret_redacting_filter(capsys):
+    """As gunicorn sets its logging up from config.gunicorn: an access line
+    with a password-reset key in its path comes out without the key."""
+    import logging.config
+
+    from gunicorn.config import Config
+    from gunicorn.glogging import Logger
+
+    conf = gunicorn_settings()
+    cfg = Config()
+    for name in ("accesslog", "access_log_format", "logconfig_dict"):
+        cfg.set(name, getattr(conf, name))
+    try:
+        log = Logger(cfg)
+        log.access_log.info('"GET /accounts/password/reset/key/1z-abc123secretkey/ HTTP/1.1" 200')
+        log.error("cannot reach https://hooks.slack.com/services/T/B/very-secret")
+    finally:
+        logging.config.dictConfig(settings.LOGGING)
+    out, err = capsys.readouterr()
+    assert "/accounts/password/reset/key/[redacted]/" in out
+    assert "abc123secretkey" not in out
+    assert "hooks.slack.com/[redacted]" in err and "very-secret" not in err
+
+
+@pytest.fixture
+def start_script(tmp_path):
+    """Run scripts/start with the given environment and a stand-in gunicorn on
+    PATH that only says it was started (and with which arguments)."""
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    fake = fake_bin / "gunicorn"
+    fake.write_text('#!/bin/sh\necho "gunicorn started: $*"\n')
+    fake.chmod(0o755)
+    python_bin = Path(sys.executable).parent
+
+    def run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["sh", str(ROOT / "scripts" / "start")],
+            env={
+                "PATH": f"{fake_bin}:{python_bin}:{os.environ.get('PATH', os.defpath)}",
+                "DJANGO_SETTINGS_MODULE": "config.settings",
+                "VAR_DIR": str(tmp_path / "var"),
+                **env,
+            },
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def compose_app_environment(compose) -> dict[str, str]:
+    """The web service's environment as Compose resolves it for production."""
+    return {k: str(v) for k, v in compose["services"]["web"]["environment"].items()}
+
+
+def test_the_start_script_runs_the_deployment_checks_then_gunicorn(
+    start_script, compose_app_environment
+):
+    result = start_script(compose_app_environment)
+
+    assert result.returncode == 0, result.stderr
+    assert "gunicorn started: config.wsgi:application --config python:config.gunicorn" in (
+        result.stdout
+    )
+
+
+def test_the_start_script_stops_on_an_unsafe_setting_before_gunicorn(
+    start_script, compose_app_environment
+):
+    unsafe = {
+        **compose_app_environment,
+        "EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend",
+    }
+
+    result = start_script(unsafe)
+
+    assert result.returncode != 0
+    assert "commitments.E001" in result.stderr
+    assert "gunicorn started" not in result.stdout
 
 
 @pytest.mark.django_db

@@ -144,3 +144,25 @@ def test_a_save_made_during_the_rewrite_wins(settings, assigner, monkeypatch):
     assert "Re-encrypted 0 secret(s)" in out.getvalue()
     channel = NotificationChannel.objects.get(user=assigner)
     assert channel.webhook_url == "https://hooks.slack.com/services/T/B/after"
+
+
+# --- a value no configured key decrypts ----------------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_encrypted_field_no_key_decrypts_reads_as_a_falsy_marker_not_an_error(
+    settings, assigner
+):
+    from lib.crypto import Undecryptable, is_undecryptable
+    from notifications.models import NotificationChannel
+
+    settings.FIELD_ENCRYPTION_KEYS = [key("lost")]
+    _slack_for(assigner, settings, "https://hooks.slack.com/services/T/B/gone")
+    settings.FIELD_ENCRYPTION_KEYS = [key("current")]
+
+    value = NotificationChannel.objects.get(user=assigner).webhook_url
+
+    assert is_undecryptable(value) and isinstance(value, Undecryptable)
+    assert not value and str(value) == ""  # never a URL to send to
+    assert "stored with an encryption key that is no longer configured" in value.message
+    assert "gAAAA" not in repr(value)  # the ciphertext stays out of logs and tracebacks

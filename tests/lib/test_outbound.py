@@ -185,3 +185,137 @@ def test_a_public_https_url_passes_the_static_check(settings):
 )
 def test_loopback_hosts_are_told_apart(host, loopback):
     assert outbound.is_loopback_host(host) is loopback
+
+
+# --- answers that would exhaust memory or time ----------------------------------------
+
+
+class StreamingService:
+    """A loopback HTTP server whose answer is written piece by piece: the
+    status line and headers, then the body from `pieces`, each after
+    `pause` seconds. It stops writing when the client goes away or after
+    `give_up` seconds; `finished` is set if it wrote everything."""
+
+    def __init__(self, head: bytes, pieces, *, pause: float = 0.0, give_up: float = 30) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.finished = threading.Event()
+        self.client_left = threading.Event()
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                import time
+
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                stop_at = time.monotonic() + give_up
+                try:
+                    self.wfile.write(head)
+                    self.wfile.flush()
+                    for piece in pieces():
+                        if time.monotonic() > stop_at:
+                            return
+                        if pause:
+                            time.sleep(pause)
+                        self.wfile.write(piece)
+                        self.wfile.flush()
+                except OSError:
+                    service.client_left.set()
+                    return
+                service.finished.set()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/services/T000/B000/secret"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def gzip_bomb_member() -> bytes:
+    """One gzip member holding 1 MiB of zeros (about 1 KiB compressed)."""
+    import gzip
+
+    return gzip.compress(b"\0" * (1024 * 1024), compresslevel=9)
+
+
+BOMB_SIZE = 10 * 1024 * 1024  # bytes on the wire: about 10 GiB once decompressed
+
+
+def bomb_pieces():
+    member = gzip_bomb_member()
+    sent = 0
+    while sent < BOMB_SIZE:
+        piece = member[: BOMB_SIZE - sent]
+        sent += len(piece)
+        yield piece
+
+
+def test_a_gzip_bomb_is_read_only_up_to_the_cap_and_never_decompressed(settings):
+    import tracemalloc
+
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    head = (
+        b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n"
+        b"Content-Encoding: gzip\r\nContent-Length: " + str(BOMB_SIZE).encode() + b"\r\n\r\n"
+    )
+    with StreamingService(head, bomb_pieces) as service:
+        tracemalloc.start()
+        try:
+            response = outbound.post(service.url, json={}, timeout=5)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+
+    assert response.status_code == 500
+    assert len(response.content) <= outbound.MAX_RESPONSE_BYTES
+    assert response.content.startswith(b"\x1f\x8b")  # still gzip: not decompressed
+    # The TLS context and the client take about 1.5 MiB whatever the answer;
+    # reading the 10 MiB sent, or decompressing it, would take far more.
+    assert peak < 4 * 1024 * 1024
+    assert not service.finished.is_set()  # the rest was never read
+
+
+def test_a_server_that_trickles_its_headers_is_cut_off_at_the_deadline(settings):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+
+    def header_bytes_forever():
+        while True:
+            yield b"X"
+
+    head = b"HTTP/1.1 200 OK\r\nX-Slow: "
+    # Each byte comes well within the per-read timeout (1 s); only the overall
+    # deadline (2 s) can end the call before the server gives up (30 s).
+    with StreamingService(head, header_bytes_forever, pause=0.2) as service:
+        with pytest.raises(OutboundFailed, match="No complete answer within 2 s"):
+            outbound.post(service.url, json={}, timeout=1, deadline=2)
+        assert not service.finished.is_set()
+
+
+def test_a_server_that_trickles_its_body_is_cut_off_at_the_deadline(settings):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+
+    def body_bytes_forever():
+        while True:
+            yield b"x"
+
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n"
+    with StreamingService(head, body_bytes_forever, pause=0.2) as service:
+        response = outbound.post(service.url, json={}, timeout=1, deadline=2)
+        assert not service.finished.is_set()
+
+    assert response.status_code == 200  # the status came in time
+    assert 0 < len(response.content) < 1000

@@ -1,5 +1,6 @@
-"""Settings, Notifications: choose a channel, send a test, see a broken one.
-And the admin, which never shows a webhook URL in full."""
+"""Settings, Notifications: choose a channel, send a test (queued for a worker,
+its outcome shown on the page), see a broken one. And the admin, which never
+shows a webhook URL in full."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
+from audit.models import AuditEvent
+from lib import jobs
 from notifications.channels import notification_channel_mark_broken, notification_channel_set
-from notifications.models import ChannelKind, NotificationChannel
+from notifications.models import ChannelKind, ChannelTest, NotificationChannel
 from tests.delivery.nudge_support import FakeService, Reply
 
 PAGE = "/settings/notifications/"
@@ -28,6 +31,51 @@ def _settings(settings):
     settings.OUTBOUND_ALLOW_LOOPBACK = True
     settings.NOTIFY_HTTP_TIMEOUT = 2
     mail.outbox = []
+
+
+@pytest.fixture
+def queued(monkeypatch):
+    """Jobs the code under test queued, as (task name, argument) pairs: the
+    broker, without a broker."""
+    jobs_queued: list[tuple[str, str]] = []
+
+    def record(task_name, arg, *, retry=True):
+        jobs_queued.append((task_name, str(arg)))
+        return True
+
+    monkeypatch.setattr(jobs, "enqueue", record)
+    return jobs_queued
+
+
+@pytest.fixture
+def worker(queued, django_capture_on_commit_callbacks):
+    """Runs what was queued, as a worker would: the real Celery task, in this
+    process. Returns the tasks' results."""
+    from celery import current_app
+
+    import delivery.tasks  # noqa: F401 (registers the tasks)
+
+    def run() -> list:
+        results = []
+        while queued:
+            name, arg = queued.pop(0)
+            results.append(current_app.tasks[name](arg))
+        return results
+
+    return run
+
+
+@pytest.fixture
+def test_sent(knight, worker, django_capture_on_commit_callbacks):
+    """Press "send a test", let the worker run, and return the page as reloaded."""
+
+    def press() -> str:
+        with django_capture_on_commit_callbacks(execute=True):
+            knight.post(TEST)
+        worker()
+        return knight.get(PAGE).content.decode()
+
+    return press
 
 
 @pytest.fixture
@@ -134,74 +182,138 @@ def test_saving_needs_the_csrf_token(assignee):
     assert client.post(TEST).status_code == 403
 
 
-def test_send_a_test_by_email(knight):
-    response = knight.post(TEST, follow=True)
+def test_send_a_test_queues_it_for_the_worker_and_sends_nothing_in_the_request(
+    knight, assignee, queued, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = knight.post(TEST, follow=True)
+    assert mail.outbox == []  # nothing left the machine during the request
+    (test,) = ChannelTest.objects.filter(user=assignee)
+    assert queued == [("delivery.tasks.send_test", str(test.pk))]
+    html = response.content.decode()
+    assert "Test queued. Reload this page in a moment" in html
+    assert "Waiting for the worker" in html
+
+
+def test_send_a_test_by_email(test_sent):
+    html = test_sent()
     (sent,) = mail.outbox
     assert sent.to == ["knight@example.com"]
-    assert "accepted the test message" in response.content.decode()
+    assert "Accepted" in html and "E-mail accepted the test message" in html
 
 
-def test_a_second_test_within_the_interval_is_refused_and_sends_nothing(knight, settings):
+def test_a_test_send_is_audited_with_its_kind_and_outcome_and_never_the_url(
+    test_sent, assignee, slack
+):
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    test_sent()
+    (event,) = AuditEvent.objects.filter(action="notification_test_sent")
+    assert event.payload == {"kind": "slack", "outcome": "sent"}
+    assert event.user_id == assignee.pk
+    slack.reply_with(Reply(404, "no_service"))
+    NotificationChannel.objects.filter(user=assignee).update(last_test_at=None)
+    test_sent()
+    outcomes = AuditEvent.objects.filter(action="notification_test_sent").order_by(
+        "occurred_at", "id"
+    )
+    assert [e.payload for e in outcomes] == [
+        {"kind": "slack", "outcome": "sent"},
+        {"kind": "slack", "outcome": "failed"},
+    ]
+    for event in AuditEvent.objects.all():
+        assert "/services/" not in str(event.payload)
+
+
+def test_a_test_taken_twice_is_sent_once(
+    knight, assignee, queued, django_capture_on_commit_callbacks
+):
+    from notifications.channels import notification_test_send
+
+    with django_capture_on_commit_callbacks(execute=True):
+        knight.post(TEST)
+    ((_, test_id),) = queued
+    assert notification_test_send(test_id=test_id) == "sent"
+    assert notification_test_send(test_id=test_id) is None  # a redelivered message
+    assert len(mail.outbox) == 1
+
+
+def test_a_test_the_broker_did_not_take_is_shown_as_failed(
+    knight, assignee, monkeypatch, django_capture_on_commit_callbacks
+):
+    monkeypatch.setattr(jobs, "enqueue", lambda *args, **kwargs: False)
+    with django_capture_on_commit_callbacks(execute=True):
+        knight.post(TEST)
+    html = knight.get(PAGE).content.decode()
+    assert "The background worker could not be reached" in html
+
+
+def test_a_second_test_within_the_interval_is_refused_and_sends_nothing(
+    knight, test_sent, settings
+):
     settings.NOTIFY_TEST_INTERVAL = 60
-    knight.post(TEST)
+    test_sent()
     html = knight.post(TEST, follow=True).content.decode()
     assert len(mail.outbox) == 1
+    assert ChannelTest.objects.count() == 1
     assert "You sent a test a moment ago. Try again in" in html
     wait = int(html.split("Try again in ")[1].split(" s.")[0])
     assert 1 <= wait <= 60
 
 
-def test_after_the_interval_a_test_goes_again(knight, assignee, settings):
+def test_after_the_interval_a_test_goes_again(test_sent, assignee, settings):
     settings.NOTIFY_TEST_INTERVAL = 60
-    knight.post(TEST)
+    test_sent()
     NotificationChannel.objects.filter(user=assignee).update(
         last_test_at=timezone.now() - dt.timedelta(seconds=61)
     )
-    knight.post(TEST)
+    test_sent()
     assert len(mail.outbox) == 2
 
 
-def test_the_interval_is_per_person(knight, assigner, settings):
+def test_the_interval_is_per_person(
+    test_sent, assigner, settings, worker, django_capture_on_commit_callbacks
+):
     settings.NOTIFY_TEST_INTERVAL = 60
-    knight.post(TEST)
+    test_sent()
     other = Client()
     other.force_login(assigner)
-    other.post(TEST)
+    with django_capture_on_commit_callbacks(execute=True):
+        other.post(TEST)
+    worker()
     assert sorted(m.to[0] for m in mail.outbox) == ["knight@example.com", "lead@example.com"]
 
 
-def test_a_test_keeps_the_chosen_channel(knight, assignee, slack):
+def test_a_test_keeps_the_chosen_channel(test_sent, assignee, slack):
     notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
-    knight.post(TEST)
+    test_sent()
     channel = NotificationChannel.objects.get(user=assignee)
     assert channel.kind == ChannelKind.SLACK and channel.webhook_url == slack.url
     assert channel.last_test_at is not None
 
 
-def test_send_a_test_to_slack(knight, assignee, slack):
+def test_send_a_test_to_slack(test_sent, assignee, slack):
     notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
-    response = knight.post(TEST, follow=True)
+    html = test_sent()
     (request,) = slack.requests
     assert "this is a test" in request.body["text"]
-    assert "Slack accepted the test message" in response.content.decode()
+    assert "Slack accepted the test message" in html
 
 
 def test_a_test_that_slack_refuses_for_good_shows_the_reason_and_marks_the_channel_broken(
-    knight, assignee, slack
+    test_sent, assignee, slack
 ):
     notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
     slack.reply_with(Reply(404, "no_service"))
-    response = knight.post(TEST, follow=True)
-    html = response.content.decode()
+    html = test_sent()
     assert "Slack did not take the test message: Slack answered 404 no_service" in html
     assert "Broken" in html
     assert NotificationChannel.objects.get(user=assignee).is_broken
 
 
-def test_a_transient_test_failure_does_not_mark_the_channel_broken(knight, assignee, slack):
+def test_a_transient_test_failure_does_not_mark_the_channel_broken(test_sent, assignee, slack):
     notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
     slack.reply_with(Reply(503, "busy"))
-    html = knight.post(TEST, follow=True).content.decode()
+    html = test_sent()
     assert "Slack answered 503 busy" in html
     assert not NotificationChannel.objects.get(user=assignee).is_broken
 
@@ -228,10 +340,10 @@ def test_someone_else_does_not_see_a_broken_channel_that_is_not_theirs(
     assert "outsider@example.com" in html
 
 
-def test_a_successful_test_clears_the_broken_mark(knight, assignee, slack):
+def test_a_successful_test_clears_the_broken_mark(test_sent, assignee, slack):
     channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
     notification_channel_mark_broken(channel_id=channel.pk, failed_url=slack.url, reason="gone")
-    knight.post(TEST)
+    test_sent()
     assert not NotificationChannel.objects.get(user=assignee).is_broken
 
 

@@ -232,3 +232,28 @@ def test_the_registry_has_one_transport_per_channel_kind():
     assert isinstance(transport_for("email", "a@example.com"), EmailTransport)
     assert isinstance(transport_for("slack", "https://x"), SlackTransport)
     assert isinstance(transport_for("teams", "https://x"), TeamsTransport)
+
+
+# --- an answer that would exhaust memory -----------------------------------------------
+
+
+def test_a_gzip_bomb_from_a_chat_webhook_is_an_error_with_a_short_excerpt(settings):
+    import tracemalloc
+
+    from tests.lib.test_outbound import BOMB_SIZE, StreamingService, bomb_pieces
+
+    head = (
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Encoding: gzip\r\n"
+        b"Content-Length: " + str(BOMB_SIZE).encode() + b"\r\n\r\n"
+    )
+    with StreamingService(head, bomb_pieces) as service:
+        tracemalloc.start()
+        try:
+            with pytest.raises(TransportError) as caught:
+                send(SlackTransport, service.url)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert caught.value.permanent is False and caught.value.status_code == 503
+    assert len(caught.value.message) < 1000
+    assert peak < 4 * 1024 * 1024  # not the 10 MiB sent, nor the ~10 GiB it inflates to

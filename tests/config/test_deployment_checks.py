@@ -1,0 +1,149 @@
+"""Unsafe production settings are caught before start: `manage.py check
+--deploy --fail-level ERROR` fails on each, naming what to set, and the web
+and worker processes refuse to start on the same errors. Each case runs in a
+fresh process with exactly that environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from django.conf import settings
+
+from tests.config.conftest import MODE_VARIABLES, REAL_FERNET_KEY, REAL_KEY
+
+SAFE_PRODUCTION = {
+    "DEBUG": "0",
+    "SECRET_KEY": REAL_KEY,
+    "ALLOWED_HOSTS": "commitments.example.com",
+    "FIELD_ENCRYPTION_KEYS": REAL_FERNET_KEY,
+    "REDIS_URL": "redis://redis.invalid:6379/0",
+    "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+    "EMAIL_HOST": "smtp.example.com",
+}
+EXTRA_VARIABLES = ("EMAIL_BACKEND", "EMAIL_HOST", "OUTBOUND_ALLOW_LOOPBACK", "LOG_LEVEL")
+
+
+@pytest.fixture
+def run(tmp_path):
+    def run(args: list[str], **overrides: str | None) -> subprocess.CompletedProcess[str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in MODE_VARIABLES and k not in EXTRA_VARIABLES
+        }
+        env.update(SAFE_PRODUCTION)
+        env.update({"DJANGO_SETTINGS_MODULE": "config.settings", "VAR_DIR": str(tmp_path)})
+        for name, value in overrides.items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+        return subprocess.run(
+            [sys.executable, *args],
+            cwd=settings.BASE_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    return run
+
+
+def check_deploy(run, **overrides: str | None) -> subprocess.CompletedProcess[str]:
+    return run(["manage.py", "check", "--deploy", "--fail-level", "ERROR"], **overrides)
+
+
+def test_a_correct_production_environment_passes(run):
+    result = check_deploy(run)
+    assert result.returncode == 0, result.stderr
+    assert "commitments.E" not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize(
+    ("overrides", "check_id", "says"),
+    [
+        (
+            {"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"},
+            "commitments.E001",
+            "Set EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend and EMAIL_HOST",
+        ),
+        (
+            {"EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend"},
+            "commitments.E001",
+            "Set EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend and EMAIL_HOST",
+        ),
+        ({"EMAIL_BACKEND": None}, "commitments.E001", "Set EMAIL_BACKEND="),  # the default
+        ({"REDIS_URL": None}, "commitments.E002", "Set REDIS_URL"),
+        ({"FIELD_ENCRYPTION_KEYS": None}, "commitments.E003", "Set FIELD_ENCRYPTION_KEYS"),
+        ({"FIELD_ENCRYPTION_KEYS": ""}, "commitments.E003", "urlsafe_b64encode(os.urandom(32))"),
+        ({"OUTBOUND_ALLOW_LOOPBACK": "1"}, "commitments.E004", "Set OUTBOUND_ALLOW_LOOPBACK=0"),
+    ],
+    ids=[
+        "console-mail",
+        "locmem-mail",
+        "default-mail",
+        "no-redis",
+        "no-encryption-key",
+        "empty-encryption-key",
+        "outbound-loopback",
+    ],
+)
+def test_each_unsafe_production_setting_fails_check_deploy_naming_what_to_set(
+    run, overrides, check_id, says
+):
+    result = check_deploy(run, **overrides)
+
+    assert result.returncode != 0
+    assert f"({check_id})" in result.stderr
+    assert says in result.stderr
+
+
+def test_the_same_settings_in_development_pass(run):
+    result = check_deploy(
+        run,
+        DEBUG="1",
+        EMAIL_BACKEND=None,
+        REDIS_URL=None,
+        FIELD_ENCRYPTION_KEYS=None,
+        OUTBOUND_ALLOW_LOOPBACK="1",
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_every_problem_is_reported_at_once(run):
+    result = check_deploy(run, EMAIL_BACKEND=None, REDIS_URL=None, OUTBOUND_ALLOW_LOOPBACK="1")
+    assert result.returncode != 0
+    for check_id in ("commitments.E001", "commitments.E002", "commitments.E004"):
+        assert check_id in result.stderr
+
+
+def test_the_web_server_refuses_to_start_without_an_encryption_key(run):
+    """However it is started (not only through scripts/start): loading the
+    WSGI application fails, loudly, with the check's message."""
+    result = run(["-c", "import config.wsgi"], FIELD_ENCRYPTION_KEYS=None)
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert "commitments.E003" in result.stderr
+    assert "Set FIELD_ENCRYPTION_KEYS" in result.stderr
+
+
+def test_the_web_server_starts_with_a_correct_production_environment(run):
+    result = run(["-c", "import config.wsgi; print('loaded')"])
+
+    assert result.returncode == 0, result.stderr
+    assert "loaded" in result.stdout
+
+
+def test_a_worker_refuses_to_start_on_an_unsafe_setting(run):
+    result = run(
+        ["-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=INFO"],
+        REDIS_URL=None,
+    )
+
+    assert result.returncode != 0
+    assert "commitments.E002" in result.stderr + result.stdout

@@ -1,0 +1,284 @@
+"""No secret in the logs of a full flow: sign in (a session exists), mint an
+API token, save a Slack channel whose URL points at a loopback stand-in,
+call the inbox with the bearer token, let the worker's task path send the
+nudge (once failing, then again), and send a test. Every log record of
+every logger, at DEBUG, written through the handlers settings.LOGGING
+configures, is then searched for every secret the flow created.
+
+To cover a new kind of secret (webhook signing secrets, provider keys),
+create one in the flow and add it to `secrets`.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import logging
+import logging.config
+import secrets as random
+
+import pytest
+from django.conf import settings as django_settings
+from django.core import mail
+from django.test import Client
+
+from lib import jobs
+from lib.redact import redact
+from notifications.models import ChannelKind, Delivery, DeliveryStatus, NotificationChannel
+from tests.delivery.nudge_support import FakeService, Reply
+from tests.integrations.api_support import INBOX, inbox_body, mint, post_json
+
+pytestmark = pytest.mark.django_db
+
+CAPTURED = io.StringIO()
+
+
+@pytest.fixture
+def captured_logs(request):
+    """Everything every logger writes, at DEBUG, through LOGGING's own
+    handlers and filters (their stream swapped for a buffer). With
+    `loud_libraries`, httpx and httpcore are forced to DEBUG too, so only
+    the redacting filter stands between their URLs and the log."""
+    config = copy.deepcopy(django_settings.LOGGING)
+    config["root"]["level"] = "DEBUG"
+    for handler in config["handlers"].values():
+        handler["stream"] = f"ext://{__name__}.CAPTURED"
+    if getattr(request, "param", False):
+        config["loggers"].update({"httpx": {"level": "DEBUG"}, "httpcore": {"level": "DEBUG"}})
+    CAPTURED.seek(0)
+    CAPTURED.truncate()
+    logging.config.dictConfig(config)
+    # Any handler not in LOGGING (a library's, Django's defaults) writes here too.
+    loggers = [logging.getLogger(), *map(logging.getLogger, logging.root.manager.loggerDict)]
+    redirected = {
+        handler: handler.setStream(CAPTURED)
+        for logger in loggers
+        for handler in logger.handlers
+        if isinstance(handler, logging.StreamHandler)
+    }
+    try:
+        yield CAPTURED
+    finally:
+        for handler, stream in redirected.items():
+            if stream is not None:
+                handler.setStream(stream)
+        logging.config.dictConfig(django_settings.LOGGING)
+
+
+@pytest.fixture
+def worker(monkeypatch, django_capture_on_commit_callbacks):
+    """Queued jobs, run by their real Celery tasks in this process (as a
+    worker would), with what they queue after commit, until none is left."""
+    from celery import current_app
+
+    import delivery.tasks  # noqa: F401 (registers the tasks)
+
+    queue: list[tuple[str, str]] = []
+
+    def record(task_name, arg, *, retry=True):
+        queue.append((task_name, str(arg)))
+        return True
+
+    monkeypatch.setattr(jobs, "enqueue", record)
+
+    def run() -> None:
+        while queue:
+            name, arg = queue.pop(0)
+            with django_capture_on_commit_callbacks(execute=True):
+                current_app.tasks[name](arg)
+
+    return run
+
+
+@pytest.mark.parametrize(
+    "captured_logs", [False, True], ids=["as-configured", "loud-libraries"], indirect=True
+)
+def test_a_full_flow_logs_none_of_the_secrets_it_created(
+    captured_logs, worker, settings, make_user, django_capture_on_commit_callbacks
+):
+    settings.DEBUG = True  # the quick start's mode: Django's SQL log is live
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    settings.NOTIFY_HTTP_TIMEOUT = 2
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    mail.outbox = []
+    assigner = make_user("lead@example.com", display_name="Lead")
+    assignee = make_user("knight@example.com", display_name="Knight")
+
+    with FakeService() as slack:
+        slack_url = slack.url.replace("secret", "xoxb" + random.token_hex(12))
+        slack_path = slack_url.split(str(slack.server.server_port), 1)[1]
+
+        # Sign in for real: a session, and its id in a cookie.
+        browser = Client()
+        signed_in = browser.post(
+            "/accounts/login/",
+            {"login": assignee.email, "password": "correct horse battery"},
+        )
+        assert signed_in.status_code == 302, signed_in.content
+        session_id = browser.cookies["sessionid"].value
+
+        # A Slack channel, through the page.
+        saved = browser.post(
+            "/settings/notifications/", {"kind": "slack", "webhook_url": slack_url}
+        )
+        assert saved.status_code == 302
+        assert NotificationChannel.objects.get(user=assignee).kind == ChannelKind.SLACK
+
+        # An inbox call with a bearer token; the worker sends the nudge,
+        # which Slack refuses once (a logged failure) and then takes.
+        token = mint(assigner)
+        slack.reply_with(Reply(503, "rollup_error"), Reply(200, "ok"))
+        with django_capture_on_commit_callbacks(execute=True):
+            response = post_json(Client(), INBOX, inbox_body(), token=token)
+        assert response.status_code == 201, response.content
+        worker()
+        delivery = Delivery.objects.get(recipient=assignee)
+        assert delivery.status == DeliveryStatus.PENDING  # the 503
+        Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=delivery.created_at)
+        from delivery.outbox import outbox_sweep
+
+        with django_capture_on_commit_callbacks(execute=True):
+            outbox_sweep(now=delivery.next_attempt_at)
+        worker()
+        assert Delivery.objects.get(pk=delivery.pk).status == DeliveryStatus.DELIVERED
+
+        # A test message, queued by the page and sent by the worker.
+        slack.reply_with(Reply(404, "no_service"))
+        with django_capture_on_commit_callbacks(execute=True):
+            browser.post("/settings/notifications/test")
+        worker()
+        page = browser.get("/settings/notifications/").content.decode()
+        assert "Slack did not take the test message" in page
+
+        assert len(slack.requests) == 3  # two nudge attempts and the test
+
+    logs = captured_logs.getvalue()
+    assert "HTTP" in logs or "Delivery" in logs  # the capture did capture
+    secrets = {
+        "the API token": token,
+        "the Slack URL": slack_url,
+        "the Slack URL's path": slack_path,
+        "the session id": session_id,
+    }
+    leaked = [name for name, value in secrets.items() if value in logs]
+    assert not leaked, f"{', '.join(leaked)} in the logs:\n{logs[-5000:]}"
+
+
+# --- the redacting filter, on its own -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "secret"),
+    [
+        ("token svc_0123456789abcdefghijABCDEFGHIJ123456 used", "0123456789abcdefghij"),
+        ("Authorization: Bearer abc.def-ghi", "abc.def-ghi"),
+        ("signing with whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=", "c2VjcmV0LXNlY3JldC1zZWNyZXQ"),
+        ("key sk-ant-api03-AbCdEfGhIjKlMnOp", "api03-AbCdEfGhIjKlMnOp"),
+        ("key sk-proj-AbCdEfGhIjKlMnOpQrSt", "proj-AbCdEfGhIjKlMnOpQrSt"),
+        ("Cookie: sessionid=q1w2e3r4t5y6u7i8o9p0; csrftoken=zz", "q1w2e3r4t5y6u7i8o9p0"),
+        (
+            'POST https://hooks.slack.com/services/T00/B00/XXXXsecret "HTTP/1.1 200 OK"',
+            "/services/T00/B00/XXXXsecret",
+        ),
+        ("to https://prod-1.westus.logic.azure.com:443/workflows/abc?sig=xyz", "sig=xyz"),
+    ],
+)
+def test_the_filter_blanks_what_is_shaped_like_a_secret(line, secret):
+    assert secret in line
+    assert secret not in redact(line)
+
+
+def test_the_filter_keeps_the_host_of_a_url_and_ordinary_text():
+    line = "Delivery 42 via slack: transient (Slack answered 503 rollup_error)"
+    assert redact(line) == line
+    assert redact("POST https://hooks.slack.com/services/T/B/x") == (
+        "POST https://hooks.slack.com/[redacted]"
+    )
+
+
+def test_the_filter_cleans_tracebacks_too():
+    from lib.redact import RedactSecretsFilter
+
+    try:
+        raise ValueError("cannot reach https://hooks.slack.com/services/T/B/very-secret")
+    except ValueError:
+        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed", None, True)
+        import sys
+
+        record.exc_info = sys.exc_info()
+    RedactSecretsFilter().filter(record)
+    assert "very-secret" not in record.exc_text
+    assert "hooks.slack.com" in record.exc_text
+
+
+# --- with a real worker process, logging at DEBUG ------------------------------------------
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_real_worker_at_debug_logs_none_of_the_secrets(
+    tmp_path, captured_logs, settings, make_user
+):
+    import os
+    import sys
+
+    from notifications.models import ChannelTest
+    from tests.delivery.nudge_support import (
+        Process,
+        purge_queue,
+        subprocess_env,
+        wait_until,
+    )
+
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    purge_queue(os.environ["REDIS_URL"])
+    env = subprocess_env(tmp_path, LOG_LEVEL="DEBUG")
+    env["TEST_OUTBOX_SWEEP_GRACE"] = "3600"  # only the after-commit publishes
+    worker = Process(
+        [
+            *(sys.executable, "-m", "celery", "-A", "config", "worker"),
+            *("--concurrency=1", "--loglevel=DEBUG", "--without-gossip", "--without-mingle"),
+            "--without-heartbeat",
+        ],
+        env,
+        tmp_path / "worker.log",
+    )
+    assigner = make_user("lead@example.com", display_name="Lead")
+    assignee = make_user("knight@example.com", display_name="Knight")
+    with FakeService() as slack, worker:
+        worker.wait_for_output("ready.")
+        slack_url = slack.url.replace("secret", "xoxb" + random.token_hex(12))
+        slack_path = slack_url.split(str(slack.server.server_port), 1)[1]
+        browser = Client()
+        browser.post(
+            "/accounts/login/", {"login": assignee.email, "password": "correct horse battery"}
+        )
+        session_id = browser.cookies["sessionid"].value
+        browser.post("/settings/notifications/", {"kind": "slack", "webhook_url": slack_url})
+        token = mint(assigner)
+        response = post_json(Client(), INBOX, inbox_body(), token=token)
+        assert response.status_code == 201, response.content
+        wait_until(
+            lambda: Delivery.objects.filter(
+                recipient=assignee, status=DeliveryStatus.DELIVERED
+            ).exists(),
+            what="the nudge",
+        )
+        slack.reply_with(Reply(404, "no_service"))
+        browser.post("/settings/notifications/test")
+        wait_until(
+            lambda: ChannelTest.objects.filter(user=assignee, finished_at__isnull=False).exists(),
+            what="the test",
+        )
+        assert len(slack.requests) == 2
+
+    logs = captured_logs.getvalue() + worker.output()
+    assert "delivery.tasks.send_test" in worker.output()  # the capture did capture
+    secrets = {
+        "the API token": token,
+        "the Slack URL": slack_url,
+        "the Slack URL's path": slack_path,
+        "the session id": session_id,
+    }
+    leaked = [name for name, value in secrets.items() if value in logs]
+    assert not leaked, f"{', '.join(leaked)} in the logs:\n{logs[-5000:]}"
