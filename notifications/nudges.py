@@ -14,6 +14,7 @@ import zoneinfo
 
 from django.conf import settings
 
+from accounts.selectors import user_has_verified_primary_email
 from audit.models import ActorKind
 from commitments.models import Commitment, EventKind, OutboxEvent
 from lib.text import excerpt
@@ -32,6 +33,10 @@ def nudge_recipients(event: OutboxEvent) -> list:
     else:
         return []
     if event.actor_kind == ActorKind.USER and event.actor_user_id == recipient.pk:
+        return []
+    # Work is routed by address: an address its owner has not proved (or a
+    # deactivated account) receives nothing.
+    if not user_has_verified_primary_email(user=recipient):
         return []
     return [recipient]
 
