@@ -264,10 +264,12 @@ def test_the_embedded_default_delivers_a_nudge_with_no_services(tmp_path):
     done = run_python(
         """
 from accounts.models import User
+from accounts.services import user_email_mark_verified
 from audit.services import Actor
 from commitments import services
 lead = User.objects.create_user("lead@example.com", "x" * 20, display_name="Lead")
 knight = User.objects.create_user("knight@example.com", "x" * 20)
+user_email_mark_verified(user=knight)  # only a verified address is nudged
 commitment = services.commitment_create_pending(
     actor=Actor.for_user(lead), assigner=lead, assignee=knight,
     description="Water the shrubbery", deadline=None)
