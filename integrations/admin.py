@@ -47,16 +47,7 @@ class ApiTokenAdmin(AuditedAdminMixin, admin.ModelAdmin):
     search_fields = ("name", "prefix", "user__email")
     ordering = ("-created_at",)
     # `digest` is deliberately absent: not shown, not editable.
-    fields = (
-        "id",
-        "name",
-        "user",
-        "prefix",
-        "created_at",
-        "expires_at",
-        "last_used_at",
-        "revoked_at",
-    )
+    fields = ("id", *list_display)
     readonly_fields = fields
     actions = ["revoke_selected"]
 
