@@ -364,12 +364,13 @@ CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_TIMEOUT
 
 # --- The shared cache -----------------------------------------------------------
 # Shared by every process, so the limits kept in it (allauth's) hold across
-# gunicorn workers: Redis when configured, else the database. The database
-# cache's table is created by `migrate` (ratelimits.CacheEntry).
+# gunicorn workers: Redis when configured (one that does not answer is a miss,
+# not an error: lib.cache), else the database. The database cache's table is
+# created by `migrate` (ratelimits.CacheEntry).
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "lib.cache.TolerantRedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "cache",
             "OPTIONS": {

@@ -136,7 +136,7 @@ def test_the_cache_is_redis_when_configured_and_the_database_otherwise(run_djang
     assert embedded["cache"] == "django.core.cache.backends.db.DatabaseCache"
 
     production = json.loads(run_django(PRINT, REDIS_URL="redis://cache.internal:6379/0").stdout)
-    assert production["cache"] == "django.core.cache.backends.redis.RedisCache"
+    assert production["cache"] == "lib.cache.TolerantRedisCache"
     assert production["location"] == "redis://cache.internal:6379/0"
 
 
