@@ -105,14 +105,14 @@ def test_twenty_concurrent_inbox_calls_while_the_worker_delivers_all_answer_201(
     broker. A backlog of nudges keeps the worker writing (claims, deliveries,
     attempts, sweeps every second) while twenty inbox calls arrive at once."""
     env = embedded_env(tmp_path)
-    # Fifty requests from one assigner to one assignee in a minute: above the
+    # Thirty requests from one assigner to one assignee in a minute: above the
     # hourly nudge cap, which is not what this test is about.
     env["NUDGE_CAP"] = "1000"
     run(manage("migrate", "--noinput"), env)
     for email in ("lead@example.com", "knight@example.com"):
         run(manage("create_user", email, "--password", PASSWORD), env)
     token = run(manage("mint_token", "lead@example.com", "--name", "load"), env).splitlines()[-1]
-    backlog = 30
+    backlog = 10
     run_python(
         f"""
 from accounts.models import User
