@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import json
 import os
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -28,6 +29,7 @@ from tests.delivery.nudge_support import (
     Reply,
     celery_worker,
     manage,
+    run_python,
     subprocess_env,
     wait_until,
 )
@@ -36,8 +38,6 @@ from tests.webhooks.support import Receiver, mapped_active
 from webhooks.models import AttemptOutcome, WebhookDelivery, WebhookDeliveryStatus
 from webhooks.payloads import iso_millis
 from webhooks.services import webhook_endpoint_create
-
-pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
 
 def purge_queues(redis_url: str) -> None:
@@ -84,6 +84,8 @@ def webhook_for(commitment, event_name: str) -> WebhookDelivery | None:
     return WebhookDelivery.objects.filter(commitment=commitment, event_name=event_name).first()
 
 
+@pytest.mark.postgres
+@pytest.mark.redis
 def test_a_sync_completion_reaches_the_receiver_exactly_and_verifies_both_ways(
     tmp_path, env, receiver, client, assigner, assignee
 ):
@@ -160,6 +162,8 @@ def test_a_sync_completion_reaches_the_receiver_exactly_and_verifies_both_ways(
     assert endpoint.deliveries.count() == 2  # activated and completed, nothing else
 
 
+@pytest.mark.postgres
+@pytest.mark.redis
 def test_a_receiver_that_never_answers_costs_the_timeout_and_delays_no_nudge(
     tmp_path, env, receiver, assigner, assignee
 ):
@@ -207,6 +211,8 @@ def test_a_receiver_that_never_answers_costs_the_timeout_and_delays_no_nudge(
     assert delivery.status in (WebhookDeliveryStatus.PENDING, WebhookDeliveryStatus.SENDING)
 
 
+@pytest.mark.postgres
+@pytest.mark.redis
 def test_a_worker_killed_mid_send_is_followed_by_delivery_with_the_same_id(
     tmp_path, env, receiver, assigner, assignee
 ):
@@ -238,3 +244,46 @@ def test_a_worker_killed_mid_send_is_followed_by_delivery_with_the_same_id(
         AttemptOutcome.INTERRUPTED,
         AttemptOutcome.DELIVERED,
     ]
+
+
+def test_the_embedded_default_delivers_a_webhook_with_no_services(tmp_path, receiver):
+    """SQLite and the filesystem broker, as `./scripts/serve` runs with nothing
+    configured: run_worker's webhook worker consumes its queue there too."""
+    env = subprocess_env(
+        tmp_path,
+        DATABASE_URL=None,
+        REDIS_URL=None,
+        OUTBOUND_ALLOW_LOOPBACK="1",
+        TEST_OUTBOX_SWEEP_INTERVAL="3600",
+    )
+    subprocess.run(
+        manage("migrate", "--noinput"), env=env, check=True, timeout=120, capture_output=True
+    )
+    run_python(
+        f"""
+from accounts.models import User
+from accounts.services import user_email_mark_verified
+from audit.services import Actor
+from commitments import services
+from webhooks.services import webhook_endpoint_create
+lead = User.objects.create_user("lead@example.com", "x" * 20)
+knight = User.objects.create_user("knight@example.com", "x" * 20)
+user_email_mark_verified(user=knight)
+webhook_endpoint_create(user=lead, external_system="jira", url={receiver.url!r})
+commitment = services.commitment_create_pending(
+    actor=Actor.for_user(lead), assigner=lead, assignee=knight,
+    description="Water the shrubbery", deadline=None,
+    external_system="jira", external_id="OPS-1")
+services.commitment_accept(actor=Actor.for_user(knight), commitment_id=commitment.pk)
+""",
+        env,
+    )
+    worker = Process(
+        manage("run_worker", "--concurrency=1", "--webhook-concurrency=1"),
+        env,
+        tmp_path / "worker.log",
+    )
+    with worker:
+        [hit] = receiver.wait_for_hits(1, timeout=40)
+    assert json.loads(hit.body)["event"] == "commitment.activated"
+    assert json.loads(hit.body)["externalId"] == "OPS-1"
