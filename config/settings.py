@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "notifications",
     "delivery",
     "gather",
+    "webhooks",
     "config.apps.ServiceConfig",  # deployment checks (config/checks.py)
 ]
 
@@ -432,6 +433,18 @@ DELIVERY_LEASE_SECONDS = 120
 DELIVERY_MAX_ATTEMPTS = 10  # per channel, then fall back to e-mail or fail
 NOTIFY_HTTP_TIMEOUT = 10  # s, Slack and Teams webhooks
 NOTIFY_TEST_INTERVAL = 10  # s between one person's "send a test"
+# --- Outbound webhooks (webhooks) ---
+# Seconds an attempt may take, connect to last byte (DECISIONS.md: 10 s).
+WEBHOOK_TIMEOUT = 10
+# Retries stop this long after a delivery's first attempt (one last attempt
+# then), and the previous secret of a rotation signs this long.
+WEBHOOK_RETRY_WINDOW = 24 * 3600
+WEBHOOK_ROTATION_OVERLAP = 24 * 3600
+# Webhook sends have a Celery queue of their own, consumed by workers of
+# their own (run_worker starts one; compose.yaml runs `webhook-worker`), so a
+# slow or dead receiver never holds up a nudge.
+WEBHOOK_QUEUE = "webhooks"
+CELERY_TASK_ROUTES = {"delivery.tasks.deliver_webhook": {"queue": WEBHOOK_QUEUE}}
 # At most NUDGE_CAP nudges to one assignee about one assigner's requests in
 # any NUDGE_CAP_WINDOW seconds; what is over it waits for one digest nudge.
 NUDGE_CAP = env_int("NUDGE_CAP", 30)

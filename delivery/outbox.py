@@ -10,12 +10,13 @@ lost, late or delivered twice:
    bounded by BROKER_TIMEOUT, and its failure only logged.
 2. `outbox_event_dispatch` claims the event (`commitments.outbox`) and asks
    each deliverer for its rows, in one transaction: the nudges
-   (`notifications.sending`) today, integrators' webhooks next. Each
-   deliverer queues its own sends after commit.
+   (`notifications.sending`) and the integrators' webhooks
+   (`webhooks.sending`). Each deliverer queues its own sends after commit.
 3. `outbox_sweep` (beat, every OUTBOX_SWEEP_INTERVAL s) queues what is due
-   and was never picked up: undispatched events, due nudges and nudges whose
-   lease expired, claimed with SELECT ... FOR UPDATE SKIP LOCKED and stamped,
-   so concurrent sweeps do not queue the same row.
+   and was never picked up: undispatched events, due nudges and webhook
+   deliveries and those whose lease expired, claimed with SELECT ... FOR
+   UPDATE SKIP LOCKED and stamped, so concurrent sweeps do not queue the same
+   row. It also forgets rotated-out webhook secrets whose 24 hours are over.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ from commitments.outbox import (
 )
 from lib import jobs
 from notifications.sending import SEND_TASK, nudge_deliveries_create, nudge_deliveries_take_due
+from webhooks.sending import SEND_TASK as WEBHOOK_SEND_TASK
+from webhooks.sending import webhook_deliveries_create, webhook_deliveries_take_due
+from webhooks.services import webhook_endpoints_forget_old_secrets
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +65,8 @@ def outbox_event_dispatch(*, event_id: int) -> list[uuid.UUID]:
             event = outbox_event_claim(event_id=event_id, now=now)
             if event is None:
                 return []
-            return nudge_deliveries_create(event=event, now=now)
+            nudges = nudge_deliveries_create(event=event, now=now)
+            return nudges + webhook_deliveries_create(event=event, now=now)
     except Exception:
         # Left undispatched; the sweep tries again after a back-off.
         outbox_event_retry_later(event_id=event_id, now=now)
@@ -72,6 +77,7 @@ def outbox_event_dispatch(*, event_id: int) -> list[uuid.UUID]:
 class SweepResult:
     events: int
     deliveries: int
+    webhooks: int = 0
 
 
 def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
@@ -88,16 +94,27 @@ def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
         delivery_ids = nudge_deliveries_take_due(
             now=now, requeue_after=requeue_after, limit=SWEEP_BATCH
         )
+        webhook_ids = webhook_deliveries_take_due(
+            now=now, requeue_after=requeue_after, limit=SWEEP_BATCH
+        )
+        webhook_endpoints_forget_old_secrets(now=now)
 
         def enqueue() -> None:
             for event_id in event_ids:
                 jobs.enqueue(DISPATCH_TASK, event_id)
             for delivery_id in delivery_ids:
                 jobs.enqueue(SEND_TASK, str(delivery_id))
+            for delivery_id in webhook_ids:
+                jobs.enqueue(WEBHOOK_SEND_TASK, str(delivery_id))
 
         transaction.on_commit(enqueue)
-    if event_ids or delivery_ids:
+    if event_ids or delivery_ids or webhook_ids:
         log.info(
-            "Sweep queued %d event(s) and %d delivery(ies).", len(event_ids), len(delivery_ids)
+            "Sweep queued %d event(s), %d delivery(ies) and %d webhook delivery(ies).",
+            len(event_ids),
+            len(delivery_ids),
+            len(webhook_ids),
         )
-    return SweepResult(events=len(event_ids), deliveries=len(delivery_ids))
+    return SweepResult(
+        events=len(event_ids), deliveries=len(delivery_ids), webhooks=len(webhook_ids)
+    )

@@ -10,6 +10,8 @@ from celery import shared_task
 from delivery.outbox import DISPATCH_TASK, outbox_event_dispatch, outbox_sweep
 from notifications.channels import TEST_TASK, notification_test_send
 from notifications.sending import SEND_TASK, nudge_send
+from webhooks.sending import SEND_TASK as WEBHOOK_SEND_TASK
+from webhooks.sending import webhook_send
 
 
 @shared_task(name=DISPATCH_TASK)
@@ -22,6 +24,12 @@ def deliver(delivery_id: str) -> str | None:
     return nudge_send(delivery_id=delivery_id)
 
 
+@shared_task(name=WEBHOOK_SEND_TASK)
+def deliver_webhook(delivery_id: str) -> str | None:
+    # Routed to settings.WEBHOOK_QUEUE (CELERY_TASK_ROUTES): its own workers.
+    return webhook_send(delivery_id=delivery_id)
+
+
 @shared_task(name=TEST_TASK)
 def send_test(test_id: str) -> str | None:
     return notification_test_send(test_id=test_id)
@@ -30,4 +38,4 @@ def send_test(test_id: str) -> str | None:
 @shared_task(name="delivery.tasks.sweep")
 def sweep() -> dict[str, int]:
     result = outbox_sweep()
-    return {"events": result.events, "deliveries": result.deliveries}
+    return {"events": result.events, "deliveries": result.deliveries, "webhooks": result.webhooks}

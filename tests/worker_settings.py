@@ -15,6 +15,8 @@ TUNABLE = (
     "DELIVERY_LEASE_SECONDS",
     "NOTIFY_HTTP_TIMEOUT",
     "NUDGE_CAP_WINDOW",
+    "WEBHOOK_TIMEOUT",
+    "WEBHOOK_RETRY_WINDOW",
 )
 for _name in TUNABLE:
     if os.environ.get(f"TEST_{_name}"):

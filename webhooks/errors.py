@@ -1,0 +1,26 @@
+"""What the webhook services refuse, with a message fit for a form."""
+
+from __future__ import annotations
+
+
+class WebhookError(Exception):
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field  # the form field it is about, when there is one
+
+
+class WebhookUrlRefused(WebhookError):
+    """The URL is not one this service will send to (lib.outbound's rules)."""
+
+
+class WebhookEndpointExists(WebhookError):
+    """The user already has an endpoint for that external system."""
+
+
+class WebhookEndpointPaused(WebhookError):
+    """Nothing is sent to a paused endpoint; resume it first."""
+
+
+class WebhookNotReplayable(WebhookError):
+    """Only a permanently failed delivery can be replayed."""

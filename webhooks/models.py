@@ -1,0 +1,244 @@
+"""Outbound webhooks: endpoints integrators register, and the deliveries made
+to them, each with its frozen payload and its attempts (saleor's shape).
+
+A `WebhookDelivery` is one event to one endpoint. Its id is THE delivery id
+(`X-Service-Delivery`, `webhook-id`): the same on every retry and replay.
+Its status, lease and retries follow `lib.leasing`, like a nudge's
+(`notifications.Delivery`), but its deadline is a time (24 hours after the
+first attempt), not a number of attempts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from commitments.models import EXTERNAL_SYSTEM_MAX
+from lib import leasing
+from lib.crypto import EncryptedTextField, is_undecryptable
+
+__all__ = [
+    "AttemptOutcome",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookDeliveryStatus",
+    "WebhookEndpoint",
+    "WebhookPayload",
+]
+
+URL_MAX = 2000
+EXCERPT_BYTES = 1024  # of a response body, kept per attempt and per delivery
+
+LOST_SECRET_REASON = (
+    "The signing secret was stored with an encryption key that is no longer configured; "
+    "rotate the secret to get a new one."
+)
+
+
+class WebhookEndpoint(models.Model):
+    """Where one person's events about one external system go: one per
+    (user, external_system). The secret is `whsec_` + base64 of 32 random
+    bytes, shown once, encrypted at rest. During a rotation the previous
+    secret signs too, until `previous_secret_until`; then it is cleared."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="webhook_endpoints"
+    )
+    external_system = models.CharField(max_length=EXTERNAL_SYSTEM_MAX)
+    url = models.CharField(max_length=URL_MAX)
+    secret = EncryptedTextField()
+    previous_secret = EncryptedTextField(blank=True, default="")
+    previous_secret_until = models.DateTimeField(null=True, blank=True)
+    # Set when deliveries stop: by its owner, or by the service (the receiver
+    # answered 410 Gone, the secret cannot be read). Nothing is sent while set.
+    paused_at = models.DateTimeField(null=True, blank=True)
+    paused_reason = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["external_system"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "external_system"], name="webhook_endpoint_once_per_system"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.external_system} endpoint of {self.user_id}"
+
+    @property
+    def secret_lost(self) -> bool:
+        """The stored secret is there but no configured key decrypts it."""
+        return is_undecryptable(self.secret)
+
+    @property
+    def is_paused(self) -> bool:
+        return self.paused_at is not None
+
+    @property
+    def is_broken(self) -> bool:
+        return self.is_paused or self.secret_lost
+
+    @property
+    def problem(self) -> str:
+        """Why nothing is sent, for its owner and staff ('' when all is well)."""
+        if self.secret_lost:
+            return LOST_SECRET_REASON
+        return self.paused_reason if self.is_paused else ""
+
+    def signing_secrets(self, now: dt.datetime) -> list[str]:
+        """The secrets that sign a delivery sent at `now`: the current one,
+        then the previous one while its rotation window lasts. Unreadable
+        ones are left out."""
+        secrets = [self.secret] if isinstance(self.secret, str) and self.secret else []
+        if (
+            self.previous_secret_until is not None
+            and now < self.previous_secret_until
+            and isinstance(self.previous_secret, str)
+            and self.previous_secret
+        ):
+            secrets.append(self.previous_secret)
+        return secrets
+
+
+class WebhookDeliveryStatus(models.TextChoices):
+    PENDING = leasing.PENDING, "Pending"
+    SENDING = leasing.SENDING, "Sending"
+    DELIVERED = "delivered", "Delivered"
+    FAILED = "failed", "Failed"
+
+
+class WebhookDelivery(models.Model):
+    """One event to one endpoint, and its progress. Its id is the delivery id
+    the receiver sees, the same on every attempt and replay.
+
+    `pending` rows are due at `next_attempt_at`; a worker claims one by moving
+    it to `sending` with a lease (`claimed_until`); a lease that runs out
+    means the worker died, and the row may be claimed again. Retries stop 24
+    hours after `first_attempt_at` (WEBHOOK_RETRY_WINDOW); a replay starts a
+    new window.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    endpoint = models.ForeignKey(
+        WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    # The outbox event it came from; none for a test event.
+    event = models.ForeignKey(
+        "commitments.OutboxEvent",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="webhook_deliveries",
+    )
+    event_name = models.CharField(max_length=64)  # commitment.completed, commitment.test, ...
+    commitment = models.ForeignKey(
+        "commitments.Commitment",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="webhook_deliveries",
+    )
+    is_test = models.BooleanField(default=False)
+    status = models.CharField(
+        max_length=16, choices=WebhookDeliveryStatus.choices, default=WebhookDeliveryStatus.PENDING
+    )
+    attempts = models.PositiveIntegerField(default=0)  # claims since creation or replay
+    first_attempt_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    failed_at = models.DateTimeField(null=True, blank=True)
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_response_excerpt = models.TextField(blank=True)  # at most EXCERPT_BYTES of the body
+    last_error = models.CharField(max_length=1000, blank=True)
+    replays = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "webhook deliveries"
+        constraints = [
+            # Dispatching an event twice cannot make two deliveries.
+            models.UniqueConstraint(
+                fields=["event", "endpoint"],
+                condition=Q(event__isnull=False),
+                name="webhook_delivery_once_per_event",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=Q(status="pending"),
+                name="webhook_pending_due_idx",
+            ),
+            models.Index(
+                fields=["claimed_until"],
+                condition=Q(status="sending"),
+                name="webhook_sending_lease_idx",
+            ),
+            models.Index(fields=["endpoint", "-created_at"], name="webhook_endpoint_recent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_name} {self.pk} ({self.status})"
+
+    @property
+    def is_replayable(self) -> bool:
+        return self.status == WebhookDeliveryStatus.FAILED
+
+
+class WebhookPayload(models.Model):
+    """The body of a delivery, frozen when it was made: every attempt and
+    every replay sends (and signs) exactly these bytes (`body` as UTF-8)."""
+
+    delivery = models.OneToOneField(
+        WebhookDelivery, on_delete=models.CASCADE, primary_key=True, related_name="payload"
+    )
+    body = models.TextField()
+    # The moment the event happened (the envelope's `timestamp`).
+    event_timestamp = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"Payload of {self.delivery_id}"
+
+    @property
+    def body_bytes(self) -> bytes:
+        return self.body.encode("utf-8")
+
+
+class AttemptOutcome(models.TextChoices):
+    DELIVERED = "delivered", "Delivered"
+    FAILED = "failed", "Failed"
+    INTERRUPTED = "interrupted", "Interrupted (worker lost)"
+
+
+class WebhookAttempt(models.Model):
+    """One POST of a delivery. Written when the send starts; its outcome is
+    filled in when it ends, or marked interrupted by the next claimer when
+    the worker died in between."""
+
+    delivery = models.ForeignKey(
+        WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log"
+    )
+    started_at = models.DateTimeField(default=timezone.now)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=AttemptOutcome.choices, blank=True)
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    response_excerpt = models.TextField(blank=True)  # at most EXCERPT_BYTES of the body
+    error = models.CharField(max_length=1000, blank=True)
+
+    class Meta:
+        ordering = ["started_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.started_at:%Y-%m-%d %H:%M:%S}: {self.outcome or '…'}"

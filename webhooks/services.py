@@ -1,0 +1,284 @@
+"""What people do with their webhook endpoints: keyword-only services, one
+transaction each, every change on the audit trail (`actor` defaults to the
+endpoint's owner; staff and shell commands pass their own).
+
+The secret is generated here (`whsec_` + base64 of 32 random bytes), returned
+once to be shown once, and stored encrypted (lib.crypto). A URL is checked
+when it is registered or changed (lib.outbound: scheme, the address written
+or resolved now) for a clear form error, and again at every send.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from audit.services import Actor, audit_event_record
+from commitments.models import EXTERNAL_SYSTEM_MAX
+from lib import leasing, outbound
+from webhooks import payloads
+from webhooks.errors import (
+    WebhookEndpointExists,
+    WebhookEndpointPaused,
+    WebhookError,
+    WebhookNotReplayable,
+    WebhookUrlRefused,
+)
+from webhooks.models import (
+    LOST_SECRET_REASON,
+    URL_MAX,
+    WebhookDelivery,
+    WebhookDeliveryStatus,
+    WebhookEndpoint,
+    WebhookPayload,
+)
+from webhooks.sending import enqueue_on_commit
+from webhooks.signing import secret_generate
+
+
+def webhook_url_check(url: str) -> str:
+    """The URL, trimmed, if this service may send to it now; else
+    WebhookUrlRefused with the reason. A host name is resolved, and every
+    address it resolves to must be allowed (the send checks again)."""
+    url = (url or "").strip()
+    if not url:
+        raise WebhookUrlRefused("Enter the URL to send events to.", field="url")
+    if len(url) > URL_MAX:
+        raise WebhookUrlRefused(f"At most {URL_MAX} characters.", field="url")
+    try:
+        parts = outbound.check_url(url)
+        host = parts.hostname or ""
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            outbound.resolve(host, parts.port or (443 if parts.scheme == "https" else 80))
+    except outbound.OutboundRefused as exc:
+        raise WebhookUrlRefused(exc.message, field="url") from None
+    except outbound.OutboundFailed:
+        raise WebhookUrlRefused(
+            f"The host name {host} cannot be resolved; check the URL.", field="url"
+        ) from None
+    return url
+
+
+def _external_system(value: str) -> str:
+    value = (value or "").strip()
+    if not 1 <= len(value) <= EXTERNAL_SYSTEM_MAX:
+        raise WebhookError(
+            f"Enter the external system's name (1 to {EXTERNAL_SYSTEM_MAX} characters), "
+            "as your integration sends it in externalSystem.",
+            field="external_system",
+        )
+    return value
+
+
+def _actor(endpoint_user, actor: Actor | None) -> Actor:
+    return actor if actor is not None else Actor.for_user(endpoint_user)
+
+
+def webhook_endpoint_create(
+    *, user, external_system: str, url: str, actor: Actor | None = None
+) -> tuple[WebhookEndpoint, str]:
+    """Register an endpoint; returns it and its secret (to be shown once)."""
+    external_system = _external_system(external_system)
+    url = webhook_url_check(url)
+    secret = secret_generate()
+    try:
+        with transaction.atomic():
+            endpoint = WebhookEndpoint.objects.create(
+                user=user, external_system=external_system, url=url, secret=secret
+            )
+            audit_event_record(
+                actor=_actor(user, actor),
+                subject=endpoint,
+                action="webhook_endpoint_created",
+                payload={"externalSystem": external_system, "url": url},
+            )
+    except IntegrityError:
+        raise WebhookEndpointExists(
+            f"You already have an endpoint for {external_system}.", field="external_system"
+        ) from None
+    return endpoint, secret
+
+
+def webhook_endpoint_update(
+    *, endpoint: WebhookEndpoint, url: str, actor: Actor | None = None
+) -> WebhookEndpoint:
+    url = webhook_url_check(url)
+    with transaction.atomic():
+        old = endpoint.url
+        endpoint.url = url
+        endpoint.save(update_fields=["url", "updated_at"])
+        audit_event_record(
+            actor=_actor(endpoint.user, actor),
+            subject=endpoint,
+            action="webhook_endpoint_changed",
+            payload={"url": {"old": old, "new": url}},
+        )
+    return endpoint
+
+
+def webhook_endpoint_pause(
+    *, endpoint: WebhookEndpoint, reason: str = "Paused by its owner.", actor: Actor | None = None
+) -> WebhookEndpoint:
+    """Stop sending to it. Deliveries due while it is paused fail (and can be
+    replayed once it is resumed); no new ones are made."""
+    now = timezone.now()
+    with transaction.atomic():
+        endpoint.paused_at, endpoint.paused_reason = now, reason[:500]
+        endpoint.save(update_fields=["paused_at", "paused_reason", "updated_at"])
+        audit_event_record(
+            actor=_actor(endpoint.user, actor),
+            subject=endpoint,
+            action="webhook_endpoint_paused",
+            payload={"reason": endpoint.paused_reason},
+        )
+    return endpoint
+
+
+def webhook_endpoint_resume(
+    *, endpoint: WebhookEndpoint, actor: Actor | None = None
+) -> WebhookEndpoint:
+    with transaction.atomic():
+        endpoint.paused_at, endpoint.paused_reason = None, ""
+        endpoint.save(update_fields=["paused_at", "paused_reason", "updated_at"])
+        audit_event_record(
+            actor=_actor(endpoint.user, actor), subject=endpoint, action="webhook_endpoint_resumed"
+        )
+    return endpoint
+
+
+def webhook_endpoint_delete(*, endpoint: WebhookEndpoint, actor: Actor | None = None) -> None:
+    """Delete it with its deliveries (the audit trail keeps the record)."""
+    with transaction.atomic():
+        audit_event_record(
+            actor=_actor(endpoint.user, actor),
+            subject=endpoint,
+            action="webhook_endpoint_deleted",
+            payload={"externalSystem": endpoint.external_system, "url": endpoint.url},
+        )
+        endpoint.delete()
+
+
+def webhook_endpoint_rotate_secret(
+    *, endpoint: WebhookEndpoint, now: dt.datetime | None = None, actor: Actor | None = None
+) -> str:
+    """A new secret, returned to be shown once. For WEBHOOK_ROTATION_OVERLAP
+    (24 h) the old one signs too, then it is forgotten. A secret no key can
+    decrypt any more is simply replaced (nothing could sign with it)."""
+    now = now or timezone.now()
+    secret = secret_generate()
+    with transaction.atomic():
+        endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+        if endpoint.secret_lost:
+            endpoint.previous_secret, endpoint.previous_secret_until = "", None
+        else:
+            endpoint.previous_secret = endpoint.secret
+            endpoint.previous_secret_until = now + dt.timedelta(
+                seconds=settings.WEBHOOK_ROTATION_OVERLAP
+            )
+        endpoint.secret = secret
+        fields = ["secret", "previous_secret", "previous_secret_until", "updated_at"]
+        if endpoint.paused_at is not None and endpoint.paused_reason == LOST_SECRET_REASON:
+            endpoint.paused_at, endpoint.paused_reason = None, ""
+            fields += ["paused_at", "paused_reason"]
+        endpoint.save(update_fields=fields)
+        audit_event_record(
+            actor=_actor(endpoint.user, actor),
+            subject=endpoint,
+            action="webhook_secret_rotated",
+            payload={"previousValidUntil": payloads.iso_millis(endpoint.previous_secret_until)}
+            if endpoint.previous_secret_until
+            else {},
+        )
+    return secret
+
+
+def webhook_endpoints_forget_old_secrets(*, now: dt.datetime) -> int:
+    """Clear the previous secrets whose rotation window has ended (the sweep
+    calls it; signing ignores them from that moment anyway)."""
+    return WebhookEndpoint.objects.filter(previous_secret_until__lte=now).update(
+        previous_secret="", previous_secret_until=None
+    )
+
+
+def webhook_test_send(*, endpoint: WebhookEndpoint, actor: Actor | None = None) -> WebhookDelivery:
+    """Queue a `commitment.test` event to the endpoint (marked `"test": true`,
+    sent once, never retried, never pausing the endpoint). Sent to a paused
+    endpoint too, so its owner can check it before resuming."""
+    now = timezone.now()
+    with transaction.atomic():
+        delivery = WebhookDelivery.objects.create(
+            endpoint=endpoint,
+            event_name=payloads.TEST_EVENT,
+            is_test=True,
+            next_attempt_at=now,
+            enqueued_at=now,
+            created_at=now,
+        )
+        WebhookPayload.objects.create(
+            delivery=delivery,
+            body=payloads.encode(
+                payloads.test_envelope(
+                    external_system=endpoint.external_system, user_id=endpoint.user_id, now=now
+                )
+            ),
+            event_timestamp=now,
+        )
+        audit_event_record(
+            actor=_actor(endpoint.user, actor),
+            subject=endpoint,
+            action="webhook_test_sent",
+            payload={"delivery": str(delivery.pk)},
+        )
+        enqueue_on_commit([delivery.pk])
+    return delivery
+
+
+def webhook_delivery_replay(*, delivery: WebhookDelivery, actor: Actor) -> WebhookDelivery:
+    """Send a permanently failed delivery again: the same id and body, signed
+    again with the current secret(s), with a new 24-hour window."""
+    now = timezone.now()
+    with transaction.atomic():
+        delivery = (
+            WebhookDelivery.objects.select_for_update()
+            .select_related("endpoint")
+            .get(pk=delivery.pk)
+        )
+        if delivery.status != WebhookDeliveryStatus.FAILED:
+            raise WebhookNotReplayable("Only a delivery that failed for good can be replayed.")
+        if delivery.endpoint.is_paused and not delivery.is_test:
+            raise WebhookEndpointPaused("The endpoint is paused; resume it, then replay.")
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(
+            **leasing.fresh_start(now),
+            first_attempt_at=None,
+            failed_at=None,
+            replays=1 + delivery.replays,
+        )
+        audit_event_record(
+            actor=actor,
+            subject=delivery.endpoint,
+            action="webhook_delivery_replayed",
+            payload={"delivery": str(delivery.pk), "event": delivery.event_name},
+        )
+        enqueue_on_commit([delivery.pk])
+    delivery.refresh_from_db()
+    return delivery
+
+
+__all__ = [
+    "webhook_delivery_replay",
+    "webhook_endpoint_create",
+    "webhook_endpoint_delete",
+    "webhook_endpoint_pause",
+    "webhook_endpoint_resume",
+    "webhook_endpoint_rotate_secret",
+    "webhook_endpoint_update",
+    "webhook_endpoints_forget_old_secrets",
+    "webhook_test_send",
+    "webhook_url_check",
+]
