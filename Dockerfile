@@ -44,6 +44,7 @@ COPY integrations ./integrations
 COPY notifications ./notifications
 COPY delivery ./delivery
 COPY gather ./gather
+COPY webhooks ./webhooks
 COPY templates ./templates
 COPY static ./static
 COPY scripts/start ./scripts/start

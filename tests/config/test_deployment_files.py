@@ -230,15 +230,23 @@ def test_compose_refuses_to_start_without_the_secrets(compose_config, variable, 
 def test_compose_has_the_five_services_and_the_migrate_step(compose_file):
     services = compose_file["services"]
 
-    assert set(services) == {"migrate", "web", "worker", "beat", "postgres", "redis"}
+    assert set(services) == {
+        "migrate",
+        "web",
+        "worker",
+        "webhook-worker",
+        "beat",
+        "postgres",
+        "redis",
+    }
     assert services["postgres"]["image"] == "postgres:15"
     assert services["redis"]["image"] == "redis:7"
-    for name in ("migrate", "web", "worker", "beat"):
+    for name in ("migrate", "web", "worker", "webhook-worker", "beat"):
         assert services[name]["build"] == "."
         assert (ROOT / services[name]["build"] / "Dockerfile").is_file()
 
 
-@pytest.mark.parametrize("name", ["migrate", "web", "worker", "beat"])
+@pytest.mark.parametrize("name", ["migrate", "web", "worker", "webhook-worker", "beat"])
 def test_app_services_are_configured_by_environment(compose, name):
     env = compose["services"][name]["environment"]
 
@@ -258,7 +266,7 @@ def _database_user(service: dict) -> tuple[str, str]:
     return database["USER"], database["PASSWORD"]
 
 
-@pytest.mark.parametrize("name", ["web", "worker", "beat"])
+@pytest.mark.parametrize("name", ["web", "worker", "webhook-worker", "beat"])
 def test_the_service_connects_as_a_role_that_owns_nothing(compose, name):
     postgres = compose["services"]["postgres"]["environment"]
 
@@ -293,7 +301,7 @@ def test_migrate_runs_as_the_owner_then_grants_the_service_role(compose):
     assert services["web"]["depends_on"]["migrate"]["condition"] == (
         "service_completed_successfully"
     )
-    for name in ("worker", "beat"):
+    for name in ("worker", "webhook-worker", "beat"):
         assert services[name]["depends_on"]["web"]["condition"] == "service_healthy"
 
 
@@ -323,9 +331,9 @@ def test_every_depends_on_condition_can_be_met(compose_file):
             if rule["condition"] == "service_healthy":
                 check = services[dependency].get("healthcheck", {})
                 assert check.get("test") and not check.get("disable"), (name, dependency)
-    for name in ("web", "worker", "beat"):
+    for name in ("web", "worker", "webhook-worker", "beat"):
         assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
-    for name in ("web", "worker"):
+    for name in ("web", "worker", "webhook-worker"):
         assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
 
 

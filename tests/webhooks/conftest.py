@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import pytest
+from django.core import mail
+
+from commitments.models import OutboxEvent
+from delivery import outbox
+from lib import jobs
+from tests.webhooks.support import Receiver
+from webhooks.services import webhook_endpoint_create
+
+
+@pytest.fixture(autouse=True)
+def _settings(settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    settings.WEBHOOK_TIMEOUT = 2
+    settings.WEBHOOK_RETRY_WINDOW = 24 * 3600
+    settings.WEBHOOK_ROTATION_OVERLAP = 24 * 3600
+    settings.DELIVERY_LEASE_SECONDS = 120
+    settings.OUTBOX_REQUEUE_AFTER = 120
+    mail.outbox = []
+
+
+@pytest.fixture
+def published(monkeypatch):
+    """What would have gone to the broker: (task, row id) pairs."""
+    sent: list[tuple[str, str]] = []
+
+    def record(task_name, row_id, *, retry=True):
+        sent.append((task_name.rsplit(".", 1)[-1], str(row_id)))
+        return True
+
+    monkeypatch.setattr(jobs, "enqueue", record)
+    return sent
+
+
+@pytest.fixture
+def receiver():
+    with Receiver() as fake:
+        yield fake
+
+
+@pytest.fixture
+def endpoint_and_secret(db, assigner, receiver):
+    return webhook_endpoint_create(user=assigner, external_system="jira", url=receiver.url)
+
+
+@pytest.fixture
+def endpoint(endpoint_and_secret):
+    return endpoint_and_secret[0]
+
+
+@pytest.fixture
+def secret(endpoint_and_secret):
+    return endpoint_and_secret[1]
+
+
+def dispatch_all() -> list:
+    """Dispatch every outbox event not dispatched yet, as a worker would;
+    returns the ids of what was created."""
+    created = []
+    for event_id in OutboxEvent.objects.filter(dispatched_at__isnull=True).values_list(
+        "id", flat=True
+    ):
+        created += outbox.outbox_event_dispatch(event_id=event_id)
+    return created
