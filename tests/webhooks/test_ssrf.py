@@ -11,6 +11,8 @@ through them."""
 
 from __future__ import annotations
 
+import ipaddress
+import re
 import socket
 
 import pytest
@@ -18,6 +20,11 @@ import pytest
 from lib import outbound
 from notifications.models import NotificationChannel
 from notifications.transports import Message, SlackTransport, TeamsTransport, TransportError
+from tests.integrations.api_support import sign_in
+from tests.webhooks.pages_support import delivery_row, endpoint_for, resolve_every_name_to
+from webhooks import sending
+from webhooks.models import WebhookAttempt, WebhookEndpoint
+from webhooks.signing import secret_generate
 
 pytestmark = pytest.mark.django_db
 
@@ -51,6 +58,11 @@ def no_connection(monkeypatch):
         raise AssertionError("a connection was attempted")
 
     monkeypatch.setattr(outbound.httpx, "Client", connect)
+
+
+def shown(address: str) -> str:
+    """An address as messages write it (::ffff:7f00:1 for ::ffff:127.0.0.1)."""
+    return str(ipaddress.ip_address(address))
 
 
 def resolving_to(monkeypatch, address: str) -> list[str]:
@@ -104,3 +116,83 @@ def test_a_chat_name_that_resolves_to_an_address_on_the_list_is_refused_at_send_
     assert asked == ["hooks.example.com"]
     assert refused.value.permanent is True
     assert "resolves to" in refused.value.message
+
+
+# --- integrators' webhook endpoints ---------------------------------------------------
+
+
+@pytest.fixture
+def owner(client, assigner):
+    sign_in(client, assigner)
+    return client
+
+
+def register(client, url: str):
+    page = client.get("/settings/webhooks/").content.decode()
+    key = re.search(r'name="form_key" value="([^"]+)"', page).group(1)
+    return client.post(
+        "/settings/webhooks/", {"external_system": "jira", "url": url, "form_key": key}
+    )
+
+
+@pytest.mark.parametrize("url", REFUSED_URLS)
+def test_an_endpoint_url_on_the_list_is_refused_on_the_webhooks_page(owner, url):
+    response = register(owner, url)
+
+    assert response.status_code == 400
+    (error,) = response.context["form"].errors["url"]
+    assert error.startswith(("The URL must start with https://", "The URL points to"))
+    assert error in response.content.decode()
+    assert not WebhookEndpoint.objects.exists()
+
+
+@pytest.mark.parametrize("address", REFUSED_ADDRESSES)
+def test_an_endpoint_name_that_resolves_to_an_address_on_the_list_is_refused_on_the_page(
+    owner, monkeypatch, address
+):
+    asked = resolving_to(monkeypatch, address)
+
+    response = register(owner, NAMED_URL)
+
+    assert asked == ["hooks.example.com"]
+    assert response.status_code == 400
+    (error,) = response.context["form"].errors["url"]
+    assert error.startswith("hooks.example.com resolves to") and shown(address) in error
+    assert not WebhookEndpoint.objects.exists()
+
+
+def _send_to(endpoint: WebhookEndpoint) -> WebhookAttempt:
+    delivery = delivery_row(endpoint, None)
+    sending.webhook_send(delivery_id=delivery.pk)
+    return WebhookAttempt.objects.get(delivery=delivery)
+
+
+@pytest.mark.parametrize("url", REFUSED_URLS)
+def test_an_endpoint_url_on_the_list_is_refused_at_send_time(assigner, url):
+    # Stored as it is (registered under other rules, or written by hand):
+    # the send checks again, whatever the registration let through.
+    endpoint = WebhookEndpoint.objects.create(
+        user=assigner, external_system="jira", url=url, secret=secret_generate()
+    )
+
+    attempt = _send_to(endpoint)
+
+    assert attempt.outcome == "failed" and attempt.status_code is None
+    assert attempt.error.startswith(("The URL must start with https://", "The URL points to"))
+
+
+@pytest.mark.parametrize("address", REFUSED_ADDRESSES)
+def test_an_endpoint_name_that_resolves_to_an_address_on_the_list_later_is_refused_at_send_time(
+    assigner, monkeypatch, address
+):
+    """DNS rebinding: public when registered, private when sent to."""
+    resolve_every_name_to(monkeypatch)
+    endpoint = endpoint_for(assigner, url=NAMED_URL)
+    asked = resolving_to(monkeypatch, address)
+
+    attempt = _send_to(endpoint)
+
+    assert asked == ["hooks.example.com"]
+    assert attempt.outcome == "failed" and attempt.status_code is None
+    assert attempt.error.startswith("hooks.example.com resolves to")
+    assert shown(address) in attempt.error
