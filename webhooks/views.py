@@ -7,8 +7,9 @@ Creating an endpoint and rotating a secret are POST-redirect-GET, like
 minting an API token: the POST puts the secret in the session, the GET that
 follows shows it once and removes it, and the page is never cached. Both
 forms carry a one-time key, so a form sent twice acts once (a second
-rotation would silently end the 24 hours the first secret still signs), and
-both ask for the password again when the sign-in is not recent.
+rotation would silently end the 24 hours the first secret still signs).
+They, and changing a URL (which sends the events elsewhere), ask for the
+password again when the sign-in is not recent.
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ def webhook_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@recent_sign_in_required  # events would go to the new URL: a fresh sign-in, as for a secret
 @require_http_methods(["GET", "POST"])
 def webhook_edit(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse:
     endpoint = _endpoint_or_404(request, endpoint_id)

@@ -76,6 +76,7 @@ def delivery_row(
         endpoint=endpoint,
         event_name=event_name,
         commitment=commitment,
+        is_test=event_name == payloads.TEST_EVENT,
         status=status,
         attempts=attempts,
         first_attempt_at=now if attempts else None,

@@ -145,13 +145,18 @@ def test_registering_needs_the_csrf_token(assigner):
     assert not WebhookEndpoint.objects.exists()
 
 
-def test_an_old_sign_in_gives_the_password_again_before_a_secret_is_made(client, assigner):
+def test_an_old_sign_in_gives_the_password_again_before_a_secret_is_made_or_a_url_changed(
+    client, assigner
+):
     client.force_login(assigner)  # no sign-in recorded: as old as can be
     endpoint = endpoint_for(assigner, system="linear")
     key = form_key(client)
 
     rotating = client.post(f"{PAGE}{endpoint.pk}/rotate", {"form_key": "x"})
     assert rotating["Location"].startswith("/accounts/reauthenticate/")
+    moving = client.post(f"{PAGE}{endpoint.pk}/edit", {"url": "https://elsewhere.example.com/"})
+    assert moving["Location"].startswith("/accounts/reauthenticate/")
+    assert WebhookEndpoint.objects.get(pk=endpoint.pk).url == RECEIVER
     asked = client.post(PAGE, {"external_system": "jira", "url": RECEIVER, "form_key": key})
     assert asked["Location"].startswith("/accounts/reauthenticate/")
     assert not WebhookEndpoint.objects.filter(external_system="jira").exists()
