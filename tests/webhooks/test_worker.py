@@ -1,0 +1,289 @@
+"""Webhooks end to end: real Celery workers (subprocesses) on Redis and
+PostgreSQL, a real HTTP receiver on loopback. A sync call's completion
+reaches the receiver with exactly the envelope and two valid signatures; a
+receiver that never answers costs WEBHOOK_TIMEOUT per attempt and does not
+delay a nudge; a worker SIGKILLed mid-send is replaced and the event is
+delivered with the same delivery id."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import redis
+import standardwebhooks
+
+from audit.services import Actor
+from commitments import services
+from commitments.models import Commitment
+from notifications.models import Delivery, DeliveryStatus
+from tests.delivery.nudge_support import (
+    Process,
+    Reply,
+    celery_worker,
+    manage,
+    run_python,
+    subprocess_env,
+    wait_until,
+)
+from tests.integrations.api_support import SYNC, post_json
+from tests.webhooks.support import Receiver, mapped_active
+from webhooks.models import AttemptOutcome, WebhookDelivery, WebhookDeliveryStatus
+from webhooks.payloads import iso_millis
+from webhooks.services import webhook_endpoint_create
+
+
+def purge_queues(redis_url: str) -> None:
+    """Empty the nudges' and the webhooks' queues, so messages other tests
+    left (ids of rows long gone) do not hold this one up."""
+    client = redis.Redis.from_url(redis_url, socket_timeout=5)
+    for pattern in ("celery*", "webhooks*", "unacked*"):
+        keys = list(client.scan_iter(pattern))
+        if keys:
+            client.delete(*keys)
+    client.close()
+
+
+def webhook_worker(env: dict[str, str], log: Path) -> Process:
+    """`celery -A config worker -Q webhooks`, as compose.yaml's webhook-worker."""
+    return Process(
+        [
+            *(sys.executable, "-m", "celery", "-A", "config", "worker"),
+            "--queues=webhooks",
+            "--hostname=webhooks@%h",
+            "--concurrency=1",
+            "--loglevel=INFO",
+            *("--without-gossip", "--without-mingle", "--without-heartbeat"),
+        ],
+        env,
+        log,
+    )
+
+
+@pytest.fixture
+def env(tmp_path, settings):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    purge_queues(os.environ["REDIS_URL"])
+    return subprocess_env(tmp_path, OUTBOUND_ALLOW_LOOPBACK="1")
+
+
+@pytest.fixture
+def receiver():
+    with Receiver() as fake:
+        yield fake
+
+
+def webhook_for(commitment, event_name: str) -> WebhookDelivery | None:
+    return WebhookDelivery.objects.filter(commitment=commitment, event_name=event_name).first()
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_sync_completion_reaches_the_receiver_exactly_and_verifies_both_ways(
+    tmp_path, env, receiver, client, assigner, assignee
+):
+    from integrations.services import api_token_mint
+
+    endpoint, secret = webhook_endpoint_create(
+        user=assigner, external_system="jira", url=receiver.url
+    )
+    minted = api_token_mint(user=assigner, name="Tracker")
+    # run_worker, as ./scripts/serve starts it: the nudges' worker with the
+    # sweep, and a second worker for the webhooks' queue.
+    worker = Process(
+        manage("run_worker", "--concurrency=1", "--webhook-concurrency=1"),
+        env,
+        tmp_path / "worker.log",
+    )
+    with worker:
+        worker.wait_for_output("ready.")
+        commitment = mapped_active(assigner, assignee)
+        receiver.wait_for_hits(1)  # commitment.activated
+
+        response = post_json(
+            client,
+            SYNC,
+            {"externalSystem": "jira", "externalId": "OPS-42", "status": "Completed"},
+            token=minted.plaintext,
+        )
+        assert response.status_code == 200, response.content
+        wait_until(
+            lambda: any(
+                h.header("X-Service-Event") == "commitment.completed" for h in receiver.hits
+            ),
+            what="the completion at the receiver",
+        )
+        delivery = wait_until(
+            lambda: WebhookDelivery.objects.filter(
+                commitment=commitment,
+                event_name="commitment.completed",
+                status=WebhookDeliveryStatus.DELIVERED,
+            ).first(),
+            what="the delivery recorded",
+        )
+
+    [hit] = [h for h in receiver.hits if h.header("X-Service-Event") == "commitment.completed"]
+    commitment = Commitment.objects.get(pk=commitment.pk)
+    assert json.loads(hit.body) == {
+        "event": "commitment.completed",
+        "id": str(commitment.pk),
+        "externalSystem": "jira",
+        "externalId": "OPS-42",
+        "previousStatus": "Active",
+        "newStatus": "Completed",
+        "completedAt": iso_millis(commitment.completed_at),
+        "actor": {"kind": "api_token", "userId": str(assigner.pk), "tokenId": str(minted.token.pk)},
+        "timestamp": iso_millis(commitment.completed_at),
+    }
+    assert list(json.loads(hit.body)) == [
+        "event",
+        "id",
+        "externalSystem",
+        "externalId",
+        "previousStatus",
+        "newStatus",
+        "completedAt",
+        "actor",
+        "timestamp",
+    ]
+    assert hit.header("X-Service-Delivery") == str(delivery.pk)
+    expected = "sha256=" + hmac.new(secret.encode(), hit.body, hashlib.sha256).hexdigest()
+    assert hmac.compare_digest(expected, hit.header("X-Service-Signature"))
+    assert standardwebhooks.Webhook(secret).verify(hit.body, hit.headers)["id"] == str(
+        commitment.pk
+    )
+    assert endpoint.deliveries.count() == 2  # activated and completed, nothing else
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_receiver_that_never_answers_costs_the_timeout_and_delays_no_nudge(
+    tmp_path, env, receiver, assigner, assignee
+):
+    never = threading.Event()
+    receiver.default = Reply(200, "late", hold=never)
+    receiver._holds.append(never)
+    webhook_endpoint_create(user=assigner, external_system="jira", url=receiver.url)
+    with (
+        celery_worker(env, tmp_path / "worker.log") as worker,
+        webhook_worker(env, tmp_path / "webhooks.log") as hooks,
+    ):
+        worker.wait_for_output("ready.")
+        hooks.wait_for_output("ready.")
+        commitment = mapped_active(assigner, assignee)
+        receiver.wait_for_hits(1)  # the activation, now hanging at the receiver
+        delivery = webhook_for(commitment, "commitment.activated")
+
+        # Meanwhile a new request nudges the assignee, at once.
+        other = services.commitment_create_pending(
+            actor=Actor.for_user(assigner),
+            assigner=assigner,
+            assignee=assignee,
+            description="Review the budget",
+            deadline=None,
+        )
+        wait_until(
+            lambda: Delivery.objects.filter(
+                event__commitment=other, status=DeliveryStatus.DELIVERED
+            ).exists(),
+            what="the nudge",
+        )
+        # ... while the webhook's attempt is still waiting for its answer.
+        attempt = delivery.attempt_log.get()
+        assert attempt.outcome == ""
+
+        attempt = wait_until(
+            lambda: delivery.attempt_log.filter(outcome=AttemptOutcome.FAILED).first(),
+            timeout=30,
+            what="the attempt to time out",
+        )
+    # WEBHOOK_TIMEOUT (10 s) for the whole attempt, and not much more.
+    assert 10_000 <= attempt.duration_ms < 12_000
+    assert "10 s" in attempt.error
+    delivery.refresh_from_db()
+    assert delivery.status in (WebhookDeliveryStatus.PENDING, WebhookDeliveryStatus.SENDING)
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_worker_killed_mid_send_is_followed_by_delivery_with_the_same_id(
+    tmp_path, env, receiver, assigner, assignee
+):
+    env["TEST_DELIVERY_LEASE_SECONDS"] = "4"
+    held = threading.Event()
+    receiver.reply_with(Reply(200, "too late", hold=held))
+    webhook_endpoint_create(user=assigner, external_system="jira", url=receiver.url)
+    with celery_worker(env, tmp_path / "worker.log") as worker:
+        worker.wait_for_output("ready.")
+        with webhook_worker(env, tmp_path / "webhooks-1.log") as first:
+            first.wait_for_output("ready.")
+            commitment = mapped_active(assigner, assignee)
+            receiver.wait_for_hits(1)
+            first.kill()  # SIGKILL, mid-send
+        held.set()
+        with webhook_worker(env, tmp_path / "webhooks-2.log") as second:
+            second.wait_for_output("ready.")
+            delivery = wait_until(
+                lambda: WebhookDelivery.objects.filter(
+                    commitment=commitment, status=WebhookDeliveryStatus.DELIVERED
+                ).first(),
+                timeout=30,
+                what="the delivery after the kill",
+            )
+    ids = {h.header("X-Service-Delivery") for h in receiver.hits}
+    assert ids == {str(delivery.pk)}
+    assert len(receiver.hits) == 2
+    assert [a.outcome for a in delivery.attempt_log.all()] == [
+        AttemptOutcome.INTERRUPTED,
+        AttemptOutcome.DELIVERED,
+    ]
+
+
+def test_the_embedded_default_delivers_a_webhook_with_no_services(tmp_path, receiver):
+    """SQLite and the filesystem broker, as `./scripts/serve` runs with nothing
+    configured: run_worker's webhook worker consumes its queue there too."""
+    env = subprocess_env(
+        tmp_path,
+        DATABASE_URL=None,
+        REDIS_URL=None,
+        OUTBOUND_ALLOW_LOOPBACK="1",
+        TEST_OUTBOX_SWEEP_INTERVAL="3600",
+    )
+    subprocess.run(
+        manage("migrate", "--noinput"), env=env, check=True, timeout=120, capture_output=True
+    )
+    run_python(
+        f"""
+from accounts.models import User
+from accounts.services import user_email_mark_verified
+from audit.services import Actor
+from commitments import services
+from webhooks.services import webhook_endpoint_create
+lead = User.objects.create_user("lead@example.com", "x" * 20)
+knight = User.objects.create_user("knight@example.com", "x" * 20)
+user_email_mark_verified(user=knight)
+webhook_endpoint_create(user=lead, external_system="jira", url={receiver.url!r})
+commitment = services.commitment_create_pending(
+    actor=Actor.for_user(lead), assigner=lead, assignee=knight,
+    description="Water the shrubbery", deadline=None,
+    external_system="jira", external_id="OPS-1")
+services.commitment_accept(actor=Actor.for_user(knight), commitment_id=commitment.pk)
+""",
+        env,
+    )
+    worker = Process(
+        manage("run_worker", "--concurrency=1", "--webhook-concurrency=1"),
+        env,
+        tmp_path / "worker.log",
+    )
+    with worker:
+        [hit] = receiver.wait_for_hits(1, timeout=40)
+    assert json.loads(hit.body)["event"] == "commitment.activated"
+    assert json.loads(hit.body)["externalId"] == "OPS-1"
