@@ -8,7 +8,7 @@ import io
 import re
 
 import pytest
-from django.core.management import call_command
+from django.core.management import base, call_command
 
 from audit.models import AuditEvent
 from tests.webhooks.pages_support import RECEIVER, resolve_every_name_to
@@ -26,8 +26,16 @@ def _production_network(settings, monkeypatch):
     resolve_every_name_to(monkeypatch)
 
 
+@pytest.fixture(autouse=True)
+def _keep_the_test_connection(monkeypatch):
+    # run_from_argv closes every database connection when it ends, as a
+    # process about to exit would; the test's transaction lives on one.
+    monkeypatch.setattr(base.connections, "close_all", lambda: None)
+
+
 def run(*args: str) -> tuple[int, str, str]:
-    """The command as manage.py runs it: its exit status, stdout and stderr."""
+    """The command as manage.py runs it (run_from_argv, which turns a
+    CommandError into a message and exit status 1): status, stdout, stderr."""
     out, err = io.StringIO(), io.StringIO()
     command = Command(stdout=out, stderr=err)
     try:
