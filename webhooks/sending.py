@@ -8,7 +8,9 @@ transaction that claims an outbox event, next to the nudges; the workers call
 follow `lib.leasing` like nudges: a conditional UPDATE claims a due row with
 a lease, the attempt is recorded before the POST, the POST happens outside
 any transaction, and the outcome is recorded at once, fenced by the attempt
-count.
+count. One send per endpoint is in flight at a time (the others wait for
+their turn, queued as soon as it ends), so a receiver that hangs holds one
+webhook worker, never all of them: other endpoints keep going.
 
 The body is frozen when the delivery is made (`WebhookPayload`); each
 attempt signs those bytes with the endpoint's current secret(s) and the
@@ -40,6 +42,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from audit.services import Actor, audit_event_record
@@ -179,6 +182,21 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
     with transaction.atomic():
         lease = dt.timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
         rows = WebhookDelivery.objects.all()
+        endpoint_id = rows.filter(pk=delivery_id).values_list("endpoint_id", flat=True).first()
+        if endpoint_id is None:
+            return None
+        # One send in flight per endpoint: claims for one endpoint take turns
+        # (its row locked), so a receiver that hangs holds one worker, not all.
+        WebhookEndpoint.objects.select_for_update().filter(pk=endpoint_id).first()
+        if _endpoint_busy(endpoint_id, now=now, besides=delivery_id):
+            # Its turn comes when the send in flight ends (`_next_in_line`),
+            # or after WEBHOOK_TIMEOUT through the sweep.
+            rows.filter(pk=delivery_id, status=WebhookDeliveryStatus.PENDING).update(
+                next_attempt_at=now + dt.timedelta(seconds=settings.WEBHOOK_TIMEOUT),
+                enqueued_at=None,
+                updated_at=now,
+            )
+            return None
         if not leasing.claim(rows, pk=delivery_id, now=now, lease=lease):
             return None
         rows.filter(pk=delivery_id, first_attempt_at__isnull=True).update(first_attempt_at=now)
@@ -206,6 +224,36 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
         secrets=endpoint.signing_secrets(now),
         body=delivery.payload.body_bytes,
     )
+
+
+def _endpoint_busy(endpoint_id, *, now: dt.datetime, besides) -> bool:
+    """Another delivery to this endpoint is being sent (its lease is live)."""
+    return (
+        WebhookDelivery.objects.filter(
+            endpoint_id=endpoint_id, status=WebhookDeliveryStatus.SENDING, claimed_until__gt=now
+        )
+        .exclude(pk=besides)
+        .exists()
+    )
+
+
+def _next_in_line(endpoint_id, *, now: dt.datetime) -> None:
+    """After a send to an endpoint ends: queue its oldest delivery that is
+    due or was never tried (one that waited for its turn), after commit."""
+    waiting = (
+        WebhookDelivery.objects.filter(
+            endpoint_id=endpoint_id, status=WebhookDeliveryStatus.PENDING
+        )
+        .filter(Q(next_attempt_at__lte=now) | Q(first_attempt_at__isnull=True))
+        .order_by("created_at")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if waiting is not None:
+        WebhookDelivery.objects.filter(pk=waiting, status=WebhookDeliveryStatus.PENDING).update(
+            next_attempt_at=now, enqueued_at=now, updated_at=now
+        )
+        enqueue_on_commit([waiting])
 
 
 def _fail(delivery: WebhookDelivery, *, now: dt.datetime, error: str) -> None:
@@ -343,6 +391,7 @@ def _record(claim: _Claim, outcome: _Outcome, started: float) -> str:
                     **common,
                 )
             result = AttemptOutcome.FAILED
+        _next_in_line(delivery.endpoint_id, now=now)
     log.info(
         "Webhook delivery %s (%s): %s %s",
         delivery.pk,

@@ -37,9 +37,10 @@ SCHEDULE = [5, 300, 1800, 7200, 18000, 36000]
 
 
 def make_delivery(assigner, assignee, **kwargs) -> WebhookDelivery:
-    mapped_active(assigner, assignee, **kwargs)
+    """The activation's delivery of a new mapped commitment."""
+    commitment = mapped_active(assigner, assignee, **kwargs)
     dispatch_all()
-    return WebhookDelivery.objects.order_by("-created_at").first()
+    return WebhookDelivery.objects.get(commitment=commitment)
 
 
 def run_due(clock, delivery) -> str | None:
@@ -200,7 +201,8 @@ def test_410_gone_fails_the_delivery_and_pauses_the_endpoint(
     paused = AuditEvent.objects.get(action="webhook_endpoint_paused")
     assert paused.actor_kind == "system"
     # Nothing more is made for it, and a replay waits for a resume.
-    make_delivery(assigner, assignee, external_id="OPS-43")
+    mapped_active(assigner, assignee, external_id="OPS-43")
+    dispatch_all()
     assert WebhookDelivery.objects.count() == 1
     with pytest.raises(WebhookEndpointPaused):
         webhook_delivery_replay(delivery=delivery, actor=Actor.for_user(assigner))
@@ -328,3 +330,40 @@ def test_a_test_event_answered_410_does_not_pause(published, receiver, endpoint)
     sending.webhook_send(delivery_id=delivery.pk)
     endpoint.refresh_from_db()
     assert not endpoint.is_paused
+
+
+def test_one_send_per_endpoint_is_in_flight_and_the_next_goes_when_it_ends(
+    monkeypatch,
+    published,
+    receiver,
+    endpoint,
+    assigner,
+    assignee,
+    settings,
+    make_user,
+    django_capture_on_commit_callbacks,
+):
+    clock = install_clock(monkeypatch)
+    first = make_delivery(assigner, assignee)
+    second = make_delivery(assigner, assignee, external_id="OPS-43")
+    other_user = make_user("other@example.com")
+    from webhooks.services import webhook_endpoint_create
+
+    webhook_endpoint_create(user=other_user, external_system="jira", url=receiver.url)
+    elsewhere = make_delivery(other_user, assignee, external_id="OPS-44")
+
+    in_flight = sending._claim(first.pk, clock.now)  # a worker is sending the first
+    assert sending.webhook_send(delivery_id=second.pk) is None  # waits for its turn
+    second.refresh_from_db()
+    assert second.status == WebhookDeliveryStatus.PENDING
+    assert second.next_attempt_at == clock.now + dt.timedelta(seconds=settings.WEBHOOK_TIMEOUT)
+    assert sending.webhook_send(delivery_id=elsewhere.pk) == "delivered"  # not held up
+    assert len(receiver.hits) == 1
+
+    published.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        sending._record(in_flight, sending._Outcome(delivered=True, status_code=200), 0.0)
+    assert ("deliver_webhook", str(second.pk)) in published  # its turn, at once
+    second.refresh_from_db()
+    assert second.next_attempt_at == clock.now
+    assert sending.webhook_send(delivery_id=second.pk) == "delivered"

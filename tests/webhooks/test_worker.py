@@ -51,14 +51,14 @@ def purge_queues(redis_url: str) -> None:
     client.close()
 
 
-def webhook_worker(env: dict[str, str], log: Path) -> Process:
+def webhook_worker(env: dict[str, str], log: Path, concurrency: int = 1) -> Process:
     """`celery -A config worker -Q webhooks`, as compose.yaml's webhook-worker."""
     return Process(
         [
             *(sys.executable, "-m", "celery", "-A", "config", "worker"),
             "--queues=webhooks",
             "--hostname=webhooks@%h",
-            "--concurrency=1",
+            f"--concurrency={concurrency}",
             "--loglevel=INFO",
             *("--without-gossip", "--without-mingle", "--without-heartbeat"),
         ],
@@ -209,6 +209,39 @@ def test_a_receiver_that_never_answers_costs_the_timeout_and_delays_no_nudge(
     assert "10 s" in attempt.error
     delivery.refresh_from_db()
     assert delivery.status in (WebhookDeliveryStatus.PENDING, WebhookDeliveryStatus.SENDING)
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_hanging_receiver_holds_one_webhook_worker_and_other_endpoints_go_on(
+    tmp_path, env, receiver, assigner, assignee, make_user
+):
+    never = threading.Event()
+    receiver.default = Reply(200, "late", hold=never)
+    receiver._holds.append(never)
+    webhook_endpoint_create(user=assigner, external_system="jira", url=receiver.url)
+    other = make_user("other@example.com")
+    with Receiver() as healthy:
+        webhook_endpoint_create(user=other, external_system="jira", url=healthy.url)
+        hooks = webhook_worker(env, tmp_path / "webhooks.log", concurrency=2)
+        with celery_worker(env, tmp_path / "worker.log") as worker, hooks:
+            worker.wait_for_output("ready.")
+            hooks.wait_for_output("ready.")
+            # Two events for the hanging receiver first, then one for the other.
+            mapped_active(assigner, assignee, external_id="OPS-1")
+            mapped_active(assigner, assignee, external_id="OPS-2")
+            receiver.wait_for_hits(1)
+            mapped_active(other, assignee, external_id="OPS-3")
+            healthy.wait_for_hits(1)
+            # The other endpoint got its event while the first send still hangs,
+            # and the second one for the hanging receiver waits for its turn.
+            assert len(receiver.hits) == 1
+            assert (
+                WebhookDelivery.objects.filter(
+                    endpoint__user=assigner, status=WebhookDeliveryStatus.SENDING
+                ).count()
+                == 1
+            )
 
 
 @pytest.mark.postgres
