@@ -47,6 +47,8 @@ COPY gather ./gather
 COPY webhooks ./webhooks
 COPY templates ./templates
 COPY static ./static
+# The receiver documentation, served at /settings/webhooks/docs.md.
+COPY docs/webhooks.md ./docs/webhooks.md
 COPY scripts/start ./scripts/start
 
 # Static files are collected (hashed and compressed) at build time. The key

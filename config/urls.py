@@ -49,6 +49,7 @@ urlpatterns = [
     path("settings/", include("accounts.urls")),
     path("settings/", include("integrations.urls")),
     path("settings/notifications/", include("notifications.urls")),
+    path("settings/webhooks/", include("webhooks.urls")),
     path("capture/", include("gather.page_urls")),
     path("", include("commitments.urls")),
 ]

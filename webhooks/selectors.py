@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 
 from webhooks.models import WebhookDelivery, WebhookDeliveryStatus, WebhookEndpoint
 
@@ -40,4 +40,26 @@ def webhook_delivery_of(*, user, delivery_id) -> WebhookDelivery | None:
         WebhookDelivery.objects.filter(endpoint__user=user, pk=delivery_id)
         .select_related("endpoint")
         .first()
+    )
+
+
+RECENT_ON_PAGE = 20  # deliveries listed per endpoint on the Webhooks page
+FAILED_ON_PAGE = 20  # permanently failed ones listed per endpoint, to replay
+
+
+def webhook_endpoints_for_page(*, user) -> list[WebhookEndpoint]:
+    """`user`'s endpoints for the Webhooks page, each with `recent` (its
+    newest deliveries) and `failed` (its newest permanently failed ones),
+    with their commitments: three queries however many endpoints there are
+    (a sliced prefetch is one windowed query per list)."""
+    deliveries = WebhookDelivery.objects.select_related("commitment").order_by("-created_at")
+    return list(
+        webhook_endpoints_of(user=user).prefetch_related(
+            Prefetch("deliveries", queryset=deliveries[:RECENT_ON_PAGE], to_attr="recent"),
+            Prefetch(
+                "deliveries",
+                queryset=deliveries.filter(status=WebhookDeliveryStatus.FAILED)[:FAILED_ON_PAGE],
+                to_attr="failed",
+            ),
+        )
     )

@@ -163,6 +163,7 @@ def test_no_page_renders_inline_script_event_handlers_or_inline_styles(
         "/settings/",
         "/settings/tokens/",
         "/settings/notifications/",
+        "/settings/webhooks/",
         "/accounts/email/",
         "/accounts/password/change/",
         "/api-reference",
