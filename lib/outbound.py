@@ -163,6 +163,18 @@ def resolve(host: str, port: int, *, allow_loopback: bool | None = None) -> IPAd
     return addresses[0]
 
 
+def check_destination(url: str, *, allow_loopback: bool | None = None) -> SplitResult:
+    """`check_url`, then the host resolved now and every address it resolves
+    to checked: what a registration form calls for a clear error. The send
+    checks again, on the address it connects to (a name may change its
+    answers). OutboundRefused, or OutboundFailed for a name that does not
+    resolve."""
+    parts = check_url(url, allow_loopback=allow_loopback)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    resolve(parts.hostname or "", port, allow_loopback=allow_loopback)
+    return parts
+
+
 # --- sending ------------------------------------------------------------------------
 
 

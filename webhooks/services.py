@@ -11,7 +11,7 @@ or resolved now) for a clear form error, and again at every send.
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -50,15 +50,11 @@ def webhook_url_check(url: str) -> str:
     if len(url) > URL_MAX:
         raise WebhookUrlRefused(f"At most {URL_MAX} characters.", field="url")
     try:
-        parts = outbound.check_url(url)
-        host = parts.hostname or ""
-        try:
-            ipaddress.ip_address(host)
-        except ValueError:
-            outbound.resolve(host, parts.port or (443 if parts.scheme == "https" else 80))
+        outbound.check_destination(url)
     except outbound.OutboundRefused as exc:
         raise WebhookUrlRefused(exc.message, field="url") from None
     except outbound.OutboundFailed:
+        host = urlsplit(url).hostname
         raise WebhookUrlRefused(
             f"The host name {host} cannot be resolved; check the URL.", field="url"
         ) from None

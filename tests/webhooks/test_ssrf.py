@@ -95,6 +95,22 @@ def test_a_chat_url_on_the_list_is_refused_on_the_notifications_page(client, ass
     assert not NotificationChannel.objects.filter(user=assignee).exists()
 
 
+@pytest.mark.parametrize("address", REFUSED_ADDRESSES)
+def test_a_chat_name_that_resolves_to_an_address_on_the_list_is_refused_on_the_page(
+    client, assignee, monkeypatch, address
+):
+    asked = resolving_to(monkeypatch, address)
+    client.force_login(assignee)
+
+    response = client.post("/settings/notifications/", {"kind": "slack", "webhook_url": NAMED_URL})
+
+    assert asked == ["hooks.example.com"]
+    assert response.status_code == 400
+    (error,) = response.context["form"].errors["webhook_url"]
+    assert error.startswith("hooks.example.com resolves to") and shown(address) in error
+    assert not NotificationChannel.objects.filter(user=assignee).exists()
+
+
 @pytest.mark.parametrize("transport", [SlackTransport, TeamsTransport])
 @pytest.mark.parametrize("url", REFUSED_URLS)
 def test_a_chat_url_on_the_list_is_refused_at_send_time_for_good(transport, url):
