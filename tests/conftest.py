@@ -126,3 +126,18 @@ def _fresh_limits():
         finally:
             client.close()
     yield
+
+
+@pytest.fixture
+def published(monkeypatch):
+    """What would have gone to the broker, instead of going: (task, row id) pairs."""
+    from lib import jobs
+
+    sent: list[tuple[str, str]] = []
+
+    def record(task_name, row_id, *, retry=True):
+        sent.append((task_name.rsplit(".", 1)[-1], str(row_id)))
+        return True
+
+    monkeypatch.setattr(jobs, "enqueue", record)
+    return sent

@@ -48,7 +48,10 @@ class Received:
 
 class FakeService:
     """An HTTP server on 127.0.0.1 answering POSTs with queued replies (then
-    `default`), recording every request it received."""
+    `default`), recording every request it received (`record`)."""
+
+    path = "/services/T000/B000/secret"
+    hold_timeout = 30  # s a held reply waits at most
 
     def __init__(self, default: Reply | None = None) -> None:
         self.default = default or Reply()
@@ -62,16 +65,12 @@ class FakeService:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    body = raw
                 with service._cond:
-                    service.requests.append(Received(self.path, dict(self.headers), body))
+                    service.requests.append(service.record(self.path, dict(self.headers), raw))
                     reply = service.replies.popleft() if service.replies else service.default
                     service._cond.notify_all()
                 if reply.hold is not None:
-                    reply.hold.wait(timeout=30)
+                    reply.hold.wait(timeout=service.hold_timeout)
                 try:
                     self.send_response(reply.status)
                     for name, value in reply.headers.items():
@@ -92,9 +91,17 @@ class FakeService:
             target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
 
+    def record(self, path: str, headers: dict[str, str], raw: bytes) -> Any:
+        """What is kept of one request: the body parsed as JSON when it is."""
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = raw
+        return Received(path, headers, body)
+
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}/services/T000/B000/secret"
+        return f"http://127.0.0.1:{self.server.server_port}{self.path}"
 
     def reply_with(self, *replies: Reply) -> None:
         for reply in replies:

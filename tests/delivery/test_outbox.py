@@ -16,7 +16,6 @@ from audit.services import Actor
 from commitments import services
 from commitments.models import EventKind, OutboxEvent
 from delivery import outbox
-from lib import jobs
 from notifications import sending
 from notifications.channels import notification_channel_set
 from notifications.models import (
@@ -43,19 +42,6 @@ def _settings(settings):
     settings.DELIVERY_LEASE_SECONDS = 120
     settings.DELIVERY_MAX_ATTEMPTS = 10
     mail.outbox = []
-
-
-@pytest.fixture
-def published(monkeypatch):
-    """What would have gone to the broker: (task, row id) pairs."""
-    sent: list[tuple[str, object]] = []
-
-    def record(task_name, row_id, *, retry=True):
-        sent.append((task_name.rsplit(".", 1)[-1], str(row_id)))
-        return True
-
-    monkeypatch.setattr(jobs, "enqueue", record)
-    return sent
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from django.core import mail
 
 from commitments.models import OutboxEvent
 from delivery import outbox
-from lib import jobs
 from tests.webhooks.support import Receiver
 from webhooks.services import webhook_endpoint_create
 
@@ -20,19 +19,6 @@ def _settings(settings):
     settings.DELIVERY_LEASE_SECONDS = 120
     settings.OUTBOX_REQUEUE_AFTER = 120
     mail.outbox = []
-
-
-@pytest.fixture
-def published(monkeypatch):
-    """What would have gone to the broker: (task, row id) pairs."""
-    sent: list[tuple[str, str]] = []
-
-    def record(task_name, row_id, *, retry=True):
-        sent.append((task_name.rsplit(".", 1)[-1], str(row_id)))
-        return True
-
-    monkeypatch.setattr(jobs, "enqueue", record)
-    return sent
 
 
 @pytest.fixture

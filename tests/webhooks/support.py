@@ -5,17 +5,13 @@ with an external mapping. Plain functions and classes."""
 from __future__ import annotations
 
 import datetime as dt
-import threading
-from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 from django.utils import timezone
 
 from audit.services import Actor
 from commitments import services
-from tests.delivery.nudge_support import Reply
+from tests.delivery.nudge_support import FakeService, Reply
 
 
 @dataclass
@@ -29,72 +25,25 @@ class Hit:
         return lowered[name.lower()]
 
 
-class Receiver:
+class Receiver(FakeService):
     """An integrator's endpoint on 127.0.0.1: answers POSTs with queued
-    replies (then `default`), recording the raw bytes and headers."""
+    replies (then `default`), recording the raw bytes and headers (`hits`)."""
+
+    path = "/hooks/commitments"
+    hold_timeout = 60
 
     def __init__(self, default: Reply | None = None) -> None:
-        self.default = default or Reply(200, "thanks")
-        self.replies: deque[Reply] = deque()
-        self.hits: list[Hit] = []
-        self._cond = threading.Condition()
-        self._holds: list[threading.Event] = []
-        receiver = self
+        super().__init__(default or Reply(200, "thanks"))
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with receiver._cond:
-                    receiver.hits.append(Hit(self.path, dict(self.headers), raw))
-                    reply = receiver.replies.popleft() if receiver.replies else receiver.default
-                    receiver._cond.notify_all()
-                if reply.hold is not None:
-                    reply.hold.wait(timeout=60)
-                try:
-                    self.send_response(reply.status)
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    data = reply.body.encode()
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:
-                    pass  # the client is gone (a killed worker, a timeout)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+    def record(self, path: str, headers: dict[str, str], raw: bytes) -> Hit:
+        return Hit(path, headers, raw)
 
     @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}/hooks/commitments"
-
-    def reply_with(self, *replies: Reply) -> None:
-        for reply in replies:
-            if reply.hold is not None:
-                self._holds.append(reply.hold)
-            self.replies.append(reply)
+    def hits(self) -> list[Hit]:
+        return self.requests
 
     def wait_for_hits(self, count: int, timeout: float = 20) -> list[Hit]:
-        with self._cond:
-            ok = self._cond.wait_for(lambda: len(self.hits) >= count, timeout=timeout)
-        assert ok, f"expected {count} request(s), got {len(self.hits)}"
-        return list(self.hits)
-
-    def __enter__(self) -> Receiver:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for hold in self._holds:
-            hold.set()
-        self.server.shutdown()
-        self.server.server_close()
+        return self.wait_for_requests(count, timeout=timeout)
 
 
 class Clock:
