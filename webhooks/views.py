@@ -14,7 +14,6 @@ password again when the sign-in is not recent.
 
 from __future__ import annotations
 
-import secrets
 import uuid
 from pathlib import Path
 
@@ -29,31 +28,15 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.reauth import recent_sign_in_required
 from audit.services import Actor
+from lib.once import form_key_new, form_key_use
 from webhooks import selectors, services
 from webhooks.errors import WebhookError
 from webhooks.forms import EndpointCreateForm, EndpointUrlForm, OneTimeForm, add_service_error
 from webhooks.models import WebhookEndpoint
 
 NEW_SECRET_KEY = "webhooks.new_secret"  # the secret, until the next GET shows it
-FORM_KEYS = "webhooks.form_keys"  # one-time keys of the forms rendered
-MAX_FORM_KEYS = 10
+FORM_SCOPE = "webhooks"  # lib.once: its one-time form keys
 DOCS = Path(settings.BASE_DIR) / "docs" / "webhooks.md"
-
-
-def _new_form_key(request: HttpRequest) -> str:
-    key = secrets.token_urlsafe(16)
-    request.session[FORM_KEYS] = [*request.session.get(FORM_KEYS, []), key][-MAX_FORM_KEYS:]
-    return key
-
-
-def _use_form_key(request: HttpRequest, key: str) -> bool:
-    """True once per key: it is removed as it is used."""
-    keys = list(request.session.get(FORM_KEYS, []))
-    if key not in keys:
-        return False
-    keys.remove(key)
-    request.session[FORM_KEYS] = keys
-    return True
 
 
 def _endpoint_or_404(request: HttpRequest, endpoint_id: uuid.UUID) -> WebhookEndpoint:
@@ -98,12 +81,12 @@ def _render_list(
 def webhook_list(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         new_secret = request.session.pop(NEW_SECRET_KEY, None)  # shown once, then gone
-        form = EndpointCreateForm(initial={"form_key": _new_form_key(request)})
+        form = EndpointCreateForm(initial={"form_key": form_key_new(request, scope=FORM_SCOPE)})
         return _render_list(request, form, new_secret)
 
     form = EndpointCreateForm(request.POST)
     if form.is_valid():
-        if not _use_form_key(request, form.cleaned_data["form_key"]):
+        if not form_key_use(request, form.cleaned_data["form_key"], scope=FORM_SCOPE):
             messages.info(request, "That form was already sent; nothing more was registered.")
             return redirect("webhooks")
         try:
@@ -119,7 +102,7 @@ def webhook_list(request: HttpRequest) -> HttpResponse:
             return redirect("webhooks")
     # Refused: the form as sent, its errors, and a fresh key for the next try.
     data = request.POST.copy()
-    data["form_key"] = _new_form_key(request)
+    data["form_key"] = form_key_new(request, scope=FORM_SCOPE)
     refused = EndpointCreateForm(data)
     refused.is_valid()
     for field, errors in form.errors.items():
@@ -229,13 +212,15 @@ def webhook_rotate(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse
     endpoint = _endpoint_or_404(request, endpoint_id)
     if request.method == "POST":
         form = OneTimeForm(request.POST)
-        if form.is_valid() and _use_form_key(request, form.cleaned_data["form_key"]):
+        if form.is_valid() and form_key_use(
+            request, form.cleaned_data["form_key"], scope=FORM_SCOPE
+        ):
             secret = services.webhook_endpoint_rotate_secret(endpoint=endpoint)
             _keep_secret(request, endpoint, secret, rotated=True)
         else:
             messages.info(request, "That form was already sent; the secret was not rotated again.")
         return redirect("webhooks")
-    form = OneTimeForm(initial={"form_key": _new_form_key(request)})
+    form = OneTimeForm(initial={"form_key": form_key_new(request, scope=FORM_SCOPE)})
     return render(
         request,
         "webhooks/rotate.html",

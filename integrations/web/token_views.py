@@ -10,7 +10,6 @@ The POST asks for the password again when the sign-in is not recent
 
 from __future__ import annotations
 
-import secrets
 import uuid
 
 from django import forms
@@ -28,10 +27,10 @@ from accounts.reauth import recent_sign_in_required
 from audit.services import Actor
 from integrations import services
 from integrations.models import ApiToken
+from lib.once import form_key_new, form_key_use
 
 MINTED_KEY = "integrations.minted_token"  # the plaintext, until the next GET shows it
-FORM_KEYS = "integrations.token_form_keys"  # one-time keys of the forms rendered
-MAX_FORM_KEYS = 10  # open tabs at once; older keys are dropped
+FORM_SCOPE = "integrations.tokens"  # lib.once: its one-time form keys
 
 
 class TokenForm(forms.Form):
@@ -47,23 +46,6 @@ class TokenForm(forms.Form):
         widget=forms.DateInput(attrs={"type": "date"}),
     )
     form_key = forms.CharField(widget=forms.HiddenInput)
-
-
-def _new_form_key(request: HttpRequest) -> str:
-    key = secrets.token_urlsafe(16)
-    keys = [*request.session.get(FORM_KEYS, []), key][-MAX_FORM_KEYS:]
-    request.session[FORM_KEYS] = keys
-    return key
-
-
-def _use_form_key(request: HttpRequest, key: str) -> bool:
-    """True once per key: it is removed as it is used."""
-    keys = list(request.session.get(FORM_KEYS, []))
-    if key not in keys:
-        return False
-    keys.remove(key)
-    request.session[FORM_KEYS] = keys
-    return True
 
 
 def _render(
@@ -88,12 +70,16 @@ def _render(
 def token_list(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         minted = request.session.pop(MINTED_KEY, None)  # shown once, then gone
-        return _render(request, TokenForm(initial={"form_key": _new_form_key(request)}), minted)
+        return _render(
+            request,
+            TokenForm(initial={"form_key": form_key_new(request, scope=FORM_SCOPE)}),
+            minted,
+        )
 
     form = TokenForm(request.POST)
     if not form.is_valid():
         return _refused(request)
-    if not _use_form_key(request, form.cleaned_data["form_key"]):
+    if not form_key_use(request, form.cleaned_data["form_key"], scope=FORM_SCOPE):
         # A form sent again: the token it asked for was minted (or refused) already.
         messages.info(request, "That form was already sent; no new token was created.")
         return redirect("api_tokens")
@@ -114,7 +100,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
 def _refused(request: HttpRequest, errors: dict[str, list[str]] | None = None) -> HttpResponse:
     """The form as sent, with its errors and a fresh one-time key for the next try."""
     data = request.POST.copy()
-    data["form_key"] = _new_form_key(request)
+    data["form_key"] = form_key_new(request, scope=FORM_SCOPE)
     form = TokenForm(data)
     form.is_valid()
     for field, field_errors in (errors or {}).items():
