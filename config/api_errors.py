@@ -64,7 +64,7 @@ def _from_domain(exc: Exception) -> Exception:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     exc = _from_domain(exc)
     if isinstance(exc, ApiError):
-        return _answer(exc.status_code, exc.error, exc.message, exc.details)
+        return _answer(exc.status_code, exc.error, exc.message, exc.details, exc.headers)
     if isinstance(exc, exceptions.ValidationError):
         details = flatten_errors(exc.detail)
         return _answer(400, "invalid_payload", "The request body failed validation.", details)
