@@ -319,6 +319,31 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# --- Gather ---------------------------------------------------------------------
+# POST /api/gather calls the user's own provider with the user's own key
+# (gather.models.ProviderKey, Settings, Model keys); the service never reads
+# OPENAI_API_KEY or ANTHROPIC_API_KEY from its environment. A stored key
+# without a model of its own uses its provider's default here: a current
+# small, cheap model, overridable by the environment.
+GATHER_DEFAULT_MODELS = {
+    "openai": env_str("GATHER_OPENAI_MODEL", "gpt-6-luna"),
+    "anthropic": env_str("GATHER_ANTHROPIC_MODEL", "claude-haiku-5-5"),
+}
+# Seconds per provider call (no SDK retries); the whole gather, chunks
+# included, gives up after twice this.
+GATHER_PROVIDER_TIMEOUT = env_int("GATHER_PROVIDER_TIMEOUT", 60)
+# Per-user token bucket: GATHER_RATE_BURST calls at once, refilled at
+# GATHER_RATE_PER_HOUR calls an hour.
+GATHER_RATE_BURST = env_int("GATHER_RATE_BURST", 5)
+GATHER_RATE_PER_HOUR = env_int("GATHER_RATE_PER_HOUR", 60)
+# OpenAI-compatible gateways (and tests' fake provider) through OPENAI_BASE_URL;
+# ANTHROPIC_BASE_URL likewise. Unset: the providers' own endpoints.
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL") or None
+ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL") or None
+# Longer texts are split on paragraph boundaries into chunks of at most this
+# many characters (a tuning constant, not configuration).
+GATHER_MAX_CHUNK_CHARS = 12_000
+
 # --- Background work ----------------------------------------------------------
 # Called (by dotted path, so `commitments` imports no delivery code) with the id
 # of every outbox row once its transaction commits. The row is the truth: a
