@@ -31,7 +31,7 @@ import zoneinfo
 from typing import Any
 
 from django.conf import settings
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from rest_framework import permissions
 from rest_framework.authentication import SessionAuthentication
@@ -73,8 +73,15 @@ def invalid_payload(message: str, **details: str) -> ApiError:
     return ApiError(message, error="invalid_payload", status_code=400, details=details)
 
 
+def model_keys_path() -> str:
+    try:
+        return reverse("model_keys")
+    except NoReverseMatch:  # the Model keys page's route, where it is not mounted
+        return "/settings/model-keys/"
+
+
 def model_keys_url() -> str:
-    return f"{settings.SITE_URL}{reverse('model_keys')}"
+    return f"{settings.SITE_URL}{model_keys_path()}"
 
 
 def minutes(seconds: int) -> str:
