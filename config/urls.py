@@ -48,6 +48,7 @@ urlpatterns = [
     path("settings/", include("integrations.urls")),
     path("settings/notifications/", include("notifications.urls")),
     path("settings/webhooks/", include("webhooks.urls")),
+    path("settings/model-keys/", include("gather.key_urls")),
     path("capture/", include("gather.page_urls")),
     path("", include("commitments.urls")),
 ]
