@@ -31,7 +31,7 @@ import zoneinfo
 from typing import Any
 
 from django.conf import settings
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.utils import timezone
 from rest_framework import permissions
 from rest_framework.authentication import SessionAuthentication
@@ -74,10 +74,7 @@ def invalid_payload(message: str, **details: str) -> ApiError:
 
 
 def model_keys_path() -> str:
-    try:
-        return reverse("model_keys")
-    except NoReverseMatch:  # the Model keys page's route, where it is not mounted
-        return "/settings/model-keys/"
+    return reverse("model_keys")
 
 
 def model_keys_url() -> str:
@@ -167,7 +164,8 @@ class GatherView(APIView):
         except extraction.UpstreamFailure as exc:
             raise upstream_failure(str(exc)) from None
         except ValueError as exc:
-            raise upstream_failure(f"The model's answer did not fit the draft schema: {exc}") from None
+            message = f"The model's answer did not fit the draft schema: {exc}"
+            raise upstream_failure(message) from None
         body = GatherResultSerializer(
             {"drafts": drafts, "model": result.model, "usage": result.usage}
         ).data

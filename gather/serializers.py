@@ -29,10 +29,10 @@ class GatherRequestSerializer(serializers.Serializer):
 
 class DraftSerializer(serializers.Serializer):
     description = serializers.CharField(help_text="What is to be done, as a commitment.")
-    assigneeName = serializers.CharField(  # noqa: N815 (the wire's camelCase)
+    assigneeName = serializers.CharField(
         allow_null=True, help_text="Who is asked, as the text names them; null when nobody is."
     )
-    assigneeEmail = serializers.EmailField(  # noqa: N815
+    assigneeEmail = serializers.EmailField(
         allow_null=True,
         help_text=(
             "Filled only when the name matches exactly one of your collaborators (people you "
@@ -43,20 +43,20 @@ class DraftSerializer(serializers.Serializer):
         allow_null=True,
         help_text="The deadline resolved to ISO-8601 with your time zone's offset, or null.",
     )
-    deadlineText = serializers.CharField(  # noqa: N815
+    deadlineText = serializers.CharField(
         allow_null=True, help_text='The deadline as the text says it ("by Friday"), or null.'
     )
     confidence = serializers.ChoiceField(
         choices=["high", "medium", "low"], help_text="How sure the model is of this draft."
     )
-    sourceQuote = serializers.CharField(  # noqa: N815
+    sourceQuote = serializers.CharField(
         help_text="The passage of the text the draft comes from, verbatim."
     )
 
 
 class UsageSerializer(serializers.Serializer):
-    inputTokens = serializers.IntegerField(min_value=0)  # noqa: N815
-    outputTokens = serializers.IntegerField(min_value=0)  # noqa: N815
+    inputTokens = serializers.IntegerField(min_value=0)
+    outputTokens = serializers.IntegerField(min_value=0)
 
 
 class GatherResultSerializer(serializers.Serializer):

@@ -14,8 +14,8 @@ from typing import Any
 from django.core.validators import RegexValidator
 from rest_framework import serializers
 
-from lib.api_errors import ErrorEnvelopeSerializer  # noqa: F401 (re-exported)
 from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, EXTERNAL_SYSTEM_MAX, Status
+from lib.api_errors import ErrorEnvelopeSerializer  # noqa: F401 (re-exported)
 
 EMAIL_MAX = 254  # RFC 5321's limit on a forward path; the users table holds no longer.
 
@@ -173,5 +173,3 @@ class SyncResultSerializer(serializers.Serializer):
 
 
 # --- errors ------------------------------------------------------------------------
-
-

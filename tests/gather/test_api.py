@@ -19,7 +19,6 @@ from gather import api
 from tests.gather.fake_provider import draft
 from tests.gather.support import (
     ANTHROPIC_KEY,
-    GATHER,
     KEYS,
     OPENAI_KEY,
     browser,
@@ -163,7 +162,9 @@ def test_a_body_that_is_not_json_is_400(fake_provider, assigner):
     give_key(assigner)
     client = browser(assigner)
 
-    answer = assert_error(gather(client, "text=hello", content_type="text/plain"), 400, "invalid_payload")
+    answer = assert_error(
+        gather(client, "text=hello", content_type="text/plain"), 400, "invalid_payload"
+    )
     assert "body" in answer["details"]
 
 
