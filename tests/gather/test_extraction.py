@@ -1,0 +1,251 @@
+"""gather.extraction through the real openai and anthropic SDK code, against
+the fake provider on loopback: each provider failure is one clean
+UpstreamFailure, and the user's key (never the server's) is what is sent."""
+
+from __future__ import annotations
+
+import datetime as dt
+import zoneinfo
+
+import pytest
+
+from gather.extraction import ANTHROPIC, OPENAI, UpstreamFailure, extract
+from gather.schema import DRAFT_LIST_SCHEMA
+from gather.selectors import Collaborator
+from tests.gather.fake_provider import draft
+
+PROVIDERS = [OPENAI, ANTHROPIC]
+USER_KEY = "sk-user-own-key-1234"
+DECOY_KEY = "sk-server-decoy-9999"
+AUCKLAND = zoneinfo.ZoneInfo("Pacific/Auckland")
+NOW = dt.datetime(2026, 11, 24, 9, 30, tzinfo=AUCKLAND)  # a Tuesday, UTC+13:00
+TEXT = (
+    "Standup notes.\n\nPriya: I'll send the revised budget to finance by Friday.\n\nNothing else."
+)
+PRIYA = Collaborator(name="Priya Natarajan", email="priya@example.com")
+
+
+@pytest.fixture(autouse=True)
+def _decoy_environment(monkeypatch):
+    """Server-side credentials that must never reach a provider."""
+    monkeypatch.setenv("OPENAI_API_KEY", DECOY_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", DECOY_KEY)
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", DECOY_KEY)
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-server")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-server")
+
+
+def run(provider: str, text: str = TEXT, **kw):
+    return extract(
+        provider=provider,
+        api_key=kw.pop("api_key", USER_KEY),
+        model=kw.pop("model", "small-model"),
+        text=text,
+        now=kw.pop("now", NOW),
+        collaborators=kw.pop("collaborators", [PRIYA]),
+    )
+
+
+def budget_draft(**overrides) -> dict:
+    fields = {
+        "assignee_name": "Priya",
+        "assignee_email": None,
+        "deadline": "2026-11-27T17:00:00+13:00",
+        "deadline_text": "by Friday",
+    }
+    fields.update(overrides)
+    return draft(
+        "Send the revised budget to finance",
+        "I'll send the revised budget to finance by Friday.",
+        **fields,
+    )
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_it_extracts_drafts_through_the_sdk(fake_provider, provider):
+    fake_provider.answer([budget_draft()], usage=(321, 45))
+
+    result = run(provider)
+
+    assert result.drafts == [
+        {
+            "description": "Send the revised budget to finance",
+            "assigneeName": "Priya",
+            "assigneeEmail": "priya@example.com",
+            "deadline": "2026-11-27T17:00:00+13:00",
+            "deadlineText": "by Friday",
+            "confidence": "high",
+            "sourceQuote": "I'll send the revised budget to finance by Friday.",
+        }
+    ]
+    assert result.model == "small-model"
+    assert result.usage == {"inputTokens": 321, "outputTokens": 45}
+    assert len(fake_provider.requests) == 1
+    assert "Tuesday, 24 November 2026, 09:30" in fake_provider.last.system_text
+    assert "Priya natarajan".lower() in fake_provider.last.system_text.lower()
+    assert "revised budget" in fake_provider.last.user_text
+
+
+def test_openai_is_asked_for_strict_structured_output(fake_provider):
+    run(OPENAI)
+
+    request = fake_provider.last
+    assert request.path == "/v1/chat/completions"
+    assert request.body["response_format"]["type"] == "json_schema"
+    assert request.body["response_format"]["json_schema"]["strict"] is True
+    assert request.body["response_format"]["json_schema"]["schema"] == DRAFT_LIST_SCHEMA
+    assert request.body["model"] == "small-model"
+
+
+def test_anthropic_is_forced_to_call_the_tool_with_the_same_schema(fake_provider):
+    run(ANTHROPIC)
+
+    request = fake_provider.last
+    assert request.path == "/v1/messages"
+    assert request.body["tool_choice"] == {"type": "tool", "name": request.body["tools"][0]["name"]}
+    assert request.body["tools"][0]["input_schema"] == DRAFT_LIST_SCHEMA
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_users_key_is_sent_and_never_the_servers(fake_provider, provider):
+    fake_provider.answer([budget_draft()])
+
+    run(provider)
+
+    request = fake_provider.last
+    assert request.key == USER_KEY
+    sent = " ".join(f"{k}: {v}" for k, v in request.headers.items())
+    assert DECOY_KEY not in sent
+    assert "org-server" not in sent and "proj-server" not in sent
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_model_that_finds_or_declines_nothing_gives_no_drafts(fake_provider, provider):
+    fake_provider.answer([])
+
+    assert run(provider).drafts == []
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_refusal_to_answer_at_all_is_an_upstream_failure(fake_provider, provider):
+    fake_provider.refuse("I can't help with that.")
+
+    with pytest.raises(UpstreamFailure, match="I can't help with that"):
+        run(provider)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_invalid_key_is_an_upstream_failure_with_the_providers_message(fake_provider, provider):
+    fake_provider.invalid_key("Incorrect API key provided: sk-...1234.")
+
+    message = r"Incorrect API key provided: sk-\.\.\.1234\."
+    with pytest.raises(UpstreamFailure, match=message) as caught:
+        run(provider)
+    assert caught.value.status == 401
+    assert USER_KEY not in caught.value.message
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_quota_error_is_one_upstream_call_and_an_upstream_failure(fake_provider, provider):
+    fake_provider.quota("You exceeded your current quota.", retry_after=2, times=5)
+
+    with pytest.raises(UpstreamFailure, match="You exceeded your current quota") as caught:
+        run(provider)
+    assert caught.value.status == 429
+    assert len(fake_provider.requests) == 1  # no SDK retries
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_missing_model_is_an_upstream_failure(fake_provider, provider):
+    fake_provider.missing_model("The model `no-such-model` does not exist.")
+
+    with pytest.raises(UpstreamFailure, match="does not exist"):
+        run(provider, model="no-such-model")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_provider_that_does_not_answer_times_out(fake_provider, provider, settings):
+    settings.GATHER_PROVIDER_TIMEOUT = 0.3
+    fake_provider.hang()
+
+    with pytest.raises(UpstreamFailure, match="did not answer in time"):
+        run(provider)
+    assert len(fake_provider.requests) == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_malformed_output_is_an_upstream_failure(fake_provider, provider):
+    fake_provider.malformed()
+
+    with pytest.raises(UpstreamFailure, match=r"schema|not valid JSON"):
+        run(provider)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_body_that_is_not_json_is_an_upstream_failure(fake_provider, provider):
+    fake_provider.garbage()
+
+    with pytest.raises(UpstreamFailure):
+        run(provider)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_truncated_output_is_an_upstream_failure_before_parsing(fake_provider, provider):
+    fake_provider.truncated()
+
+    with pytest.raises(UpstreamFailure, match="cut off"):
+        run(provider)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_draft_that_breaks_the_schema_is_an_upstream_failure(fake_provider, provider):
+    fake_provider.answer([{**budget_draft(), "confidence": "certain"}])
+
+    with pytest.raises(UpstreamFailure, match="schema"):
+        run(provider)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_long_text_goes_in_concurrent_chunks_and_the_drafts_are_merged(
+    fake_provider, provider, settings
+):
+    settings.GATHER_MAX_CHUNK_CHARS = 200
+    filler = "filler text about the roadmap and nothing else. "
+    paragraphs = [f"Item {n}: {filler * 2}" for n in range(6)]
+    paragraphs[1] = "Priya: I'll send the revised budget to finance by Friday."
+    paragraphs[4] = "Again, Priya: I'll send the revised budget to finance by Friday."
+    text = "\n\n".join(paragraphs)
+
+    def answer(request):
+        if "revised budget" in request.user_text:
+            return [budget_draft()]
+        return []
+
+    fake_provider.respond(answer, default=True)
+
+    result = run(provider, text=text)
+
+    assert len(fake_provider.requests) > 2
+    assert all(len(r.user_text) < 400 for r in fake_provider.requests)
+    assert [d["description"] for d in result.drafts] == ["Send the revised budget to finance"]
+    assert result.usage == {
+        "inputTokens": 100 * len(fake_provider.requests),
+        "outputTokens": 20 * len(fake_provider.requests),
+    }
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_one_failing_chunk_fails_the_whole_call(fake_provider, provider, settings):
+    settings.GATHER_MAX_CHUNK_CHARS = 100
+    paragraph = "A paragraph of some seventy characters, give or take a few, right here."
+    text = "\n\n".join([paragraph] * 3)
+    fake_provider.answer([]).quota()
+
+    with pytest.raises(UpstreamFailure, match="quota"):
+        run(provider, text=text)
+
+
+def test_an_unknown_provider_is_an_upstream_failure(fake_provider):
+    with pytest.raises(UpstreamFailure):
+        run("mistral")
+    assert fake_provider.requests == []
