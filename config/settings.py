@@ -503,6 +503,12 @@ LOGGING = {
     "loggers": {
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
+        # The provider SDKs log whole requests at DEBUG (the pasted text of
+        # POST /api/gather among them): never, whatever LOG_LEVEL says.
+        "openai": {"level": "WARNING"},
+        "anthropic": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+        "httpcore2": {"level": "WARNING"},
         "django.db.backends": {"level": "INFO"},
     },
 }

@@ -46,7 +46,7 @@ from rest_framework.views import APIView
 from gather import extraction, keys, schema
 from gather import selectors as gather_selectors
 from gather.api_docs import gather_schema
-from gather.serializers import GatherRequestSerializer, GatherResultSerializer
+from gather.serializers import GatherResultSerializer, GatherSerializer
 from lib.api_errors import ApiError
 from ratelimits.buckets import take
 
@@ -127,7 +127,7 @@ class GatherView(APIView):
             raise invalid_payload(
                 "The request body must be a JSON object.", body="Expected a JSON object."
             )
-        serializer = GatherRequestSerializer(data=data)
+        serializer = GatherSerializer(data=data)
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data["text"]
 

@@ -13,7 +13,7 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 
-from gather.serializers import GatherRequestSerializer, GatherResultSerializer
+from gather.serializers import GatherResultSerializer, GatherSerializer
 from lib.api_errors import ErrorEnvelopeSerializer
 
 
@@ -115,7 +115,7 @@ gather_schema = extend_schema(
     tags=["Capture"],
     summary="Draft commitments from pasted text (your own model key)",
     description=DESCRIPTION,
-    request=GatherRequestSerializer,
+    request=GatherSerializer,
     parameters=[RETRY_AFTER],
     examples=[
         OpenApiExample(

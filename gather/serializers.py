@@ -10,7 +10,7 @@ from rest_framework import serializers
 TEXT_MAX = 100_000  # characters, after trimming (DECISIONS.md)
 
 
-class GatherRequestSerializer(serializers.Serializer):
+class GatherSerializer(serializers.Serializer):
     text = serializers.CharField(
         min_length=1,
         max_length=TEXT_MAX,

@@ -366,3 +366,18 @@ def test_twenty_concurrent_calls_against_a_burst_of_five_give_exactly_five(
 
     assert sorted(statuses) == [200] * 5 + [429] * 15
     assert len(fake_provider.requests) == 5
+
+
+def test_the_try_it_clients_cookie_and_header_pass_the_csrf_check(fake_provider, assigner):
+    """As Swagger UI on /api-reference sends it: the CSRF cookie its start-up
+    script set, and that value in the X-CSRFToken header."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(assigner)
+    client.get("/api-reference?script=")
+    token = client.cookies["csrftoken"].value
+
+    refused = gather(client, {"text": NOTES}, csrf=False)
+    passed = gather(client, {"text": NOTES}, csrf=False, HTTP_X_CSRFTOKEN=token)
+
+    assert_error(refused, 403, "forbidden")
+    assert_error(passed, 400, "no_byok_key")  # past the CSRF check: no key stored

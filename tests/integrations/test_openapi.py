@@ -198,6 +198,7 @@ def test_gather_request_and_response_schemas(document):
 def test_try_it_out_sends_the_csrf_header_from_the_cookie(client, db):
     script = client.get("/api-reference?script=").content.decode().replace("\\u002D", "-")
     assert "requestInterceptor" in script
-    assert 'request.headers["X-CSRFToken"] = csrfCookie()' in script
+    # Django's header name (CSRF_HEADER_NAME), read from the cookie at call time.
+    assert 'request.headers["X-CSRFTOKEN"] = csrfCookie()' in script
     assert 'const prefix = "csrftoken=";' in script
     assert "sameOrigin" in script
