@@ -18,6 +18,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts.reauth import recent_sign_in_required
 from gather import keys
 from gather.models import MODEL_MAX, Provider, ProviderKey
 
@@ -45,7 +46,7 @@ class ProviderKeyForm(forms.Form):
         self.fields["model"].help_text = _default_models_help()
 
 
-class ModelForm(forms.Form):
+class KeyModelForm(forms.Form):
     model = forms.CharField(label="Model", max_length=MODEL_MAX, required=False)
 
 
@@ -58,7 +59,7 @@ def _provider_or_404(provider: str) -> str:
 def _render(request: HttpRequest, form: ProviderKeyForm, status: int = 200) -> HttpResponse:
     stored = keys.provider_keys_of(user=request.user)
     rows = [
-        {"key": key, "model_form": ModelForm(initial={"model": key.model}, prefix=key.provider)}
+        {"key": key, "model_form": KeyModelForm(initial={"model": key.model}, prefix=key.provider)}
         for key in stored
     ]
     return render(
@@ -75,6 +76,9 @@ def _render(request: HttpRequest, form: ProviderKeyForm, status: int = 200) -> H
 
 @never_cache
 @login_required
+# Storing a key decides where the text people paste goes (a key of someone
+# else's account would hand it to them): a fresh sign-in, as for a token.
+@recent_sign_in_required
 @require_http_methods(["GET", "POST"])
 def model_keys(request: HttpRequest) -> HttpResponse:
     """GET lists the stored keys; POST stores (or replaces) one, which becomes the default."""
@@ -114,7 +118,7 @@ def _without_key(data):
 @require_POST
 def model_key_model(request: HttpRequest, provider: str) -> HttpResponse:
     provider = _provider_or_404(provider)
-    form = ModelForm(request.POST, prefix=provider)
+    form = KeyModelForm(request.POST, prefix=provider)
     if not form.is_valid():
         messages.error(request, f"A model name has at most {MODEL_MAX} characters.")
         return redirect("model_keys")

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from gather import keys
 from gather.models import ProviderKey
+from tests.integrations.api_support import sign_in
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +22,7 @@ ANTHROPIC_KEY = "sk-ant-page-anthropic-secretpart-CD34"
 
 @pytest.fixture
 def signed_in(client, assigner):
-    client.force_login(assigner)
+    sign_in(client, assigner)  # a fresh sign-in, as storing a key needs
     return client
 
 
@@ -61,6 +62,17 @@ def test_the_page_requires_csrf(client, assigner):
     strict.force_login(assigner)
     response = strict.post(URL, {"provider": "openai", "key": OPENAI_KEY})
     assert response.status_code == 403
+    assert not ProviderKey.objects.exists()
+
+
+def test_storing_a_key_after_an_old_sign_in_asks_for_the_password_again(client, assigner):
+    client.force_login(assigner)  # no sign-in recorded: as old as can be
+    assert client.get(URL).status_code == 200
+
+    response = client.post(URL, {"provider": "openai", "key": OPENAI_KEY})
+
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/reauthenticate/")
     assert not ProviderKey.objects.exists()
 
 
