@@ -305,12 +305,14 @@ _QUOTES = str.maketrans(
     }
 )
 _WHITESPACE = re.compile(r"\s+")
+_QUOTE_MARKERS = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.MULTILINE)  # e-mail "> " quoting
 
 
 def normalise_for_quote(text: str) -> str:
     """Text as the quote guard compares it: NFKC, quotes and dashes made plain,
-    whitespace collapsed, case folded."""
+    e-mail quoting markers ("> ") removed, whitespace collapsed, case folded."""
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    text = _QUOTE_MARKERS.sub("", text)
     return _WHITESPACE.sub(" ", text).strip().casefold()
 
 
