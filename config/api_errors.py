@@ -72,8 +72,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         return _answer(400, "invalid_payload", str(exc.detail), {"body": str(exc.detail)})
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         # Always 401 with the challenge (DRF would make it 403 for an
-        # authenticator without one).
-        headers = {"WWW-Authenticate": "Bearer"}
+        # authenticator without one): Bearer, unless the view names its own
+        # (POST /api/gather takes a session, never a bearer token).
+        challenge = getattr(context.get("view"), "www_authenticate", "Bearer")
+        headers = {"WWW-Authenticate": challenge}
         return _answer(401, error_name(401), str(exc.detail), headers=headers)
     if isinstance(exc, exceptions.Throttled):
         headers = {"Retry-After": str(int(exc.wait or 1))}

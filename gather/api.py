@@ -97,6 +97,8 @@ def user_now(user: Any):
 
 class GatherView(APIView):
     authentication_classes = [SessionAuthentication]
+    # The 401's challenge: a signed-in session (cookie), not a bearer token.
+    www_authenticate = 'Cookie realm="session"'
     permission_classes = [permissions.IsAuthenticated]
     parser_classes = [JSONParser]
     renderer_classes = [JSONRenderer]

@@ -158,7 +158,8 @@ gather_schema = extend_schema(
         ),
         401: error_response(
             "`unauthorized`: no signed-in session, or a bearer token was sent (there is no "
-            "programmatic path to gather).",
+            "programmatic path to gather). Comes with `WWW-Authenticate: Cookie "
+            'realm="session"`: sign in on this site.',
             error_example(
                 "Not signed in", "unauthorized", "Authentication credentials were not provided."
             ),

@@ -99,7 +99,10 @@ def test_a_model_that_declines_gives_an_empty_list(fake_provider, assigner):
 def test_without_a_session_it_is_401(fake_provider, db):
     client = Client(enforce_csrf_checks=True)
 
-    assert_error(gather(client, {"text": NOTES}), 401, "unauthorized")
+    response = gather(client, {"text": NOTES})
+
+    assert_error(response, 401, "unauthorized")
+    assert "Bearer" not in response["WWW-Authenticate"]  # a token would not do either
     assert fake_provider.requests == []
 
 
