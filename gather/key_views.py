@@ -47,7 +47,14 @@ class ProviderKeyForm(forms.Form):
 
 
 class KeyModelForm(forms.Form):
-    model = forms.CharField(label="Model", max_length=MODEL_MAX, required=False)
+    """The model of one stored key (empty: the provider's default)."""
+
+    model = forms.CharField(
+        label="Model",
+        max_length=MODEL_MAX,
+        required=False,
+        widget=forms.TextInput(attrs={"aria-label": "Model"}),
+    )
 
 
 def _provider_or_404(provider: str) -> str:

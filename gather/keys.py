@@ -8,6 +8,7 @@ set, replaced or deleted, never the key.
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from audit.services import Actor, audit_event_record
@@ -46,6 +47,13 @@ def _actor(user, actor: Actor | None) -> Actor:
     return actor if actor is not None else Actor.for_user(user)
 
 
+def _lock_keys_of(user) -> None:
+    """Serialise changes to one person's keys (their user row, locked until the
+    transaction ends), so two at once cannot both insert a key for one
+    provider or both claim the default."""
+    list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk"))
+
+
 def _make_default(user, key: ProviderKey) -> None:
     # The one-default-per-user constraint: clear the others first.
     ProviderKey.objects.filter(user=user, is_default=True).exclude(pk=key.pk).update(
@@ -72,6 +80,7 @@ def provider_key_set(
     if len(model) > MODEL_MAX:
         raise ProviderKeyError(f"A model name has at most {MODEL_MAX} characters.", field="model")
     with transaction.atomic():
+        _lock_keys_of(user)
         existing = ProviderKey.objects.select_for_update().filter(user=user, provider=provider)
         stored = existing.first()
         replaced = stored is not None
@@ -98,6 +107,7 @@ def provider_key_change_model(
     if len(model) > MODEL_MAX:
         raise ProviderKeyError(f"A model name has at most {MODEL_MAX} characters.", field="model")
     with transaction.atomic():
+        _lock_keys_of(user)
         stored = ProviderKey.objects.select_for_update().get(user=user, provider=provider)
         old = stored.model
         if old != model:
@@ -117,6 +127,7 @@ def provider_key_delete(*, user, provider: str, actor: Actor | None = None) -> b
     it was the default, the other stored key (if any) becomes the default."""
     provider = _provider(provider)
     with transaction.atomic():
+        _lock_keys_of(user)
         stored = (
             ProviderKey.objects.select_for_update().filter(user=user, provider=provider).first()
         )
@@ -142,6 +153,7 @@ def provider_key_make_default(*, user, provider: str, actor: Actor | None = None
     when there is none)."""
     provider = _provider(provider)
     with transaction.atomic():
+        _lock_keys_of(user)
         stored = ProviderKey.objects.select_for_update().get(user=user, provider=provider)
         if not stored.is_default:
             _make_default(user, stored)

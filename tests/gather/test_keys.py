@@ -11,6 +11,7 @@ from django.db import connection
 from audit.models import AuditEvent
 from gather import keys
 from gather.models import Provider, ProviderKey
+from tests.support import race
 
 pytestmark = pytest.mark.django_db
 
@@ -151,3 +152,22 @@ def test_an_undecryptable_key_is_not_used_and_the_readable_one_is(assigner, sett
 
 def test_providers_are_openai_and_anthropic():
     assert Provider.values == ["openai", "anthropic"]
+
+
+@pytest.mark.postgres
+def test_keys_stored_at_once_leave_one_row_per_provider_and_one_default(assigner):
+    calls = [
+        lambda provider=provider, n=n: (
+            keys.provider_key_set(
+                user=assigner, provider=provider, key=f"sk-race-{provider}-{n:04d}"
+            ).pk
+        )
+        for n in range(4)
+        for provider in ("openai", "anthropic")
+    ]
+
+    race(calls)
+
+    stored = ProviderKey.objects.filter(user=assigner)
+    assert sorted(key.provider for key in stored) == ["anthropic", "openai"]
+    assert stored.filter(is_default=True).count() == 1
