@@ -52,12 +52,17 @@ def accord(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
+    assigned = list(selectors.commitment_list_for_assigner(user=request.user))
     return render(
         request,
         "commitments/dashboard.html",
         {
             "flow_score": selectors.flow_score(user=request.user),
-            "assigned": selectors.commitment_list_for_assigner(user=request.user),
+            "assigned": assigned,
+            # The Draft column: saved from Capture, not yet sent. Only drafts:
+            # inbox-created commitments start past this step and never show here.
+            "drafts": [c for c in assigned if c.status == Status.DRAFT],
+            "asked": [c for c in assigned if c.status != Status.DRAFT],
         },
     )
 

@@ -64,7 +64,7 @@ def _from_domain(exc: Exception) -> Exception:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     exc = _from_domain(exc)
     if isinstance(exc, ApiError):
-        return _answer(exc.status_code, exc.error, exc.message, exc.details)
+        return _answer(exc.status_code, exc.error, exc.message, exc.details, exc.headers)
     if isinstance(exc, exceptions.ValidationError):
         details = flatten_errors(exc.detail)
         return _answer(400, "invalid_payload", "The request body failed validation.", details)
@@ -72,8 +72,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         return _answer(400, "invalid_payload", str(exc.detail), {"body": str(exc.detail)})
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         # Always 401 with the challenge (DRF would make it 403 for an
-        # authenticator without one).
-        headers = {"WWW-Authenticate": "Bearer"}
+        # authenticator without one): Bearer, unless the view names its own
+        # (POST /api/gather takes a session, never a bearer token).
+        challenge = getattr(context.get("view"), "www_authenticate", "Bearer")
+        headers = {"WWW-Authenticate": challenge}
         return _answer(401, error_name(401), str(exc.detail), headers=headers)
     if isinstance(exc, exceptions.Throttled):
         headers = {"Retry-After": str(int(exc.wait or 1))}

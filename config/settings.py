@@ -296,7 +296,10 @@ SPECTACULAR_SETTINGS = {
         'API Tokens). Every error answers `{"error", "message"}` with a stable `error` '
         "name, plus `details` for validation errors. Retry only on 5xx: a 4xx is the same "
         "for the same payload. Production accepts HTTPS only.\n\n"
-        "`POST /api/gather` (the capture surface, session cookie only) is not built yet."
+        "`POST /api/gather` (the capture surface) takes the session cookie of a signed-in "
+        "user and the CSRF header, never a token, and turns pasted text into draft "
+        "commitments with the user's own OpenAI or Anthropic key: each call, *Try it out* "
+        "included, costs a real upstream call on that key."
     ),
     "VERSION": "1.0.0",
     "OAS_VERSION": "3.0.3",
@@ -304,15 +307,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    # The session-cookie scheme of /api/gather. drf-spectacular's built-in
-    # SessionScheme (for DRF's SessionAuthentication) declares this same
-    # `cookieAuth`, but only once a view uses it; gather is not built yet, so it
-    # is declared here. Drop this once the gather view lists SessionAuthentication.
-    "APPEND_COMPONENTS": {
-        "securitySchemes": {
-            "cookieAuth": {"type": "apiKey", "in": "cookie", "name": "sessionid"},
-        },
-    },
+    # Try it out sends the session cookie; the start-up script
+    # (templates/api_reference.js) adds the CSRF header to unsafe methods.
     "ENUM_NAME_OVERRIDES": {
         "CommitmentStatusEnum": "commitments.models.Status",
         "SyncTargetStatusEnum": ["Completed"],
@@ -507,6 +503,12 @@ LOGGING = {
     "loggers": {
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
+        # The provider SDKs log whole requests at DEBUG (the pasted text of
+        # POST /api/gather among them): never, whatever LOG_LEVEL says.
+        "openai": {"level": "WARNING"},
+        "anthropic": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+        "httpcore2": {"level": "WARNING"},
         "django.db.backends": {"level": "INFO"},
     },
 }

@@ -1,3 +1,9 @@
-"""POST /api/gather and the capture page."""
+"""POST /api/gather (mounted at /api/ by config.urls)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from gather import api
+
+urlpatterns = [
+    path("gather", api.GatherView.as_view(), name="api-gather"),
+]

@@ -15,6 +15,7 @@ from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, EXTERNAL_SYSTEM_MAX, Status
+from lib.api_errors import ErrorEnvelopeSerializer  # noqa: F401 (re-exported)
 
 EMAIL_MAX = 254  # RFC 5321's limit on a forward path; the users table holds no longer.
 
@@ -172,20 +173,3 @@ class SyncResultSerializer(serializers.Serializer):
 
 
 # --- errors ------------------------------------------------------------------------
-
-
-class ErrorEnvelopeSerializer(serializers.Serializer):
-    """The one shape of every error the API returns."""
-
-    error = serializers.CharField(
-        help_text="Stable machine-readable name, e.g. `invalid_payload`, `unauthorized`."
-    )
-    message = serializers.CharField(help_text="Human-readable explanation; wording may change.")
-    details = serializers.DictField(
-        child=serializers.CharField(),
-        required=False,
-        help_text=(
-            "Validation errors only (and `currentStatus` on `invalid_transition`): a flat map "
-            "from request field (camelCase, as sent) to a message. Its shape is opaque."
-        ),
-    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rest_framework import exceptions
+from rest_framework import exceptions, serializers
 
 INTERNAL_ERROR_MESSAGE = "Something went wrong on our side."
 
@@ -43,9 +43,16 @@ class ApiError(exceptions.APIException):
     """An error the API answers with a stable `error` name of its own."""
 
     def __init__(
-        self, message: str, *, error: str, status_code: int, details: dict[str, Any] | None = None
+        self,
+        message: str,
+        *,
+        error: str,
+        status_code: int,
+        details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(detail=message)
+        self.headers = headers
         self.message = message
         self.error = error
         self.status_code = status_code
@@ -69,3 +76,20 @@ def flatten_errors(detail: Any, prefix: str = "") -> dict[str, str]:
     else:
         flat[prefix or "body"] = str(detail)
     return flat
+
+
+class ErrorEnvelopeSerializer(serializers.Serializer):
+    """The one shape of every error the API returns."""
+
+    error = serializers.CharField(
+        help_text="Stable machine-readable name, e.g. `invalid_payload`, `unauthorized`."
+    )
+    message = serializers.CharField(help_text="Human-readable explanation; wording may change.")
+    details = serializers.DictField(
+        child=serializers.CharField(),
+        required=False,
+        help_text=(
+            "Validation errors only (and `currentStatus` on `invalid_transition`): a flat map "
+            "from request field (camelCase, as sent) to a message. Its shape is opaque."
+        ),
+    )

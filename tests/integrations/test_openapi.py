@@ -140,3 +140,65 @@ def test_the_reference_page_is_swagger_ui_served_from_our_own_static_files(clien
 )
 def test_version_2_is_reserved(client, db, path):
     assert client.get(path).status_code == 404
+
+
+# --- POST /api/gather ---------------------------------------------------------------
+
+
+def test_gather_is_documented_with_the_session_cookie_and_every_answer(document):
+    operation = document["paths"]["/api/gather"]["post"]
+    assert operation["security"] == [{"cookieAuth": []}]
+    assert set(operation["responses"]) == {"200", "400", "401", "403", "413", "429", "502"}
+    assert operation["requestBody"]["content"]["application/json"]["examples"]
+    for status, response in operation["responses"].items():
+        content = response["content"]["application/json"]
+        assert content["examples"], f"{status} has no example"
+        if status.startswith(("4", "5")):
+            assert content["schema"] == {"$ref": "#/components/schemas/ErrorEnvelope"}
+            for example in content["examples"].values():
+                assert f"`{example['value']['error']}`" in response["description"]
+    retry_after = operation["responses"]["429"]["headers"]["Retry-After"]
+    assert retry_after["required"] is True and retry_after["schema"]["type"] == "integer"
+    names = {
+        e["value"]["error"]
+        for e in operation["responses"]["400"]["content"]["application/json"]["examples"].values()
+    }
+    assert names == {"invalid_payload", "no_byok_key", "bad_request"}
+
+
+def test_gather_says_each_call_costs_a_real_upstream_call(document):
+    operation = document["paths"]["/api/gather"]["post"]
+    assert "costs a real upstream call" in operation["description"]
+    assert "Try it out" in operation["description"]
+    assert "X-CSRFToken" in operation["description"]
+    assert "not built yet" not in document["info"]["description"]
+    assert "real upstream call" in document["info"]["description"]
+
+
+def test_gather_request_and_response_schemas(document):
+    schemas = document["components"]["schemas"]
+    text = schemas["GatherRequest"]["properties"]["text"]
+    assert (text["minLength"], text["maxLength"]) == (1, 100_000)
+    assert schemas["GatherRequest"]["required"] == ["text"]
+    result = schemas["GatherResult"]
+    assert set(result["properties"]) == {"drafts", "model", "usage"}
+    draft = schemas["Draft"]["properties"]
+    assert set(draft) == {
+        "description",
+        "assigneeName",
+        "assigneeEmail",
+        "deadline",
+        "deadlineText",
+        "confidence",
+        "sourceQuote",
+    }
+    assert set(schemas["Usage"]["properties"]) == {"inputTokens", "outputTokens"}
+
+
+def test_try_it_out_sends_the_csrf_header_from_the_cookie(client, db):
+    script = client.get("/api-reference?script=").content.decode().replace("\\u002D", "-")
+    assert "requestInterceptor" in script
+    # Django's header name (CSRF_HEADER_NAME), read from the cookie at call time.
+    assert 'request.headers["X-CSRFTOKEN"] = csrfCookie()' in script
+    assert 'const prefix = "csrftoken=";' in script
+    assert "sameOrigin" in script

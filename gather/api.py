@@ -1,0 +1,191 @@
+"""POST /api/gather: draft commitments from pasted text, with the caller's own
+model provider key. Thin: parse, check, call `gather.extraction.extract`,
+validate, render. It writes no commitment (saving drafts is the capture
+page's separate step). The OpenAPI texts are in `gather.api_docs`.
+
+Order of checks, first failure wins (also in the operation's description):
+
+1. (middleware) plain HTTP off loopback in production: 403 https_required;
+   body over 1 MiB: 413 payload_too_large (`config.middleware`, before any
+   view, as for every API route).
+2. an `Authorization` header (a bearer token): 401 unauthorized, there is no
+   programmatic path; no signed-in session: 401 unauthorized; a session
+   without a valid CSRF token: 403 forbidden (DRF's SessionAuthentication).
+3. body: not a JSON object, `text` missing, not a string, blank, or over
+   100,000 characters after trimming: 400 invalid_payload (`details.text`).
+4. no usable provider key: 400 no_byok_key, naming the Model keys page.
+5. the per-user rate limit (a token bucket, `ratelimits.buckets`): 429
+   rate_limited with Retry-After. After the key, so that a caller who cannot
+   make an upstream call anyway (invalid body, no key) spends nothing.
+6. the upstream call: any provider failure is 502 upstream_failure, with the
+   provider's message as an opaque string.
+
+Neither the key nor the text is ever logged.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import zoneinfo
+from typing import Any
+
+from django.conf import settings
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework import permissions
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.parsers import JSONParser
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from gather import extraction, keys, schema
+from gather import selectors as gather_selectors
+from gather.api_docs import gather_schema
+from gather.serializers import GatherResultSerializer, GatherSerializer
+from lib.api_errors import ApiError
+from ratelimits.buckets import take
+
+JSON = "application/json"
+BEARER_REFUSED = (
+    "POST /api/gather takes the session cookie of a signed-in user only; bearer tokens are "
+    "not accepted here. Programmatic clients use POST /api/v1/inbox."
+)
+
+
+def clock() -> float:
+    """The rate limit's clock: the one seam tests move."""
+    return time.time()
+
+
+class JsonOnlyNegotiation(DefaultContentNegotiation):
+    """Always answer JSON, whatever the Accept header asks for (never 406)."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+def invalid_payload(message: str, **details: str) -> ApiError:
+    return ApiError(message, error="invalid_payload", status_code=400, details=details)
+
+
+def model_keys_path() -> str:
+    return reverse("model_keys")
+
+
+def model_keys_url() -> str:
+    return f"{settings.SITE_URL}{model_keys_path()}"
+
+
+def minutes(seconds: int) -> str:
+    count = max(1, math.ceil(seconds / 60))
+    return f"{count} minute" if count == 1 else f"{count} minutes"
+
+
+def user_now(user: Any):
+    """Now, in the user's own time zone (UTC when theirs is unknown)."""
+    try:
+        zone = zoneinfo.ZoneInfo(user.timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        zone = zoneinfo.ZoneInfo("UTC")
+    return timezone.now().astimezone(zone)
+
+
+class GatherView(APIView):
+    authentication_classes = [SessionAuthentication]
+    # The 401's challenge: a signed-in session (cookie), not a bearer token.
+    www_authenticate = 'Cookie realm="session"'
+    permission_classes = [permissions.IsAuthenticated]
+    parser_classes = [JSONParser]
+    renderer_classes = [JSONRenderer]
+    content_negotiation_class = JsonOnlyNegotiation
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # Before the session: a token is refused even alongside a session cookie,
+        # so no script can come to rely on it.
+        if request.META.get("HTTP_AUTHORIZATION"):
+            raise AuthenticationFailed(BEARER_REFUSED)
+        super().initial(request, *args, **kwargs)
+
+    def text(self, request: Request) -> str:
+        media_type = request.content_type.split(";", 1)[0].strip().lower()
+        if media_type != JSON:
+            shown = media_type or "none"
+            raise invalid_payload(
+                "The request body must be JSON (Content-Type: application/json).",
+                body=f"Unsupported content type '{shown}'.",
+            )
+        try:
+            data = request.data
+        except RecursionError:
+            raise invalid_payload(
+                "The request body is not valid JSON.", body="Nested too deeply."
+            ) from None
+        if not isinstance(data, dict):
+            raise invalid_payload(
+                "The request body must be a JSON object.", body="Expected a JSON object."
+            )
+        serializer = GatherSerializer(data=data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data["text"]
+
+    @gather_schema
+    def post(self, request: Request) -> Response:
+        user = request.user
+        text = self.text(request)
+        key = keys.provider_key_for_gather(user=user)
+        if key is None:
+            raise ApiError(
+                "You have no model provider key: add an OpenAI or Anthropic key on the "
+                f"Model keys page ({model_keys_url()}), then try again.",
+                error="no_byok_key",
+                status_code=400,
+            )
+        allowed, retry_after = take(
+            f"gather:{user.pk}",
+            burst=settings.GATHER_RATE_BURST,
+            per_second=settings.GATHER_RATE_PER_HOUR / 3600,
+            now=clock(),
+        )
+        if not allowed:
+            raise RateLimited(retry_after)
+        try:
+            result = extraction.extract(
+                provider=key.provider,
+                api_key=key.key,
+                model=key.model,
+                text=text,
+                now=user_now(user),
+                collaborators=gather_selectors.collaborators_for(user=user),
+            )
+            drafts = schema.validate_drafts({"drafts": result.drafts})
+        except extraction.UpstreamFailure as exc:
+            raise upstream_failure(str(exc)) from None
+        except ValueError as exc:
+            message = f"The model's answer did not fit the draft schema: {exc}"
+            raise upstream_failure(message) from None
+        body = GatherResultSerializer(
+            {"drafts": drafts, "model": result.model, "usage": result.usage}
+        ).data
+        return Response(body, status=200)
+
+
+def upstream_failure(message: str) -> ApiError:
+    return ApiError(
+        message or "The model provider failed.", error="upstream_failure", status_code=502
+    )
+
+
+class RateLimited(ApiError):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            f"Too many gather calls: try again in {minutes(retry_after)}.",
+            error="rate_limited",
+            status_code=429,
+            headers={"Retry-After": str(retry_after)},
+        )
+        self.retry_after = retry_after

@@ -1,0 +1,65 @@
+"""Input and output serializers of POST /api/gather. The OpenAPI document is
+generated from these same classes (gather.api_docs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+TEXT_MAX = 100_000  # characters, after trimming (DECISIONS.md)
+
+
+class GatherSerializer(serializers.Serializer):
+    text = serializers.CharField(
+        min_length=1,
+        max_length=TEXT_MAX,
+        help_text=(
+            "The raw source text: meeting notes, a chat log, an e-mail thread. "
+            "1 to 100,000 characters after trimming."
+        ),
+    )
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        # A number or boolean where the text belongs is refused, not converted.
+        if isinstance(data, dict) and "text" in data and not isinstance(data["text"], str):
+            raise serializers.ValidationError({"text": ["Must be a string."]})
+        return super().to_internal_value(data)
+
+
+class DraftSerializer(serializers.Serializer):
+    description = serializers.CharField(help_text="What is to be done, as a commitment.")
+    assigneeName = serializers.CharField(
+        allow_null=True, help_text="Who is asked, as the text names them; null when nobody is."
+    )
+    assigneeEmail = serializers.EmailField(
+        allow_null=True,
+        help_text=(
+            "Filled only when the name matches exactly one of your collaborators (people you "
+            "already have a commitment with, either way); otherwise null."
+        ),
+    )
+    deadline = serializers.DateTimeField(
+        allow_null=True,
+        help_text="The deadline resolved to ISO-8601 with your time zone's offset, or null.",
+    )
+    deadlineText = serializers.CharField(
+        allow_null=True, help_text='The deadline as the text says it ("by Friday"), or null.'
+    )
+    confidence = serializers.ChoiceField(
+        choices=["high", "medium", "low"], help_text="How sure the model is of this draft."
+    )
+    sourceQuote = serializers.CharField(
+        help_text="The passage of the text the draft comes from, verbatim."
+    )
+
+
+class UsageSerializer(serializers.Serializer):
+    inputTokens = serializers.IntegerField(min_value=0)
+    outputTokens = serializers.IntegerField(min_value=0)
+
+
+class GatherResultSerializer(serializers.Serializer):
+    drafts = DraftSerializer(many=True, help_text="Draft commitments; empty when none were found.")
+    model = serializers.CharField(help_text="The provider's model that answered.")
+    usage = UsageSerializer(help_text="Tokens used, as the provider reported them.")
