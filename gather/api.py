@@ -36,7 +36,6 @@ from django.utils import timezone
 from rest_framework import permissions
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import AuthenticationFailed
-from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -48,9 +47,9 @@ from gather import selectors as gather_selectors
 from gather.api_docs import gather_schema
 from gather.serializers import GatherResultSerializer, GatherSerializer
 from lib.api_errors import ApiError
+from lib.json_api import JsonOnlyNegotiation, validated_body
 from ratelimits.buckets import take
 
-JSON = "application/json"
 BEARER_REFUSED = (
     "POST /api/gather takes the session cookie of a signed-in user only; bearer tokens are "
     "not accepted here. Programmatic clients use POST /api/v1/inbox."
@@ -60,17 +59,6 @@ BEARER_REFUSED = (
 def clock() -> float:
     """The rate limit's clock: the one seam tests move."""
     return time.time()
-
-
-class JsonOnlyNegotiation(DefaultContentNegotiation):
-    """Always answer JSON, whatever the Accept header asks for (never 406)."""
-
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
-
-
-def invalid_payload(message: str, **details: str) -> ApiError:
-    return ApiError(message, error="invalid_payload", status_code=400, details=details)
 
 
 def model_keys_path() -> str:
@@ -111,32 +99,10 @@ class GatherView(APIView):
             raise AuthenticationFailed(BEARER_REFUSED)
         super().initial(request, *args, **kwargs)
 
-    def text(self, request: Request) -> str:
-        media_type = request.content_type.split(";", 1)[0].strip().lower()
-        if media_type != JSON:
-            shown = media_type or "none"
-            raise invalid_payload(
-                "The request body must be JSON (Content-Type: application/json).",
-                body=f"Unsupported content type '{shown}'.",
-            )
-        try:
-            data = request.data
-        except RecursionError:
-            raise invalid_payload(
-                "The request body is not valid JSON.", body="Nested too deeply."
-            ) from None
-        if not isinstance(data, dict):
-            raise invalid_payload(
-                "The request body must be a JSON object.", body="Expected a JSON object."
-            )
-        serializer = GatherSerializer(data=data)
-        serializer.is_valid(raise_exception=True)
-        return serializer.validated_data["text"]
-
     @gather_schema
     def post(self, request: Request) -> Response:
         user = request.user
-        text = self.text(request)
+        text = validated_body(request, GatherSerializer)["text"]
         key = keys.provider_key_for_gather(user=user)
         if key is None:
             raise ApiError(

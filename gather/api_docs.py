@@ -4,8 +4,6 @@ and response schemas, examples, and every error it can answer."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
@@ -14,21 +12,7 @@ from drf_spectacular.utils import (
 )
 
 from gather.serializers import GatherResultSerializer, GatherSerializer
-from lib.api_errors import ErrorEnvelopeSerializer
-
-
-def error_example(name: str, error: str, message: str, **details: str) -> OpenApiExample:
-    value: dict[str, Any] = {"error": error, "message": message}
-    if details:
-        value["details"] = details
-    return OpenApiExample(name, value=value, response_only=True)
-
-
-def error_response(description: str, *examples: OpenApiExample) -> OpenApiResponse:
-    return OpenApiResponse(
-        response=ErrorEnvelopeSerializer, description=description, examples=list(examples)
-    )
-
+from lib.api_errors import error_example, error_response
 
 RETRY_AFTER = OpenApiParameter(
     "Retry-After",

@@ -30,7 +30,6 @@ from typing import Any
 from django.conf import settings
 from rest_framework import permissions, status
 from rest_framework.exceptions import PermissionDenied, Throttled, ValidationError
-from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -50,21 +49,8 @@ from integrations.serializers import (
     SyncResultSerializer,
     SyncSerializer,
 )
-from lib.api_errors import ApiError
+from lib.json_api import JsonOnlyNegotiation, validated_body
 from ratelimits.buckets import take
-
-JSON = "application/json"
-
-
-class JsonOnlyNegotiation(DefaultContentNegotiation):
-    """Always answer JSON, whatever the Accept header asks for (never 406)."""
-
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
-
-
-def invalid_payload(message: str, **details: str) -> ApiError:
-    return ApiError(message, error="invalid_payload", status_code=400, details=details)
 
 
 class TokenRateThrottle(BaseThrottle):
@@ -105,27 +91,7 @@ class TokenApiView(APIView):
         return Actor.for_token(user=request.user, token_id=token.id, token_prefix=token.prefix)
 
     def validated(self, request: Request, serializer_class: type[Serializer]) -> dict[str, Any]:
-        """The body as a JSON object, validated all-or-nothing by `serializer_class`."""
-        media_type = request.content_type.split(";", 1)[0].strip().lower()
-        if media_type != JSON:
-            shown = media_type or "none"
-            raise invalid_payload(
-                "The request body must be JSON (Content-Type: application/json).",
-                body=f"Unsupported content type '{shown}'.",
-            )
-        try:
-            data = request.data
-        except RecursionError:  # absurdly deep nesting; json gives up before we do
-            raise invalid_payload(
-                "The request body is not valid JSON.", body="Nested too deeply."
-            ) from None
-        if not isinstance(data, dict):
-            raise invalid_payload(
-                "The request body must be a JSON object.", body="Expected a JSON object."
-            )
-        serializer = serializer_class(data=data)
-        serializer.is_valid(raise_exception=True)
-        return serializer.validated_data
+        return validated_body(request, serializer_class)
 
 
 class InboxView(TokenApiView):

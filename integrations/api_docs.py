@@ -16,12 +16,12 @@ from drf_spectacular.utils import (
 )
 
 from integrations.serializers import (
-    ErrorEnvelopeSerializer,
     InboxCreatedSerializer,
     InboxSerializer,
     SyncResultSerializer,
     SyncSerializer,
 )
+from lib.api_errors import error_example, error_response
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
@@ -38,19 +38,6 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
                 "its plaintext (`svc_` followed by 36 letters and digits) is shown once."
             ),
         }
-
-
-def error_example(name: str, error: str, message: str, **details: str) -> OpenApiExample:
-    value: dict[str, Any] = {"error": error, "message": message}
-    if details:
-        value["details"] = details
-    return OpenApiExample(name, value=value, response_only=True)
-
-
-def error_response(description: str, *examples: OpenApiExample) -> OpenApiResponse:
-    return OpenApiResponse(
-        response=ErrorEnvelopeSerializer, description=description, examples=list(examples)
-    )
 
 
 INVALID_PAYLOAD_WRONG_TYPE = error_example(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import exceptions, serializers
 
 INTERNAL_ERROR_MESSAGE = "Something went wrong on our side."
@@ -92,4 +93,20 @@ class ErrorEnvelopeSerializer(serializers.Serializer):
             "Validation errors only (and `currentStatus` on `invalid_transition`): a flat map "
             "from request field (camelCase, as sent) to a message. Its shape is opaque."
         ),
+    )
+
+
+# --- how the envelope is documented (drf-spectacular) ---------------------------------
+
+
+def error_example(name: str, error: str, message: str, **details: str) -> OpenApiExample:
+    value: dict[str, Any] = {"error": error, "message": message}
+    if details:
+        value["details"] = details
+    return OpenApiExample(name, value=value, response_only=True)
+
+
+def error_response(description: str, *examples: OpenApiExample) -> OpenApiResponse:
+    return OpenApiResponse(
+        response=ErrorEnvelopeSerializer, description=description, examples=list(examples)
     )

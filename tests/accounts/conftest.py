@@ -3,7 +3,7 @@ from django.core.cache import cache
 
 
 @pytest.fixture(autouse=True)
-def _fresh_rate_limits():
+def _fresh_rate_limits(db):
     # allauth counts sign-in and reset attempts in the cache; tests start clean.
     cache.clear()
     yield

@@ -22,7 +22,7 @@ NEW_PASSWORD = "a brand new passphrase"
 
 
 @pytest.fixture(autouse=True)
-def _fresh_rate_limits():
+def _fresh_rate_limits(db):
     # allauth counts reset and verification mails in the cache.
     from django.core.cache import cache
 

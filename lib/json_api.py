@@ -1,0 +1,51 @@
+"""What every JSON API view of the service shares: JSON answers whatever the
+Accept header asks for, and a body that must be a JSON object, validated
+all-or-nothing by a serializer, with errors in the envelope (lib.api_errors).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.request import Request
+from rest_framework.serializers import Serializer
+
+from lib.api_errors import ApiError
+
+JSON = "application/json"
+
+
+class JsonOnlyNegotiation(DefaultContentNegotiation):
+    """Always answer JSON, whatever the Accept header asks for (never 406)."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+def invalid_payload(message: str, **details: str) -> ApiError:
+    return ApiError(message, error="invalid_payload", status_code=400, details=details)
+
+
+def validated_body(request: Request, serializer_class: type[Serializer]) -> dict[str, Any]:
+    """The body as a JSON object, validated all-or-nothing by `serializer_class`."""
+    media_type = request.content_type.split(";", 1)[0].strip().lower()
+    if media_type != JSON:
+        shown = media_type or "none"
+        raise invalid_payload(
+            "The request body must be JSON (Content-Type: application/json).",
+            body=f"Unsupported content type '{shown}'.",
+        )
+    try:
+        data = request.data
+    except RecursionError:  # absurdly deep nesting; json gives up before we do
+        raise invalid_payload(
+            "The request body is not valid JSON.", body="Nested too deeply."
+        ) from None
+    if not isinstance(data, dict):
+        raise invalid_payload(
+            "The request body must be a JSON object.", body="Expected a JSON object."
+        )
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
