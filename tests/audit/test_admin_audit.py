@@ -13,8 +13,7 @@ from django.contrib.auth.models import Group, Permission
 
 from audit.admin_mixins import AuditedAdminMixin
 from audit.models import AuditEvent
-from audit.services import Actor
-from commitments import services
+from tests.delivery.nudge_support import new_request_nudge
 
 pytestmark = pytest.mark.django_db
 
@@ -233,21 +232,10 @@ def test_clearing_a_broken_channel_is_recorded_per_channel(staff_client, staff, 
 def test_retrying_a_delivery_is_recorded_per_delivery(
     staff_client, staff, assigner, assignee, settings
 ):
-    from commitments.models import OutboxEvent
-    from delivery import outbox
     from notifications import sending
     from notifications.models import Delivery
 
-    commitment = services.commitment_create_pending(
-        actor=Actor.for_user(assigner),
-        assigner=assigner,
-        assignee=assignee,
-        description="Ship the report",
-        deadline=None,
-    )
-    (delivery_id,) = outbox.outbox_event_dispatch(
-        event_id=OutboxEvent.objects.get(commitment=commitment).pk
-    )
+    delivery_id = new_request_nudge(assigner, assignee)
     settings.EMAIL_BACKEND = "tests.notifications.test_transports.DownBackend"
     sending.nudge_send(delivery_id=delivery_id)
 

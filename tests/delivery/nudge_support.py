@@ -126,6 +126,30 @@ class FakeService:
         self.server.server_close()
 
 
+# --- a nudge to send -----------------------------------------------------------------
+
+
+def new_request_nudge(assigner, assignee, *, description: str = "Ship the report"):
+    """The id of the nudge a new request from `assigner` to `assignee` makes,
+    dispatched as the worker would (nothing sent yet)."""
+    from audit.services import Actor
+    from commitments import services
+    from commitments.models import OutboxEvent
+    from delivery import outbox
+
+    commitment = services.commitment_create_pending(
+        actor=Actor.for_user(assigner),
+        assigner=assigner,
+        assignee=assignee,
+        description=description,
+        deadline=None,
+    )
+    (delivery_id,) = outbox.outbox_event_dispatch(
+        event_id=OutboxEvent.objects.get(commitment=commitment).pk
+    )
+    return delivery_id
+
+
 # --- waiting --------------------------------------------------------------------------
 
 

@@ -10,10 +10,6 @@ from cryptography.fernet import Fernet
 from django.core import mail
 
 from audit.models import AuditEvent
-from audit.services import Actor
-from commitments import services
-from commitments.models import OutboxEvent
-from delivery import outbox
 from lib import jobs
 from notifications import sending
 from notifications.channels import notification_channel_set
@@ -24,6 +20,7 @@ from notifications.models import (
     DeliveryStatus,
     NotificationChannel,
 )
+from tests.delivery.nudge_support import new_request_nudge
 
 pytestmark = pytest.mark.django_db
 
@@ -80,16 +77,7 @@ def test_the_admin_list_and_change_pages_render(staff_client, lost_channel):
 
 
 def test_a_nudge_goes_by_email(assigner, assignee, lost_channel):
-    commitment = services.commitment_create_pending(
-        actor=Actor.for_user(assigner),
-        assigner=assigner,
-        assignee=assignee,
-        description="Ship the report",
-        deadline=None,
-    )
-    (delivery_id,) = outbox.outbox_event_dispatch(
-        event_id=OutboxEvent.objects.get(commitment=commitment).pk
-    )
+    delivery_id = new_request_nudge(assigner, assignee)
     assert sending.nudge_send(delivery_id=delivery_id) == "delivered"
     delivery = Delivery.objects.get(pk=delivery_id)
     assert (delivery.status, delivery.channel) == (DeliveryStatus.DELIVERED, ChannelKind.EMAIL)
@@ -100,16 +88,7 @@ def test_a_nudge_goes_by_email(assigner, assignee, lost_channel):
 
 def test_a_nudge_already_meant_for_slack_falls_back_to_email(assigner, assignee, settings):
     notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=URL)
-    commitment = services.commitment_create_pending(
-        actor=Actor.for_user(assigner),
-        assigner=assigner,
-        assignee=assignee,
-        description="Ship the report",
-        deadline=None,
-    )
-    (delivery_id,) = outbox.outbox_event_dispatch(
-        event_id=OutboxEvent.objects.get(commitment=commitment).pk
-    )
+    delivery_id = new_request_nudge(assigner, assignee)
     assert Delivery.objects.get(pk=delivery_id).channel == ChannelKind.SLACK
     settings.FIELD_ENCRYPTION_KEYS = [NEW_KEY]  # rotated before the worker sent it
 

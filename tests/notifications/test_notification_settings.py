@@ -16,7 +16,7 @@ from audit.models import AuditEvent
 from lib import jobs
 from notifications.channels import notification_channel_mark_broken, notification_channel_set
 from notifications.models import ChannelKind, ChannelTest, NotificationChannel
-from tests.delivery.nudge_support import FakeService, Reply
+from tests.delivery.nudge_support import FakeService, Reply, new_request_nudge
 
 PAGE = "/settings/notifications/"
 TEST = "/settings/notifications/test"
@@ -386,23 +386,10 @@ def test_the_admin_shows_channels_without_their_url(client, make_user, assignee)
 def test_the_admin_shows_a_delivery_with_its_attempts_read_only(
     client, make_user, assigner, assignee, settings
 ):
-    from audit.services import Actor
-    from commitments import services
-    from commitments.models import OutboxEvent
-    from delivery import outbox
     from notifications import sending
 
     admin = make_user("admin@example.com", is_staff=True, is_superuser=True)
-    commitment = services.commitment_create_pending(
-        actor=Actor.for_user(assigner),
-        assigner=assigner,
-        assignee=assignee,
-        description="Ship the report",
-        deadline=None,
-    )
-    (delivery_id,) = outbox.outbox_event_dispatch(
-        event_id=OutboxEvent.objects.get(commitment=commitment).pk
-    )
+    delivery_id = new_request_nudge(assigner, assignee)
     settings.EMAIL_BACKEND = "tests.notifications.test_transports.DownBackend"
     sending.nudge_send(delivery_id=delivery_id)
     client.force_login(admin)
