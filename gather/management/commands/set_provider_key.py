@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import sys
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.commands import active_user_for_command
 from audit.services import Actor
 from gather import keys
 from gather.models import Provider
@@ -38,13 +38,7 @@ class Command(BaseCommand):
             raise CommandError(
                 f"Unknown provider {provider!r}: choose {' or '.join(Provider.values)}."
             )
-        user_model = get_user_model()
-        try:
-            user = user_model.objects.get(email__iexact=email.strip())
-        except user_model.DoesNotExist:
-            raise CommandError(f"No user has the e-mail {email.strip()!r}.") from None
-        if not user.is_active:
-            raise CommandError(f"{user.email} is deactivated.")
+        user = active_user_for_command(email)
         stdin = options.get("stdin") or sys.stdin
         if stdin.isatty():
             self.stderr.write("Paste the key and press Enter:")

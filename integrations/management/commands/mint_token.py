@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.commands import active_user_for_command
 from audit.services import Actor
 from integrations import services
 
@@ -35,13 +35,7 @@ class Command(BaseCommand):
     def handle(
         self, *args, email: str, name: str, expires: dt.date | None = None, **options
     ) -> None:
-        user_model = get_user_model()
-        try:
-            user = user_model.objects.get(email__iexact=email.strip())
-        except user_model.DoesNotExist:
-            raise CommandError(f"No user has the e-mail {email.strip()!r}.") from None
-        if not user.is_active:
-            raise CommandError(f"{user.email} is deactivated; its tokens would be refused.")
+        user = active_user_for_command(email, why_active="its tokens would be refused")
         try:
             minted = services.api_token_mint(
                 user=user,

@@ -8,9 +8,9 @@ it with `tail -n 1`. The secret is printed once and stored only encrypted.
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.commands import active_user_for_command
 from audit.services import Actor
 from webhooks import services
 from webhooks.errors import WebhookError
@@ -32,13 +32,7 @@ class Command(BaseCommand):
         parser.add_argument("--url", required=True, help="Where events are POSTed (https://...)")
 
     def handle(self, *args, email: str, system: str, url: str, **options) -> None:
-        user_model = get_user_model()
-        try:
-            user = user_model.objects.get(email__iexact=email.strip())
-        except user_model.DoesNotExist:
-            raise CommandError(f"No user has the e-mail {email.strip()!r}.") from None
-        if not user.is_active:
-            raise CommandError(f"{user.email} is deactivated.")
+        user = active_user_for_command(email)
         try:
             endpoint, secret = services.webhook_endpoint_create(
                 user=user, external_system=system, url=url, actor=Actor.system()
