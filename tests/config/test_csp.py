@@ -69,6 +69,15 @@ def test_the_api_reference_and_its_script_carry_the_policy(client):
     assert_strict(script)
 
 
+def test_the_api_reference_script_that_carries_a_csrf_token_is_never_cached(client):
+    script = client.get("/api-reference?script=")
+
+    assert "csrfCookie() ||" in script.content.decode()  # the token, as a fallback
+    directives = {d.strip() for d in script["Cache-Control"].split(",")}
+    assert {"private", "no-store"} <= directives
+    assert "public" not in directives and "Cookie" in script["Vary"]
+
+
 def test_the_apis_json_answers_carry_it_too(client):
     """Harmless there (a browser renders no JSON as a page), and it costs
     nothing to send it everywhere rather than decide where."""
