@@ -148,3 +148,32 @@ def test_a_recent_sign_in_is_not_asked_again(client, assigner, settings):
     assert client.get(KEYS).status_code == 200
     assert client.post(KEYS, {"provider": "openai", "key": PROVIDER_KEY}).status_code == 302
     assert ProviderKey.objects.get(user=assigner).key == PROVIDER_KEY
+
+
+def test_the_migration_takes_requests_parked_before_out_of_every_session(client, assigner):
+    """What allauth's decorator left behind before this fix: a suspended POST
+    in the session row. The migration removes it and keeps the sign-in."""
+    import importlib
+    from types import SimpleNamespace
+
+    from allauth.account.internal.flows.reauthentication import suspend_request
+    from django.apps import apps
+    from django.db import connection
+    from django.test import RequestFactory
+
+    sign_in(client, assigner)
+    other = SessionStore()
+    other.update({"unrelated": "kept"})
+    other.create()
+    request = RequestFactory().post(KEYS, {"provider": "openai", "key": PROVIDER_KEY})
+    request.session = SessionStore(client.session.session_key)
+    suspend_request(request, "/accounts/reauthenticate/")
+    request.session.save()
+    assert any(PROVIDER_KEY in row for row in every_session_decoded())  # parked, as before
+
+    migration = importlib.import_module("accounts.migrations.0003_sessions_without_parked_requests")
+    migration.drop_parked_requests(apps, SimpleNamespace(connection=connection))
+
+    assert_no_trace(PROVIDER_KEY)
+    assert client.get(KEYS).status_code == 200  # still signed in, recently
+    assert SessionStore(other.session_key).load() == {"unrelated": "kept"}
