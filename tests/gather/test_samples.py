@@ -9,7 +9,9 @@ collaborators ([name, email] pairs), text, model (the drafts the fake model
 answers; with chunks, each chunk gets those whose quote is in it, and those
 marked `anywhere: true` in every chunk), expected (each `{from: i, ...}`: the
 model's draft i with the listed fields changed), and optionally
-prompt_contains, max_chunk_chars and min_requests."""
+prompt_contains (phrases of the system prompt), max_chunk_chars and
+min_requests. Every request must carry the collaborators as JSON data and the
+text inside its own fence."""
 
 from __future__ import annotations
 
