@@ -145,6 +145,18 @@ def test_a_refusal_gives_no_drafts_the_models_words_and_the_usage_as_reported(
     assert len(fake_provider.requests) == 1
 
 
+def test_openais_content_filter_is_no_refusal_of_the_model_and_stays_a_failure(fake_provider):
+    def filtered(request):
+        reply = answer_reply(request, [])
+        reply.body["choices"][0]["finish_reason"] = "content_filter"
+        return reply
+
+    fake_provider.respond(filtered)
+
+    with pytest.raises(UpstreamFailure, match="content filter"):
+        run(OPENAI)
+
+
 def test_an_anthropic_refusal_without_words_says_it_gave_no_reason(fake_provider):
     fake_provider.refuse("")
 
