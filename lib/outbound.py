@@ -174,6 +174,21 @@ def check_url(url: str, *, allow_loopback: bool | None = None) -> SplitResult:
     return parts
 
 
+def canonical_url(url: str, *, allow_loopback: bool | None = None) -> str:
+    """The URL exactly as a request will be made to it (httpx's form: the
+    host lower-cased and IDNA-encoded, the path and query percent-encoded,
+    a default port and the fragment dropped), after `check_url` on what was
+    given and on the result. What a caller stores, so that what was checked
+    is what is sent. OutboundRefused when it is not one this service sends to."""
+    check_url(url, allow_loopback=allow_loopback)
+    try:
+        canonical = str(httpx.URL(url).copy_with(fragment=None))
+    except (httpx.InvalidURL, ValueError):
+        raise OutboundRefused("The URL is not a valid http(s) URL.") from None
+    check_url(canonical, allow_loopback=allow_loopback)
+    return canonical
+
+
 def _getaddrinfo_within(host: str, port: int, seconds: float) -> list:
     """`socket.getaddrinfo`, given at most `seconds`. It has no timeout of its
     own (a resolver that does not answer holds the caller for as long as the
@@ -217,15 +232,18 @@ def resolve(
 
 
 def check_destination(
-    url: str, *, allow_loopback: bool | None = None, timeout: float = RESOLVE_TIMEOUT
+    url: str, *, allow_loopback: bool | None = None, timeout: float | None = None
 ) -> SplitResult:
     """`check_url`, then the host resolved now (within `timeout` seconds) and
     every address it resolves to checked: what a registration form calls. The
     send checks again, on the address it connects to (a name may change its
     answers). OutboundRefused (AddressRefused for what the name resolves to),
-    or ResolutionFailed for a name that does not resolve in time."""
+    or ResolutionFailed for a name that does not resolve in time (`timeout`,
+    default settings.OUTBOUND_RESOLVE_TIMEOUT: a web worker waits for it)."""
     parts = check_url(url, allow_loopback=allow_loopback)
     port = parts.port or (443 if parts.scheme == "https" else 80)
+    if timeout is None:
+        timeout = float(getattr(settings, "OUTBOUND_RESOLVE_TIMEOUT", RESOLVE_TIMEOUT))
     resolve(parts.hostname or "", port, allow_loopback=allow_loopback, timeout=timeout)
     return parts
 
