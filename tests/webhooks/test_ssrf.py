@@ -241,3 +241,30 @@ def test_an_endpoint_name_that_resolves_to_an_address_on_the_list_later_is_refus
     assert attempt.error == sending.HOST_REFUSED
     assert shown(address) not in attempt.delivery.last_error
     assert "hooks.example.com resolves to" in caplog.text and shown(address) in caplog.text
+
+
+def test_a_name_that_resolves_too_slowly_is_refused_without_holding_the_web_worker(
+    owner, monkeypatch, settings
+):
+    """Issue 16, point 7: getaddrinfo has no timeout; the form waits at most
+    OUTBOUND_RESOLVE_TIMEOUT for it, then refuses, generically."""
+    import threading
+
+    release, answered = threading.Event(), threading.Event()
+
+    def slow(host, port, *args, **kwargs):
+        release.wait(timeout=10)
+        answered.set()
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", port))]
+
+    settings.OUTBOUND_RESOLVE_TIMEOUT = 0.2
+    monkeypatch.setattr(outbound.socket, "getaddrinfo", slow)
+    try:
+        response = register(owner, NAMED_URL)
+        assert not answered.is_set()  # the page answered while the resolver still worked
+    finally:
+        release.set()
+
+    assert response.status_code == 400
+    assert response.context["form"].errors["url"] == [URL_HOST_REFUSED]
+    assert not WebhookEndpoint.objects.exists()
