@@ -32,8 +32,14 @@ class LinkTemplateForm(forms.Form):
             "An https:// address with {externalId} where the id goes, e.g. "
             "https://example.atlassian.net/browse/{externalId}."
         ),
-        widget=forms.URLInput(
-            attrs={"placeholder": "https://example.atlassian.net/browse/{externalId}"}
+        # Text, not type="url": the browser need not judge "{externalId}".
+        widget=forms.TextInput(
+            attrs={
+                "inputmode": "url",
+                "spellcheck": "false",
+                "autocomplete": "off",
+                "placeholder": "https://example.atlassian.net/browse/{externalId}",
+            }
         ),
     )
 
