@@ -16,7 +16,7 @@ from audit.models import AuditEvent
 from audit.services import Actor
 from commitments import services
 from commitments.models import Commitment, Status
-from tests.commitments.support import DEADLINE, commitment_in, snapshot
+from tests.commitments.support import DEADLINE, commitment_in, many_commitments, snapshot
 from tests.integrations.api_support import INBOX, inbox_body, mint, post_json
 
 pytestmark = pytest.mark.django_db
@@ -288,30 +288,6 @@ def test_a_future_deadline_renegotiates_at_once(client, assigner, assignee):
 
 
 # --- queries ----------------------------------------------------------------------------
-
-
-def many_commitments(assigner, assignee, n: int) -> None:
-    """`n` commitments between the two, in every status, written in bulk."""
-    statuses = [s.value for s in Status]
-    now = timezone.now()
-    Commitment.objects.bulk_create(
-        [
-            Commitment(
-                assigner=assigner if i % 2 else assignee,
-                assignee=assignee if i % 2 else assigner,
-                status=statuses[i % len(statuses)],
-                description=f"Bulk {i}",
-                deadline=now + dt.timedelta(days=(i % 40) - 20),
-                external_system="jira" if i % 3 == 0 else None,
-                external_id=f"OPS-{i}" if i % 3 == 0 else None,
-                activated_at=now - dt.timedelta(days=30),
-                completed_at=now - dt.timedelta(days=i % 80)
-                if statuses[i % len(statuses)] == Status.COMPLETED
-                else None,
-            )
-            for i in range(n)
-        ]
-    )
 
 
 @pytest.mark.parametrize("n", [10, 1000])
