@@ -8,6 +8,7 @@ commitments (tests/commitments/test_dashboard.py asserts it at 10 and 1,000).
 from __future__ import annotations
 
 import datetime as dt
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from django.db.models import Count, Q, QuerySet
@@ -93,30 +94,28 @@ def asked_list(*, user, condition: Q | None = None) -> QuerySet[Commitment]:
 # --- the Flow Score, day by day -------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class _Scored:
-    """What the Flow Score needs of one commitment that was once accepted."""
+    """What the Flow Score needs of one commitment that was once accepted,
+    worked out once: whether it was kept, and when it became overdue."""
 
-    id: object
-    deadline: dt.datetime | None
-    activated_at: dt.datetime
-    completed_at: dt.datetime | None
+    __slots__ = ("completed_at", "deadline", "kept", "overdue_from")
 
-    @property
-    def overdue_from(self) -> dt.datetime | None:
-        """When it became overdue (Active past its deadline): the deadline, or
-        the acceptance when it was accepted after the deadline; None if never."""
-        if self.deadline is None:
-            return None
-        start = max(self.deadline, self.activated_at)
-        if self.completed_at is not None and self.completed_at <= start:
-            return None
-        return start
-
-    def kept(self) -> bool:
-        return self.completed_at is not None and (
-            self.deadline is None or self.completed_at <= self.deadline
-        )
+    def __init__(
+        self,
+        deadline: dt.datetime | None,
+        activated_at: dt.datetime,
+        completed_at: dt.datetime | None,
+    ) -> None:
+        self.deadline = deadline
+        self.completed_at = completed_at
+        self.kept = completed_at is not None and (deadline is None or completed_at <= deadline)
+        # When it became overdue (Active past its deadline): the deadline, or
+        # the acceptance when it was accepted after the deadline; None if never.
+        self.overdue_from = None
+        if deadline is not None:
+            start = max(deadline, activated_at)
+            if completed_at is None or completed_at > start:
+                self.overdue_from = start
 
 
 @dataclass
@@ -150,31 +149,36 @@ def _scored_rows(*, user, since: dt.datetime, until: dt.datetime) -> list[_Score
     rows = (
         Commitment.objects.filter(assignee=user, activated_at__isnull=False)
         .filter(Q(completed_at__gte=since) | Q(deadline__gte=since, deadline__lt=until))
-        .values_list("id", "deadline", "activated_at", "completed_at")
+        .values_list("deadline", "activated_at", "completed_at")
     )
     return [_Scored(*row) for row in rows]
 
 
-def _score_at(rows: list[_Scored], at: dt.datetime) -> int | None:
-    """The Flow Score as it stood at `at`: the definition of
-    `selectors.flow_score_parts`, applied to the past (completion is final,
-    and the deadline no longer changes once a commitment is accepted)."""
-    since = at - FLOW_SCORE_WINDOW
-    kept = completed = late_now = 0
-    for row in rows:
-        if row.completed_at is not None and since <= row.completed_at <= at:
-            completed += 1
-            kept += row.kept()
-        start = row.overdue_from
-        if (
-            start is not None
-            and start < at
-            and row.deadline >= since
-            and (row.completed_at is None or row.completed_at > at)
-        ):
-            late_now += 1
-    counted = completed + late_now
-    return round(100 * kept / counted) if counted else None
+class _History:
+    """The Flow Score at any past moment, from the rows of `_scored_rows`:
+    the definition of `selectors.flow_score_parts` applied to the past
+    (completion is final, and the deadline no longer changes once a
+    commitment is accepted). Completions are counted by bisection; the rows
+    that were ever overdue are few, and walked."""
+
+    def __init__(self, rows: list[_Scored]) -> None:
+        self.completed = sorted(r.completed_at for r in rows if r.completed_at is not None)
+        self.kept = sorted(r.completed_at for r in rows if r.kept)
+        self.overdue = [
+            (r.overdue_from, r.deadline, r.completed_at) for r in rows if r.overdue_from is not None
+        ]
+
+    def score_at(self, at: dt.datetime) -> int | None:
+        since = at - FLOW_SCORE_WINDOW
+        completed = bisect_right(self.completed, at) - bisect_left(self.completed, since)
+        kept = bisect_right(self.kept, at) - bisect_left(self.kept, since)
+        overdue = sum(
+            1
+            for start, deadline, done in self.overdue
+            if start < at and deadline >= since and (done is None or done > at)
+        )
+        counted = completed + overdue
+        return round(100 * kept / counted) if counted else None
 
 
 def flow_score_history(
@@ -186,24 +190,31 @@ def flow_score_history(
     now = now or timezone.now()
     today = timezone.localtime(now, tz).date()
     first = today - dt.timedelta(days=days - 1)
-    first_start, _ = _day_bounds(first, tz)
-    rows = _scored_rows(user=user, since=first_start - FLOW_SCORE_WINDOW, until=now)
-    points = []
-    for n in range(days):
-        day = first + dt.timedelta(days=n)
-        start, end = _day_bounds(day, tz)
-        end = min(end, now)
-        point = DayPoint(day=day, score=_score_at(rows, end))
-        for row in rows:
-            if row.completed_at is not None and start <= row.completed_at < end:
-                if row.kept():
-                    point.kept += 1
-                else:
-                    point.late += 1
-            became = row.overdue_from
-            if became is not None and start <= became < end:
-                point.overdue += 1
-        points.append(point)
+    dates = [first + dt.timedelta(days=n) for n in range(days)]
+    starts = [_day_bounds(day, tz)[0] for day in dates]
+    rows = _scored_rows(user=user, since=starts[0] - FLOW_SCORE_WINDOW, until=now)
+    history = _History(rows)
+    ends = [*starts[1:], now]
+    points = [
+        DayPoint(day=day, score=history.score_at(min(end, now)))
+        for day, end in zip(dates, ends, strict=True)
+    ]
+
+    def day_of(moment: dt.datetime | None) -> DayPoint | None:
+        if moment is None or moment < starts[0] or moment >= now:
+            return None
+        return points[bisect_right(starts, moment) - 1]
+
+    for row in rows:
+        point = day_of(row.completed_at)
+        if point is not None:
+            if row.kept:
+                point.kept += 1
+            else:
+                point.late += 1
+        point = day_of(row.overdue_from)
+        if point is not None:
+            point.overdue += 1
     return points
 
 
@@ -232,9 +243,9 @@ def flow_score_day_moves(*, user, day: dt.date, tz: dt.tzinfo) -> list[DayMove]:
     )
     moves = []
     for c in rows:
-        scored = _Scored(c.pk, c.deadline, c.activated_at, c.completed_at)
+        scored = _Scored(c.deadline, c.activated_at, c.completed_at)
         if c.completed_at is not None and start <= c.completed_at < end:
-            moves.append(DayMove(c, "kept" if scored.kept() else "late"))
+            moves.append(DayMove(c, "kept" if scored.kept else "late"))
         became = scored.overdue_from
         if became is not None and start <= became < end:
             moves.append(DayMove(c, "overdue"))
