@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -75,7 +75,10 @@ def main() -> None:
                     client.force_login(who)
                     for path in ("/dashboard/", f"/commitments/{one.pk}"):
                         ms, queries = measure(client, path)
-                        print(f"{n:>5} commitments  {who.name:<6} {path[:24]:<24} {ms:7.1f} ms  {queries:>2} queries")
+                        print(
+                            f"{n:>5} commitments  {who.name:<6} {path[:24]:<24} "
+                            f"{ms:7.1f} ms  {queries:>2} queries"
+                        )
                 raise Rollback
         except Rollback:
             pass
