@@ -25,7 +25,7 @@ class LinkTemplateForm(forms.Form):
         widget=forms.TextInput(attrs={"list": "known-systems", "autocomplete": "off"}),
     )
     template = forms.CharField(
-        label="Link",
+        label="Link address",
         max_length=LINK_TEMPLATE_MAX,
         strip=True,
         help_text=(
