@@ -100,8 +100,8 @@ def _when(value: str | None) -> dt.datetime | None:
 
 def _terms_diff(event) -> list[dict]:
     """What a renegotiation or a draft edit changed: old → new per term. The
-    old value is in the payload from the first renegotiation recorded with it
-    (`previous`); older events say only the new value."""
+    old values are in the payload's `previous`; events recorded before it was
+    written say only the new value."""
     if event.action == "renegotiated":
         new = event.payload.get("changes", {})
     elif event.action == "draft_edited":
