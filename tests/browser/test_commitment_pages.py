@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import urllib.request
 
 import pytest
 from django.utils import timezone
@@ -17,13 +16,6 @@ from audit.services import Actor
 from commitments import services
 from commitments.models import Commitment, Status
 from tests.integrations.api_support import mint
-
-
-@pytest.fixture(autouse=True)
-def _warm_server(live_server):
-    """The live server's first request loads the URL configuration and the
-    templates, which on a busy machine can outlast a page's 10 s timeout."""
-    urllib.request.urlopen(f"{live_server.url}/accounts/login/", timeout=120).read()
 
 
 @pytest.fixture
