@@ -58,3 +58,12 @@ class TermsChanged(CommitmentError):
             f"Cannot {action} this commitment: its terms changed since they were shown "
             f"(version {shown_version}, now {current_version}). Read the new terms and try again."
         )
+
+
+class LinkTemplateInvalid(CommitmentError):
+    """A deep-link template that breaks a rule of `commitments.links`, or a
+    second one for a system that has one. `field`: "system" or "template"."""
+
+    def __init__(self, *, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
