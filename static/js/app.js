@@ -45,6 +45,22 @@
     });
   });
 
+  // Tables in a .table-wrap: each cell knows its column's name (data-label),
+  // which app.css shows before the cell when a phone stacks the table.
+  document.querySelectorAll(".table-wrap table").forEach(function (table) {
+    var heads = table.querySelectorAll("thead th");
+    if (!heads.length) return;
+    table.querySelectorAll("tbody tr").forEach(function (row) {
+      Array.prototype.forEach.call(row.children, function (cell, i) {
+        var head = heads[i];
+        var name = head && !head.querySelector(".visually-hidden") ? head.textContent.trim() : "";
+        if (name && cell.tagName === "TD" && !cell.hasAttribute("data-label")) {
+          cell.setAttribute("data-label", name);
+        }
+      });
+    });
+  });
+
   // Time zone pickers marked data-detect-timezone start at the browser's zone.
   document.querySelectorAll("select[data-detect-timezone]").forEach(function (select) {
     var zone;
