@@ -316,6 +316,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # No deep links: Swagger UI would put a link inside each operation's toggle
+    # button (nested interactive controls, an accessibility failure).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False},
     "COMPONENT_SPLIT_REQUEST": True,
     # Try it out sends the session cookie; the start-up script
     # (templates/api_reference.js) adds the CSRF header to unsafe methods.

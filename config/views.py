@@ -3,6 +3,7 @@ from django.db import connection
 from django.http import Http404, HttpRequest, JsonResponse
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularSwaggerSplitView
+from rest_framework.authentication import SessionAuthentication
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -23,6 +24,8 @@ class ApiReferenceView(SpectacularSwaggerSplitView):
     the session route, POST /api/gather."""
 
     template_name = "api_reference.html"
+    # The page is inside the app's frame, which names who is signed in.
+    authentication_classes = [SessionAuthentication]
     template_name_js = "api_reference.js"
 
     @extend_schema(exclude=True)
