@@ -61,6 +61,28 @@
     });
   });
 
+  // A table wider than its .table-wrap scrolls there: keyboard users reach the
+  // scrolling region (tabindex) and hear what it is (the section's heading).
+  function markScrollingTables() {
+    document.querySelectorAll(".table-wrap").forEach(function (wrap) {
+      if (wrap.scrollWidth > wrap.clientWidth + 1) {
+        if (!wrap.hasAttribute("tabindex")) {
+          var section = wrap.closest("section");
+          var heading = section && section.querySelector("h2, h3");
+          wrap.setAttribute("tabindex", "0");
+          wrap.setAttribute("role", "region");
+          wrap.setAttribute("aria-label", heading ? heading.textContent.trim() : "Table");
+        }
+      } else if (wrap.getAttribute("tabindex") === "0") {
+        wrap.removeAttribute("tabindex");
+        wrap.removeAttribute("role");
+        wrap.removeAttribute("aria-label");
+      }
+    });
+  }
+  markScrollingTables();
+  window.addEventListener("resize", markScrollingTables);
+
   // Time zone pickers marked data-detect-timezone start at the browser's zone.
   document.querySelectorAll("select[data-detect-timezone]").forEach(function (select) {
     var zone;

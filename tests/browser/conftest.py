@@ -8,7 +8,8 @@ Fixtures:
   (1280x900) sizes; `page` opens a fresh context of that size on the live
   server (`page.goto("/")` works: the base URL is set).
 - `sign_in(page, user)`: signs a user in by handing the context a session
-  cookie, so a test spends no time on the login form it is not about.
+  cookie (a sign-in just now, as allauth records it), so a test spends no time
+  on the login form it is not about.
 - `mailbox`: the mail the live server sends (the locmem backend: the live
   server is a thread of the test's process), emptied for the test.
 - `worker`: real Celery worker processes (nudges and webhooks queues) on the
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -129,6 +131,14 @@ def sign_in(live_server):
     def sign_in(page: BrowserPage, user) -> None:
         client = Client()
         client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
+        # As a password sign-in just now records it (allauth), so pages that ask
+        # for a recent sign-in (accounts.reauth) take this one.
+        session = client.session
+        session["account_authentication_methods_user"] = str(user.pk)
+        session["account_authentication_methods"] = [
+            {"method": "password", "at": time.time(), "email": user.email}
+        ]
+        session.save()
         cookie = client.cookies[django_settings.SESSION_COOKIE_NAME]
         page.context.add_cookies(
             [{"name": cookie.key, "value": cookie.value, "url": live_server.url}]
