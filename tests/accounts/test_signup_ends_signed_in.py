@@ -112,3 +112,13 @@ def test_send_again_without_a_pending_sign_in_sends_nothing(client, mailbox, mak
     response = client.post("/accounts/confirm-email/resend/")
     assert response.status_code == 302 and response["Location"] == "/accounts/login/"
     assert mailbox == []
+
+
+def test_a_sign_up_with_a_taken_address_mails_links_on_the_service_address(
+    client, mailbox, make_user
+):
+    make_user("known@example.com")
+    signup(client, "known@example.com")
+    (message,) = mailbox
+    assert f"{SITE}/accounts/password/reset/" in message.body
+    assert "testserver" not in message.body
