@@ -87,3 +87,30 @@ def test_the_admin_index_passes_the_page_check_for_staff(page, sign_in, lived_in
     response = page.goto("/admin/")
     assert response.status == 200
     check_page(page, "admin-index")
+
+
+def test_the_navigation_folds_into_a_menu_on_a_phone(page, sign_in, lived_in):
+    sign_in(page, lived_in)
+    page.goto("/settings/")
+    dashboard = page.get_by_role("navigation", name="Main").get_by_role("link", name="Dashboard")
+    menu = page.locator("summary", has_text="Menu")
+    if page.viewport == "phone":
+        assert menu.is_visible() and not dashboard.is_visible()
+        menu.click()
+        dashboard.click()
+        assert page.url.endswith("/dashboard/")
+    else:
+        assert not menu.is_visible() and dashboard.is_visible()
+
+
+def test_a_focused_control_shows_a_ring_and_a_long_name_is_cut(page, sign_in, lived_in):
+    sign_in(page, lived_in)
+    page.goto("/settings/")
+    page.get_by_label("Display name").focus()
+    outline = page.get_by_label("Display name").evaluate(
+        "el => getComputedStyle(el).outlineStyle + ' ' + getComputedStyle(el).outlineWidth"
+    )
+    assert outline == "solid 3px"
+    name = page.locator(".who-name")
+    assert name.get_attribute("title") == LONG_NAME
+    assert name.evaluate("el => el.scrollWidth > el.clientWidth")  # cut, with an ellipsis
