@@ -19,7 +19,7 @@ def sentence_case(text):
     """ "Sign In" -> "Sign in", "Change Password" -> "Change password": every
     capitalised word after the first is lowered, except names and acronyms
     (API). Text with markup in it is left as it is."""
-    value = str(text)
+    value = str(text).strip()
     if "<" in value:
         return text
     first = _WORD.search(value)
@@ -35,3 +35,17 @@ def sentence_case(text):
     result = _WORD.sub(lower, value) if first else value
     # Changing the case of letters in text already safe (no markup in it) keeps it safe.
     return mark_safe(result) if isinstance(text, SafeData) else result  # noqa: S308
+
+
+@register.filter
+def sentence_case_labels(form):
+    """The form, its field labels and placeholders in sentence case ("Remember Me" -> "Remember
+    me"). Each form instance has its own copy of its fields, so this changes
+    nothing else."""
+    for field in form.fields.values():
+        if field.label:
+            field.label = sentence_case(str(field.label))
+        placeholder = field.widget.attrs.get("placeholder")
+        if placeholder:
+            field.widget.attrs["placeholder"] = sentence_case(str(placeholder))
+    return form
