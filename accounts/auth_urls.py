@@ -6,4 +6,5 @@ from accounts import views
 
 urlpatterns = [
     path("email/", views.email, name="account_email"),
+    path("confirm-email/resend/", views.verification_resend, name="account_verification_resend"),
 ]

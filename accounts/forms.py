@@ -6,7 +6,8 @@ from django import forms
 
 from accounts.models import User
 
-TIMEZONE_CHOICES = [(tz, tz) for tz in sorted(zoneinfo.available_timezones())]
+TIMEZONES = sorted(zoneinfo.available_timezones())
+TIMEZONE_CHOICES = [(tz, tz) for tz in TIMEZONES]
 DISPLAY_NAME_HELP = (
     "Shown to the people you work with. Empty: the part of your e-mail before the @."
 )
@@ -32,8 +33,56 @@ class SignupForm(forms.Form):
         user.save(update_fields=["display_name", "timezone"])
 
 
+class DatalistInput(forms.TextInput):
+    """A text input that suggests `options` as you type (<input list> over a
+    <datalist>, no JavaScript): a searchable list that still takes any text, so
+    the form validates the value itself."""
+
+    template_name = "accounts/widgets/datalist_input.html"
+
+    def __init__(self, options: list[str], attrs: dict | None = None) -> None:
+        super().__init__(attrs)
+        self.options = options
+
+    def get_context(self, name, value, attrs):
+        context = super().get_context(name, value, attrs)
+        datalist_id = f"{context['widget']['attrs'].get('id') or name}-options"
+        context["widget"]["attrs"]["list"] = datalist_id
+        context["widget"]["datalist_id"] = datalist_id
+        context["widget"]["options"] = self.options
+        return context
+
+
+class TimezoneField(forms.CharField):
+    """A time zone typed or picked from the suggestions; only a known zone passes."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("label", "Time zone")
+        kwargs.setdefault("max_length", 64)
+        kwargs.setdefault(
+            "help_text", "Type a city or region to search, e.g. Europe/Berlin or America/Chicago."
+        )
+        kwargs.setdefault(
+            "widget",
+            DatalistInput(TIMEZONES, attrs={"autocomplete": "off", "spellcheck": "false"}),
+        )
+        super().__init__(**kwargs)
+
+    def clean(self, value):
+        value = super().clean(value)
+        if value not in zoneinfo.available_timezones():
+            # A zone typed in another case is taken in its proper spelling.
+            match = next((tz for tz in TIMEZONES if tz.lower() == value.lower()), None)
+            if match is None:
+                raise forms.ValidationError(
+                    f"“{value}” is not a time zone we know: pick one from the list."
+                )
+            value = match
+        return value
+
+
 class ProfileForm(forms.ModelForm):
-    timezone = forms.ChoiceField(choices=TIMEZONE_CHOICES, label="Time zone")
+    timezone = TimezoneField()
 
     class Meta:
         model = User

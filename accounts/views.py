@@ -9,7 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.forms import ProfileForm
 from accounts.selectors import user_has_verified_primary_email
@@ -87,3 +87,32 @@ class EmailView(allauth_views.EmailView):
 
 
 email = login_required(EmailView.as_view())
+
+
+@require_POST
+def verification_resend(request: HttpRequest) -> HttpResponse:
+    """ "Send the link again", offered after a sign-up or a sign-in with an
+    address not yet verified. Only for the sign-in pending in this browser's
+    session (allauth's), so nobody can make the service mail an address they
+    merely typed; allauth's `confirm_email` limit (one mail per address per
+    ACCOUNT_EMAIL_CONFIRMATION_COOLDOWN) holds."""
+    from allauth.account.internal.flows.email_verification import (
+        get_address_for_user,
+        send_verification_email_to_address,
+    )
+    from allauth.account.internal.stagekit import unstash_login
+
+    login = None if request.user.is_authenticated else unstash_login(request, peek=True)
+    address = get_address_for_user(login.user) if login and login.user else None
+    if address is None or address.verified:
+        messages.info(request, "Sign in again to get a new link.")
+        return redirect("account_login")
+    if send_verification_email_to_address(request, address):
+        messages.success(request, f"We sent a new link to {address.email}.")
+    else:
+        messages.warning(
+            request,
+            "A link was sent to that address a moment ago: look for it (and in your spam "
+            "folder), or ask again in a few minutes.",
+        )
+    return redirect("account_email_verification_sent")

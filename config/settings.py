@@ -180,6 +180,16 @@ ACCOUNT_EMAIL_NOTIFICATIONS = True
 # last re-authentication) is older than this many seconds (accounts.reauth).
 ACCOUNT_REAUTHENTICATION_TIMEOUT = 300
 ACCOUNT_SIGNUP_FORM_CLASS = "accounts.forms.SignupForm"
+# The mail allauth sends names the service and links to SITE_URL (accounts.adapter).
+ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
+# Following the mailed link verifies the address at once (no "Confirm" page) and,
+# in the browser that signed up or tried to sign in (allauth keeps that pending
+# sign-in in the session, for at most ACCOUNT_LOGIN_TIMEOUT), signs the person in
+# and lands them on their Accord. Elsewhere the address is verified and the person
+# signs in as usual: a leaked link never opens a session.
+ACCOUNT_CONFIRM_EMAIL_ON_GET = True
+ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = True
+ACCOUNT_EMAIL_CONFIRMATION_AUTHENTICATED_REDIRECT_URL = "/"
 ACCOUNT_LOGOUT_ON_GET = False
 LOGIN_URL = "account_login"
 LOGIN_REDIRECT_URL = "/"
@@ -306,6 +316,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # No deep links: Swagger UI would put a link inside each operation's toggle
+    # button (nested interactive controls, an accessibility failure).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False},
     "COMPONENT_SPLIT_REQUEST": True,
     # Try it out sends the session cookie; the start-up script
     # (templates/api_reference.js) adds the CSRF header to unsafe methods.

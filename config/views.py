@@ -4,6 +4,7 @@ from django.http import Http404, HttpRequest, JsonResponse
 from django.utils.cache import patch_cache_control
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularSwaggerSplitView
+from rest_framework.authentication import SessionAuthentication
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -26,6 +27,8 @@ class ApiReferenceView(SpectacularSwaggerSplitView):
     by a browser or a proxy."""
 
     template_name = "api_reference.html"
+    # The page is inside the app's frame, which names who is signed in.
+    authentication_classes = [SessionAuthentication]
     template_name_js = "api_reference.js"
 
     @extend_schema(exclude=True)

@@ -131,7 +131,7 @@ INBOX_REQUEST_EXAMPLE = OpenApiExample(
         "assignerEmail": "lead@example.com",
         "assigneeEmail": "knight@example.com",
         "description": "Ship the quarterly report",
-        "deadline": "2025-03-01T17:00:00Z",
+        "deadline": "2030-03-01T17:00:00Z",
         "externalSystem": "jira",
         "externalId": "OPS-42",
     },

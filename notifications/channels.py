@@ -6,6 +6,7 @@ import datetime as dt
 import logging
 import math
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -89,6 +90,24 @@ def validate_webhook_url(url: str) -> str:
     return url
 
 
+SLACK_URL_PREFIX = "https://hooks.slack.com/"
+
+
+def check_slack_url(url: str) -> None:
+    """A Slack channel's URL must be one of Slack's incoming webhooks
+    (https://hooks.slack.com/...); a receiver on this machine stands in for
+    Slack only where loopback is allowed (development and tests)."""
+    if url.startswith(SLACK_URL_PREFIX):
+        return
+    host = urlsplit(url).hostname or ""
+    if settings.OUTBOUND_ALLOW_LOOPBACK and outbound.is_loopback_host(host):
+        return
+    raise ValidationError(
+        "A Slack webhook URL starts with https://hooks.slack.com/ (Slack, Apps, "
+        "Incoming Webhooks, Add New Webhook)."
+    )
+
+
 @transaction.atomic
 def notification_channel_set(*, user, kind: str, webhook_url: str = "") -> NotificationChannel:
     """Choose how `user` is nudged. For Slack or Teams an empty URL keeps the
@@ -102,6 +121,8 @@ def notification_channel_set(*, user, kind: str, webhook_url: str = "") -> Notif
         if webhook_url.strip():
             try:
                 channel.webhook_url = validate_webhook_url(webhook_url)
+                if kind == ChannelKind.SLACK:
+                    check_slack_url(channel.webhook_url)
             except ValidationError as exc:
                 raise ValidationError({"webhook_url": exc.messages}) from None
         elif not (channel.kind == kind and channel.webhook_url):

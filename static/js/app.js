@@ -45,6 +45,44 @@
     });
   });
 
+  // Tables in a .table-wrap: each cell knows its column's name (data-label),
+  // which app.css shows before the cell when a phone stacks the table.
+  document.querySelectorAll(".table-wrap table").forEach(function (table) {
+    var heads = table.querySelectorAll("thead th");
+    if (!heads.length) return;
+    table.querySelectorAll("tbody tr").forEach(function (row) {
+      Array.prototype.forEach.call(row.children, function (cell, i) {
+        var head = heads[i];
+        var name = head && !head.querySelector(".visually-hidden") ? head.textContent.trim() : "";
+        if (name && cell.tagName === "TD" && !cell.hasAttribute("data-label")) {
+          cell.setAttribute("data-label", name);
+        }
+      });
+    });
+  });
+
+  // A table wider than its .table-wrap scrolls there: keyboard users reach the
+  // scrolling region (tabindex) and hear what it is (the section's heading).
+  function markScrollingTables() {
+    document.querySelectorAll(".table-wrap").forEach(function (wrap) {
+      if (wrap.scrollWidth > wrap.clientWidth + 1) {
+        if (!wrap.hasAttribute("tabindex")) {
+          var section = wrap.closest("section");
+          var heading = section && section.querySelector("h2, h3");
+          wrap.setAttribute("tabindex", "0");
+          wrap.setAttribute("role", "region");
+          wrap.setAttribute("aria-label", heading ? heading.textContent.trim() : "Table");
+        }
+      } else if (wrap.getAttribute("tabindex") === "0") {
+        wrap.removeAttribute("tabindex");
+        wrap.removeAttribute("role");
+        wrap.removeAttribute("aria-label");
+      }
+    });
+  }
+  markScrollingTables();
+  window.addEventListener("resize", markScrollingTables);
+
   // Time zone pickers marked data-detect-timezone start at the browser's zone.
   document.querySelectorAll("select[data-detect-timezone]").forEach(function (select) {
     var zone;

@@ -94,3 +94,45 @@ def test_it_leaves_the_integrations_settings_pages_alone(path):
     except Resolver404:
         return  # not built yet, and nothing of accounts' answers there
     assert not match.func.__module__.startswith("accounts")
+
+
+def test_the_time_zone_is_searchable_among_the_known_zones(client, assigner):
+    client.force_login(assigner)
+
+    page = client.get("/settings/").content.decode()
+
+    assert 'list="id_timezone-options"' in page
+    assert '<datalist id="id_timezone-options">' in page
+    assert '<option value="Europe/Berlin">' in page
+
+
+def test_a_time_zone_typed_in_another_case_is_saved_in_its_own_spelling(client, assigner):
+    client.force_login(assigner)
+
+    client.post("/settings/profile/", {"display_name": "Lead", "timezone": "europe/berlin"})
+
+    assigner.refresh_from_db()
+    assert assigner.timezone == "Europe/Berlin"
+
+
+def test_every_settings_page_shares_the_section_navigation(client, assigner):
+    client.force_login(assigner)
+
+    for path in [
+        "/settings/",
+        "/settings/tokens/",
+        "/settings/notifications/",
+        "/settings/webhooks/",
+        "/settings/model-keys/",
+    ]:
+        page = client.get(path).content.decode()
+        nav = page.split('<nav class="settings-nav" aria-label="Settings">')[1].split("</nav>")[0]
+        for name, href in [
+            ("Profile", "/settings/"),
+            ("API tokens", "/settings/tokens/"),
+            ("Notifications", "/settings/notifications/"),
+            ("Webhooks", "/settings/webhooks/"),
+            ("Model keys", "/settings/model-keys/"),
+        ]:
+            assert f'href="{href}"' in nav and name in nav, (path, name)
+        assert f'href="{path}" aria-current="page"' in nav

@@ -78,7 +78,7 @@ def test_with_the_console_backend_the_page_says_where_the_link_is(client, settin
 
 def test_with_a_real_backend_the_page_does_not_mention_the_terminal(client, mailbox):
     page = client.get("/accounts/confirm-email/").content.decode()
-    assert "Verify Your Email Address" in page
+    assert "Verify your e-mail address" in page
     assert "terminal" not in page
 
 

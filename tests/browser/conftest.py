@@ -10,6 +10,12 @@ Fixtures:
 - `sign_in(page, user)`: signs a user in by handing the context a session
   cookie (a fresh password sign-in, as allauth records one), so a test spends
   no time on the login form it is not about.
+- `mailbox`: the mail the live server sends (the locmem backend: the live
+  server is a thread of the test's process), emptied for the test.
+- `worker`: real Celery worker processes (nudges and webhooks queues) on the
+  test's database and Redis, as deployed; the test needs PostgreSQL and Redis
+  (mark it `postgres` and `redis`: the live server's rows must be committed
+  where another process can read them).
 - `check_page(page, name)`: what every page must pass — no horizontal
   overflow, no serious or critical axe-core violation — and a screenshot
   written to the screenshot folder (`BROWSER_SCREENSHOTS`, by default
@@ -70,6 +76,11 @@ def browser():
         pytest.skip(message)
     from playwright.sync_api import sync_playwright
 
+    # The live server is a thread of this process: import every view (and what
+    # they import: DRF, the model SDKs) now, or the first page a test opens
+    # takes 10 s and more on a busy machine and times out.
+    get_resolver().reverse_dict
+
     guard = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     with sync_playwright() as playwright:
@@ -93,9 +104,6 @@ def viewport(request) -> str:
 def page(browser, live_server, viewport, settings):
     # Links the service writes into e-mails point at the live server.
     settings.SITE_URL = live_server.url
-    # The live server runs in this process: load the URLconf (and every view
-    # module with it) here, so the first page a test opens does not pay for it.
-    get_resolver().url_patterns
     context = browser.new_context(
         base_url=live_server.url,
         viewport=VIEWPORTS[viewport],
@@ -147,3 +155,31 @@ def check_page():
         return assert_page_ok(page, name, SCREENSHOTS)
 
     return check
+
+
+@pytest.fixture
+def mailbox(settings):
+    from django.core import mail
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    mail.outbox = []
+    return mail.outbox
+
+
+@pytest.fixture
+def worker(tmp_path, settings):
+    """A nudge worker (with beat) and a webhook worker, on this test's database and
+    Redis; killed at the end. Yields the two processes (their logs help a failure)."""
+    from tests.delivery.nudge_support import celery_worker, subprocess_env
+    from tests.webhooks.test_worker import purge_queues, webhook_worker
+
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    purge_queues(os.environ["REDIS_URL"])
+    env = subprocess_env(tmp_path, OUTBOUND_ALLOW_LOOPBACK="1")
+    with (
+        celery_worker(env, tmp_path / "worker.log") as nudges,
+        webhook_worker(env, tmp_path / "webhook-worker.log") as webhooks,
+    ):
+        nudges.wait_for_output("ready", timeout=60)
+        webhooks.wait_for_output("ready", timeout=60)
+        yield nudges, webhooks

@@ -208,7 +208,8 @@ def test_no_page_renders_inline_script_event_handlers_or_inline_styles(
 def test_the_api_reference_page_runs_only_scripts_from_urls(client):
     html = client.get("/api-reference").content.decode()
     scripts = re.findall(r"<script[^>]*>", html)
-    assert len(scripts) == 3  # the bundle, the preset, and the start-up script
+    # The bundle, the preset, the start-up script, and app.js (the app's frame).
+    assert len(scripts) == 4
     assert all('src="' in tag for tag in scripts)
     assert 'src="/api-reference?script="' in html
     assert 'href="/static/css/api_reference.css"' in html

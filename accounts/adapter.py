@@ -1,0 +1,54 @@
+"""allauth's adapter, so every link and name in the mail allauth sends is the
+service's own: its name and SITE_URL, never the host a request happened to
+reach (a proxy's, "127.0.0.1:3100")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from allauth.account.adapter import DefaultAccountAdapter
+from django.conf import settings
+from django.urls import reverse
+
+SERVICE_NAME = "Commitments"
+
+
+@dataclass(frozen=True)
+class ServiceSite:
+    """What allauth's mail templates read as `current_site`: the service's name,
+    and its address (SITE_URL) as the domain they print."""
+
+    name: str
+    domain: str
+
+
+def service_site() -> ServiceSite:
+    return ServiceSite(name=SERVICE_NAME, domain=settings.SITE_URL)
+
+
+def site_url(location: str) -> str:
+    """`location` (a path, or an absolute URL allauth built from the request)
+    on the service's own address, SITE_URL."""
+    bits = urlsplit(location)
+    base = urlsplit(settings.SITE_URL)
+    prefix = base.path.rstrip("/")
+    return urlunsplit((base.scheme, base.netloc, prefix + bits.path, bits.query, bits.fragment))
+
+
+class AccountAdapter(DefaultAccountAdapter):
+    def send_mail(self, template_prefix: str, email: str, context: dict) -> None:
+        context = {**context, "current_site": service_site()}
+        for name in ("activate_url", "password_reset_url", "signup_url"):
+            if context.get(name):
+                context[name] = site_url(context[name])
+        super().send_mail(template_prefix, email, context)
+
+    def format_email_subject(self, subject: str) -> str:
+        return f"[{SERVICE_NAME}] {subject}"
+
+    def get_email_confirmation_url(self, request, emailconfirmation) -> str:
+        return site_url(reverse("account_confirm_email", args=[emailconfirmation.key]))
+
+    def get_reset_password_from_key_url(self, key: str) -> str:
+        return site_url(super().get_reset_password_from_key_url(key))

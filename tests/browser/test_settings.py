@@ -1,0 +1,80 @@
+"""Settings in a real browser: a token shown once, the notification channel's
+URL field only for the chat channels, a webhook registered and tested through a
+real worker."""
+
+from __future__ import annotations
+
+import pytest
+
+from integrations.models import ApiToken
+from tests.webhooks.support import Receiver
+from webhooks.models import WebhookEndpoint
+
+
+def test_a_new_token_is_shown_once_and_gone_on_reload(page, sign_in, make_user, check_page):
+    person = make_user("ada@example.com", display_name="Ada")
+    sign_in(page, person)
+    page.goto("/settings/tokens/")
+    page.get_by_label("Name").fill("Jira automation")
+    page.get_by_role("button", name="Create token").click()
+
+    shown = page.locator("#new-token").inner_text()
+    assert shown.startswith("svc_")
+    token = ApiToken.objects.get(user=person)
+    assert shown.startswith(token.prefix)
+    assert page.locator("td").filter(has_text="Jira automation").count() == 1
+    check_page(page, "token-minted")
+
+    page.reload()
+    assert page.locator("#new-token").count() == 0
+    assert shown not in page.content()
+    assert page.locator("td").filter(has_text="Jira automation").count() == 1
+    check_page(page, "tokens-after-reload")
+
+
+def test_the_webhook_url_field_is_there_only_for_chat_channels(
+    page, sign_in, make_user, check_page, settings
+):
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+    sign_in(page, make_user("ada@example.com"))
+    page.goto("/settings/notifications/")
+    url_field = page.get_by_label("Webhook URL (Slack or Teams)")
+    assert page.get_by_role("radio", name="E-mail").is_checked()
+    assert not url_field.is_visible()
+    check_page(page, "notifications-email")
+
+    page.get_by_role("radio", name="Slack").check()
+    assert url_field.is_visible()
+    url_field.fill("https://example.com/not/slack")
+    page.get_by_role("button", name="Save", exact=True).click()
+    page.get_by_text("starts with https://hooks.slack.com/").wait_for()
+    check_page(page, "notifications-slack-refused")
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_register_a_webhook_and_send_a_test_through_a_real_worker(
+    page, sign_in, make_user, check_page, worker
+):
+    person = make_user("ada@example.com")
+    sign_in(page, person)
+    with Receiver() as receiver:
+        page.goto("/settings/webhooks/")
+        page.get_by_label("External system").fill("jira")
+        page.get_by_label("URL").fill(receiver.url)
+        page.get_by_role("button", name="Add endpoint").click()
+
+        secret = page.locator("#new-secret").inner_text()
+        assert secret
+        endpoint = WebhookEndpoint.objects.get(user=person)
+        assert endpoint.url == receiver.url
+        check_page(page, "webhook-registered")
+
+        page.get_by_role("button", name="Send test event").click()
+        page.get_by_text("Test event (commitment.test) queued").wait_for()
+        (hit,) = receiver.wait_for_hits(1, timeout=30)
+        assert b"commitment.test" in hit.body
+
+    page.reload()
+    assert secret not in page.content()
+    check_page(page, "webhook-tested")
