@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import Resolver404, resolve
 
+from tests.integrations.api_support import sign_in
+
 pytestmark = pytest.mark.django_db
 
 
@@ -116,7 +118,9 @@ def test_a_time_zone_typed_in_another_case_is_saved_in_its_own_spelling(client, 
 
 
 def test_every_settings_page_shares_the_section_navigation(client, assigner):
-    client.force_login(assigner)
+    # Through the sign-in form: API tokens, Webhooks and Model keys want a
+    # recent sign-in, which force_login does not record.
+    sign_in(client, assigner)
 
     for path in [
         "/settings/",
@@ -124,6 +128,7 @@ def test_every_settings_page_shares_the_section_navigation(client, assigner):
         "/settings/notifications/",
         "/settings/webhooks/",
         "/settings/model-keys/",
+        "/settings/links/",
     ]:
         page = client.get(path).content.decode()
         nav = page.split('<nav class="settings-nav" aria-label="Settings">')[1].split("</nav>")[0]
@@ -133,6 +138,7 @@ def test_every_settings_page_shares_the_section_navigation(client, assigner):
             ("Notifications", "/settings/notifications/"),
             ("Webhooks", "/settings/webhooks/"),
             ("Model keys", "/settings/model-keys/"),
+            ("Deep links", "/settings/links/"),
         ]:
             assert f'href="{href}"' in nav and name in nav, (path, name)
         assert f'href="{path}" aria-current="page"' in nav

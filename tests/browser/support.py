@@ -49,6 +49,15 @@ class BrowserPage:
     live_url: str
     js_errors: list[str] = field(default_factory=list)
 
+    def navigate(self, name: str) -> None:
+        """Follows a link of the main navigation as a person would: on a phone
+        the navigation is folded into the Menu, which is opened first."""
+        link = self.page.get_by_role("navigation", name="Main").get_by_role("link", name=name)
+        menu = self.page.locator("summary.menu-toggle")
+        if not link.is_visible() and menu.is_visible():
+            menu.click()
+        link.click()
+
     def __getattr__(self, name):
         return getattr(self.page, name)
 

@@ -66,7 +66,7 @@ def test_completing_a_commitment_moves_the_flow_score(page, sign_in, check_page,
     assert "Marked completed." in page.locator(".messages").inner_text()
     check_page(page, "commitment-completed")
 
-    page.get_by_role("link", name="Dashboard").first.click()
+    page.navigate("Dashboard")
     page.wait_for_url("**/dashboard/")
     assert page.locator("#flow-score").inner_text() == "50"
     assert page.locator("#flow-parts").inner_text() == "1 of 2 kept, 1 overdue"
