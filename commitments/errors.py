@@ -58,3 +58,8 @@ class TermsChanged(CommitmentError):
             f"Cannot {action} this commitment: its terms changed since they were shown "
             f"(version {shown_version}, now {current_version}). Read the new terms and try again."
         )
+
+
+class AddressNotAskable(CommitmentError):
+    """An address that cannot be asked: a deactivated account's, or an
+    invitation over the assigner's daily limit (settings.INVITATIONS_PER_DAY)."""
