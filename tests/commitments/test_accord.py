@@ -192,7 +192,7 @@ def test_without_next_the_detail_page_is_where_a_move_lands(client, knight, assi
     assert response["Location"] == f"/commitments/{c.pk}"
 
 
-# --- new and changed since the last look ------------------------------------------------------
+# --- new and changed since the last look ----------------------------------------------------------------
 
 
 def test_new_and_changed_are_marked_once(client, knight, assigner):
@@ -265,7 +265,7 @@ def test_the_count_is_hidden_when_nothing_waits(client, knight):
     assert '<span id="accord-count" class="nav-count" hidden>' in page
 
 
-# --- filters and pages -------------------------------------------------------------------------------
+# --- filters and pages ----------------------------------------------------------------
 
 
 def test_filter_by_person_and_by_text(client, knight, assigner, make_user):
@@ -318,7 +318,7 @@ def test_sections_are_paged(client, knight, assigner):
     assert 'href="?waiting_page=1"' in second
 
 
-# --- queries ----------------------------------------------------------------------------------------------
+# --- queries ----------------------------------------------------------------
 
 
 def many(assigner, assignee, count: int) -> None:
