@@ -50,7 +50,7 @@ def rows_in(page: str, section: str) -> list[str]:
     return re.findall(r'<a href="/commitments/[^"]+">([^<]+)</a>', match.group(0))
 
 
-# --- order, words, buttons ----------------------------------------------------------------
+# --- order, words, buttons --------------------------------------------------------------
 
 
 def test_waiting_comes_first_sorted_by_deadline_with_none_last(client, knight, assigner):
@@ -192,7 +192,7 @@ def test_without_next_the_detail_page_is_where_a_move_lands(client, knight, assi
     assert response["Location"] == f"/commitments/{c.pk}"
 
 
-# --- new and changed since the last look ----------------------------------------------------------------
+# --- new and changed since the last look ------------------------------------------------
 
 
 def test_new_and_changed_are_marked_once(client, knight, assigner):
@@ -241,7 +241,7 @@ def test_signed_out_visitors_are_sent_to_sign_in(client, path):
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
 
 
-# --- the navigation's count ---------------------------------------------------------------------
+# --- the navigation's count -------------------------------------------------------------
 
 
 def test_the_navigation_counts_what_waits(client, knight, assigner):
@@ -265,7 +265,7 @@ def test_the_count_is_hidden_when_nothing_waits(client, knight):
     assert '<span id="accord-count" class="nav-count" hidden>' in page
 
 
-# --- filters and pages ----------------------------------------------------------------
+# --- filters and pages ------------------------------------------------------------------
 
 
 def test_filter_by_person_and_by_text(client, knight, assigner, make_user):
@@ -318,7 +318,7 @@ def test_sections_are_paged(client, knight, assigner):
     assert 'href="?waiting_page=1"' in second
 
 
-# --- queries ----------------------------------------------------------------
+# --- queries ----------------------------------------------------------------------------
 
 
 def many(assigner, assignee, count: int) -> None:
