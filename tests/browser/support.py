@@ -1,0 +1,86 @@
+"""What the browser tests share: the page wrapper and the per-page check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from playwright.sync_api import Page
+
+# Elements wider than the viewport, as selectors, so a failure names the culprit.
+_OVERFLOWING = """() => {
+  const width = document.documentElement.clientWidth;
+  const culprits = [];
+  for (const el of document.querySelectorAll('body *')) {
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0) continue;
+    if (box.right > width + 1 || box.left < -1) {
+      let hidden = false;
+      for (let p = el.parentElement; p; p = p.parentElement) {
+        const style = getComputedStyle(p);
+        if (style.overflowX !== 'visible' && p.getBoundingClientRect().right <= width + 1) {
+          hidden = true; break;
+        }
+      }
+      if (hidden) continue;
+      const id = el.id ? '#' + el.id : '';
+      const cls = el.className && typeof el.className === 'string'
+        ? '.' + el.className.trim().split(/\\s+/).join('.') : '';
+      culprits.push(`${el.tagName.toLowerCase()}${id}${cls} right=${Math.round(box.right)}`);
+    }
+  }
+  return {
+    scrollWidth: document.documentElement.scrollWidth,
+    clientWidth: width,
+    culprits: culprits.slice(0, 10),
+  };
+}"""
+
+SERIOUS = {"serious", "critical"}
+
+
+@dataclass
+class BrowserPage:
+    """A Playwright page plus what the harness knows about it. Attribute access
+    falls through to the page, so tests call `page.goto`, `page.get_by_role`…"""
+
+    page: Page
+    viewport: str
+    live_url: str
+    js_errors: list[str] = field(default_factory=list)
+
+    def __getattr__(self, name):
+        return getattr(self.page, name)
+
+
+def horizontal_overflow(page: BrowserPage) -> dict:
+    return page.page.evaluate(_OVERFLOWING)
+
+
+def serious_axe_violations(page: BrowserPage) -> list[dict]:
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page.page)
+    return [
+        {
+            "id": v["id"],
+            "impact": v["impact"],
+            "help": v["help"],
+            "nodes": [n["target"] for n in v["nodes"]][:5],
+        }
+        for v in results.response["violations"]
+        if v.get("impact") in SERIOUS
+    ]
+
+
+def assert_page_ok(page: BrowserPage, name: str, folder: Path) -> Path:
+    shot = folder / f"{name}-{page.viewport}.png"
+    page.page.screenshot(path=str(shot), full_page=True)
+    overflow = horizontal_overflow(page)
+    assert overflow["scrollWidth"] <= overflow["clientWidth"], (
+        f"{name} at {page.viewport} size is {overflow['scrollWidth']} px wide in a "
+        f"{overflow['clientWidth']} px viewport; too wide: {overflow['culprits']}"
+    )
+    violations = serious_axe_violations(page)
+    assert not violations, f"axe-core on {name} at {page.viewport} size: {violations}"
+    return shot

@@ -1,0 +1,30 @@
+"""The harness itself: a real page in a real browser, at both sizes, checked."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.support import horizontal_overflow
+
+
+def test_the_sign_in_page_passes_the_page_check(page, check_page):
+    page.goto("/accounts/login/")
+    assert page.get_by_role("heading", level=1).count() == 1
+    shot = check_page(page, "sign-in")
+    assert shot.stat().st_size > 0
+
+
+def test_a_signed_in_person_sees_their_accord(page, sign_in, make_user, check_page):
+    person = make_user("ada@example.com", display_name="Ada Lovelace")
+    sign_in(page, person)
+    page.goto("/")
+    assert "Ada Lovelace" in page.locator("header").inner_text()
+    check_page(page, "accord-empty")
+
+
+@pytest.mark.parametrize("viewport", ["phone"], indirect=True)
+def test_the_overflow_check_names_what_is_too_wide(page):
+    page.set_content('<body style="margin:0"><div id="wide" style="width:900px">x</div></body>')
+    overflow = horizontal_overflow(page)
+    assert overflow["scrollWidth"] > overflow["clientWidth"]
+    assert any(c.startswith("div#wide") for c in overflow["culprits"])
