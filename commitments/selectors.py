@@ -7,13 +7,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q, QuerySet
+from django.db.models import (
+    BooleanField,
+    Count,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+)
 from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import Actor
 from commitments.machine import MOVES, may_make
-from commitments.models import AccordVisit, Commitment, Status, overdue
+from commitments.models import AccordVisit, Commitment, OutboxEvent, Status, overdue
 
 FLOW_SCORE_WINDOW = dt.timedelta(days=90)
 # The moves the commitment page offers as buttons.
@@ -52,8 +61,9 @@ def accord_last_seen(*, user) -> dt.datetime | None:
 def accord_section(*, user, statuses, person=None, text: str = "") -> QuerySet[Commitment]:
     """The Accord's rows in `statuses`, filtered by who asked (a user id) and
     by words of the description. Open items are sorted by deadline (none
-    last), closed ones by their last change. Each row carries `past_deadline`:
-    open (waiting or active) with its deadline gone by."""
+    last), closed ones by their last change. Each row carries `past_deadline`
+    (open, waiting or active, with its deadline gone by) and `last_actor_id`
+    (who made the latest move, from the outbox, in the same query)."""
     now = timezone.now()
     past_deadline = ExpressionWrapper(
         Q(status__in=[Status.PENDING_HANDSHAKE, Status.ACTIVE], deadline__lt=now),
@@ -62,7 +72,14 @@ def accord_section(*, user, statuses, person=None, text: str = "") -> QuerySet[C
     rows = (
         commitment_list_for_assignee(user=user)
         .filter(status__in=statuses)
-        .annotate(past_deadline=past_deadline)
+        .annotate(
+            past_deadline=past_deadline,
+            last_actor_id=Subquery(
+                OutboxEvent.objects.filter(commitment=OuterRef("pk"))
+                .order_by("-id")
+                .values("actor_user_id")[:1]
+            ),
+        )
     )
     if person:
         rows = rows.filter(assigner_id=person)

@@ -78,7 +78,13 @@ def _accord_context(request: HttpRequest, *, last_seen: dt.datetime | None) -> d
         total += page.paginator.count
         for c in page.object_list:
             c.is_new = last_seen is not None and c.created_at > last_seen
-            c.is_changed = last_seen is not None and not c.is_new and c.updated_at > last_seen
+            # Changed by someone else: your own accept or decline is no news.
+            c.is_changed = (
+                last_seen is not None
+                and not c.is_new
+                and c.updated_at > last_seen
+                and c.last_actor_id != request.user.pk
+            )
         sections.append(
             {
                 "section": section,

@@ -375,3 +375,14 @@ def test_the_fragment_costs_the_same_queries_at_any_size(
     assert fragment.count("<tr id=") == sum(
         min(25, shown(knight, s)) for s in Status if s != "Draft"
     )
+
+
+def test_ones_own_answer_is_not_marked_changed(client, knight, assigner):
+    c = ask(assigner, knight, "answer me")
+    client.get("/")
+
+    client.post(f"/commitments/{c.pk}/accept", {"terms_version": c.terms_version, "next": "/"})
+    page = client.get("/").content.decode()
+
+    assert rows_in(page, "active") == ["answer me"]
+    assert ">changed</span>" not in page
