@@ -16,6 +16,7 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
+    UUIDField,
 )
 from django.utils import timezone
 
@@ -77,7 +78,8 @@ def accord_section(*, user, statuses, person=None, text: str = "") -> QuerySet[C
             last_actor_id=Subquery(
                 OutboxEvent.objects.filter(commitment=OuterRef("pk"))
                 .order_by("-id")
-                .values("actor_user_id")[:1]
+                .values("actor_user_id")[:1],
+                output_field=UUIDField(),  # converted on SQLite too
             ),
         )
     )
