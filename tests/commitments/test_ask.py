@@ -366,7 +366,9 @@ def test_an_invited_commitment_breaks_no_reader(client, assigner, assignee, staf
     assert [c.email for c in selectors.collaborators_for(user=assigner)] == ["knight@example.com"]
     assert selectors.flow_score(user=assignee) is None
     client.force_login(assigner)
-    assert "Invited one" in client.get("/dashboard/").content.decode()
+    dashboard = client.get("/dashboard/").content.decode()
+    assert "Invited one" in dashboard
+    assert "newcomer@example.com" in dashboard  # who was asked, though no account yet
     assert client.get(f"/commitments/{invited.pk}").status_code == 200
     # Renegotiating it invites again (no user to nudge yet).
     services.commitment_renegotiate(
