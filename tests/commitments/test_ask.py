@@ -379,7 +379,10 @@ def test_an_invited_commitment_breaks_no_reader(client, assigner, assignee, staf
     client.force_login(staff)
     listing = client.get("/admin/commitments/commitment/")
     assert listing.status_code == 200 and "Changed" in listing.content.decode()
-    assert client.get(f"/admin/commitments/commitment/{invited.pk}/change/").status_code == 200
+    change = client.get(f"/admin/commitments/commitment/{invited.pk}/change/")
+    assert change.status_code == 200 and "newcomer@example.com" in change.content.decode()
+    invitations = client.get("/admin/commitments/invitation/?q=newcomer")
+    assert invitations.status_code == 200 and "newcomer@example.com" in invitations.content.decode()
 
 
 # --- queries -------------------------------------------------------------------------------
