@@ -136,6 +136,18 @@ def commitment_timeline(*, commitment: Commitment) -> QuerySet[AuditEvent]:
     return AuditEvent.objects.for_object(commitment).select_related("user")
 
 
+def commitment_decline_reason(*, commitment: Commitment) -> str:
+    """The reason the assignee gave with their latest decline ('' if none)."""
+    declined = (
+        AuditEvent.objects.for_object(commitment)
+        .filter(action="declined")
+        .order_by("-occurred_at", "-pk")
+        .values_list("payload", flat=True)
+        .first()
+    )
+    return (declined or {}).get("reason", "")
+
+
 # Audit actions that change the terms, and where their diff sits in the payload.
 _TERMS_DIFFS = {"draft_edited": None, "renegotiated": "changes"}
 

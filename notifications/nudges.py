@@ -17,6 +17,7 @@ from django.conf import settings
 from accounts.selectors import user_has_verified_primary_email
 from audit.models import ActorKind
 from commitments.models import Commitment, EventKind, OutboxEvent
+from commitments.selectors import commitment_decline_reason
 from lib.text import excerpt
 from notifications.transports import Message
 
@@ -93,9 +94,11 @@ def nudge_message(*, event: OutboxEvent, recipient, idempotency_key: str | None 
         text = f"{assignee.name} accepted your request: {commitment.description}\nBy: {by}."
     elif event.kind == EventKind.REFUSED:
         subject = f"{assignee.name} declined: {short}"
+        reason = commitment_decline_reason(commitment=commitment)
         text = (
             f"{assignee.name} declined your request: {commitment.description}\n"
-            "You can change its description or deadline and ask again."
+            + (f"Their reason: {reason}\n" if reason else "")
+            + "You can change its description or deadline and ask again."
         )
     else:
         who = _completed_by(event, commitment)
