@@ -381,15 +381,16 @@ def commitment_invitations_claim(*, user) -> int:
 def accord_visit_record(*, user, now: dt.datetime) -> dt.datetime | None:
     """Remember that `user` looked at their Accord at `now`; returns when they
     had looked before (None the first time), for the "new" and "changed"
-    markers."""
-    with transaction.atomic():
-        visit = AccordVisit.objects.select_for_update().filter(user=user).first()
-        if visit is None:
-            AccordVisit.objects.create(user=user, seen_at=now)
-            return None
-        previous = visit.seen_at
+    markers. Two statements and no lock: two tabs opening the Accord at once
+    both get an answer (a first visit's insert ignores a twin)."""
+    previous = AccordVisit.objects.filter(user=user).values_list("seen_at", flat=True).first()
+    if previous is None:
+        AccordVisit.objects.bulk_create(
+            [AccordVisit(user=user, seen_at=now)], ignore_conflicts=True
+        )
+    else:
         AccordVisit.objects.filter(user=user).update(seen_at=now)
-        return previous
+    return previous
 
 
 # --- transitions ---------------------------------------------------------------

@@ -341,9 +341,9 @@ def shown(assignee, status) -> int:
     return Commitment.objects.filter(assignee=assignee, status=status).count()
 
 
-# session, user, the visit (read, write, in a transaction: 4 with its
-# savepoint), people, 4 sections x (count, page), the navigation's count
-ACCORD_QUERIES = 2 + 4 + 1 + 8 + 1
+# session, user, the visit (read, write), people, 4 sections x (count,
+# page), the navigation's count
+ACCORD_QUERIES = 2 + 2 + 1 + 8 + 1
 # session, user, last seen, 4 sections x (count, page)
 FRAGMENT_QUERIES = 2 + 1 + 8
 
@@ -386,3 +386,12 @@ def test_ones_own_answer_is_not_marked_changed(client, knight, assigner):
 
     assert rows_in(page, "active") == ["answer me"]
     assert ">changed</span>" not in page
+
+
+def test_each_look_returns_the_one_before(knight):
+    first = timezone.now()
+
+    assert services.accord_visit_record(user=knight, now=first) is None
+    later = first + dt.timedelta(seconds=5)
+    assert services.accord_visit_record(user=knight, now=later) == first
+    assert AccordVisit.objects.get(user=knight).seen_at == later
