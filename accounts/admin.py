@@ -2,10 +2,19 @@
 and Django's GroupAdmin. Every change is audited (`audit.admin_mixins`).
 
 Privileges are a superuser's to give: staff without superuser status see a
-user's superuser flag, groups and permissions read-only, cannot change or
-delete a superuser (nor set a superuser's password), and see a group's
-permissions read-only. So nobody can grant what they do not hold, to
+user's staff and superuser flags, groups and permissions read-only, and see a
+group's permissions read-only. So nobody can grant what they do not hold, to
 themselves or to anyone else, through a user or through a group.
+
+Nor can staff climb by taking over an account that holds more than they do:
+without superuser status they change, set the password of, or delete only a
+user who is neither staff nor superuser and whose permissions (their own and
+their groups', counted even while the account is inactive) are a subset of
+the actor's. Every route of the user admin asks `within_reach`: the change
+form (so a staff account's e-mail, the login, is out of reach too), the
+password form, the delete page and the "delete selected" action. Another
+staff account, one's own included, is changed by a superuser only (one's own
+profile, address and password are changed on Settings, as anyone's are).
 """
 
 from __future__ import annotations
@@ -16,14 +25,42 @@ from django.contrib import admin
 from django.contrib.auth.admin import GroupAdmin as DjangoGroupAdmin
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
+from django.db.models import Q
 from django.http import HttpRequest
 
 from accounts.models import User
 from audit.admin_mixins import AuditedAdminMixin
 
 # What only a superuser may change on a user.
-PRIVILEGE_FIELDS = ("is_superuser", "groups", "user_permissions")
+PRIVILEGE_FIELDS = ("is_staff", "is_superuser", "groups", "user_permissions")
+_HELD_ATTR = "_admin_permissions_held"  # per request: {user pk: permission ids}
+
+
+def _permissions_held(request: HttpRequest, user: User) -> frozenset[int]:
+    """The ids of the permissions `user` holds directly or through a group,
+    whether or not the account is active (the active flag is staff's to set).
+    Remembered for the request: the admin asks several times per page."""
+    held = request.__dict__.setdefault(_HELD_ATTR, {})
+    if user.pk not in held:
+        held[user.pk] = frozenset(
+            Permission.objects.filter(Q(user=user) | Q(group__user=user))
+            .values_list("pk", flat=True)
+            .distinct()
+        )
+    return held[user.pk]
+
+
+def within_reach(request: HttpRequest, target: User) -> bool:
+    """May the staff user of `request` change, reset or delete `target`? A
+    superuser may; anyone else only a plain account that holds no permission
+    the actor lacks."""
+    actor = request.user
+    if actor.is_superuser:
+        return True
+    if target.is_superuser or target.is_staff:
+        return False
+    return _permissions_held(request, target) <= _permissions_held(request, actor)
 
 
 def _clean_unique_email(form: forms.ModelForm) -> str:
@@ -94,26 +131,26 @@ class UserAdmin(AuditedAdminMixin, DjangoUserAdmin):
             fields += tuple(f for f in PRIVILEGE_FIELDS if f not in fields)
         return fields
 
-    def _guards_a_superuser(self, request: HttpRequest, obj) -> bool:
-        return obj is not None and obj.is_superuser and not request.user.is_superuser
+    def _beyond_reach(self, request: HttpRequest, obj) -> bool:
+        return obj is not None and not within_reach(request, obj)
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         # Also guards the password form (`user_change_password` asks this).
-        if self._guards_a_superuser(request, obj):
+        if self._beyond_reach(request, obj):
             return False
         return super().has_change_permission(request, obj)
 
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        if self._guards_a_superuser(request, obj):
+        if self._beyond_reach(request, obj):
             return False
         return super().has_delete_permission(request, obj)
 
     def get_deleted_objects(self, objs, request: HttpRequest):
         # "Delete selected" asks for the model's delete permission only, not
-        # each row's: a superuser among the rows makes it a missing permission.
+        # each row's: a row beyond reach makes it a missing permission.
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
-        if not request.user.is_superuser and any(u.is_superuser for u in objs):
-            perms_needed = {*perms_needed, "superuser"}
+        if any(not within_reach(request, user) for user in objs):
+            perms_needed = {*perms_needed, "staff or users with more permissions than yours"}
         return deleted, counts, perms_needed, protected
 
 

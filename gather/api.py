@@ -18,7 +18,9 @@ Order of checks, first failure wins (also in the operation's description):
    rate_limited with Retry-After. After the key, so that a caller who cannot
    make an upstream call anyway (invalid body, no key) spends nothing.
 6. the upstream call: any provider failure is 502 upstream_failure, with the
-   provider's message as an opaque string.
+   provider's message as an opaque string. A model that declines is no
+   failure: 200 with `drafts: []`, the model, the usage, and its words in
+   `refusal` (null on every other answer).
 
 Neither the key nor the text is ever logged.
 """
@@ -135,7 +137,12 @@ class GatherView(APIView):
             message = f"The model's answer did not fit the draft schema: {exc}"
             raise upstream_failure(message) from None
         body = GatherResultSerializer(
-            {"drafts": drafts, "model": result.model, "usage": result.usage}
+            {
+                "drafts": drafts,
+                "model": result.model,
+                "usage": result.usage,
+                "refusal": result.refusal,
+            }
         ).data
         return Response(body, status=200)
 

@@ -42,17 +42,27 @@ DESCRIPTION = (
     "100,000 characters after trimming, in `details.text`); no stored provider key (400 "
     "`no_byok_key`); the per-user rate limit (429, a token bucket of `GATHER_RATE_BURST` "
     "calls refilled at `GATHER_RATE_PER_HOUR` an hour, with `Retry-After`); the provider "
-    "(502 `upstream_failure`: an invalid key, exhausted quota, a missing model, a refusal, "
-    "malformed or truncated output, a timeout; the provider's message is passed through as "
-    "an opaque string). A call refused before the rate limit spends none of it.\n\n"
+    "(502 `upstream_failure`: an invalid key, exhausted quota, a missing model, malformed "
+    "or truncated output, a timeout; the provider's message is passed through as an opaque "
+    "string). A call refused before the rate limit spends none of it.\n\n"
+    "A model that **declines** to read the text is not a failure: the answer is `200` with "
+    "`drafts: []`, the model and the usage as the provider reported them (a refusal still "
+    "costs tokens), and the model's own words in `refusal` (null in every other answer). "
+    "A long text is read in parts; a part the model declines gives no drafts, the other "
+    "parts' drafts are kept, and `refusal` names the parts declined.\n\n"
     "Deadlines are resolved against the current time in your time zone; e-mail addresses "
     "are filled only for your collaborators, where the name matches one of them "
-    "unambiguously. A model that finds nothing to extract answers `drafts: []`."
+    "unambiguously, or where the text writes a collaborator's address next to the name "
+    '("Sam (sam@example.com)"); an address that is no collaborator\'s is never used. '
+    "A model that finds nothing to extract answers `drafts: []`."
 )
 
 GATHERED = OpenApiResponse(
     response=GatherResultSerializer,
-    description="The drafts (validated against the draft-list schema), the model, and usage.",
+    description=(
+        "The drafts (validated against the draft-list schema), the model, the usage, and "
+        "`refusal`: null, or the model's words when it declined."
+    ),
     examples=[
         OpenApiExample(
             "Two drafts",
@@ -79,6 +89,7 @@ GATHERED = OpenApiResponse(
                 ],
                 "model": "gpt-4o-mini",
                 "usage": {"inputTokens": 812, "outputTokens": 164},
+                "refusal": None,
             },
             response_only=True,
         ),
@@ -88,6 +99,17 @@ GATHERED = OpenApiResponse(
                 "drafts": [],
                 "model": "claude-3-5-haiku-latest",
                 "usage": {"inputTokens": 95, "outputTokens": 12},
+                "refusal": None,
+            },
+            response_only=True,
+        ),
+        OpenApiExample(
+            "The model declined",
+            value={
+                "drafts": [],
+                "model": "gpt-4o-mini",
+                "usage": {"inputTokens": 640, "outputTokens": 11},
+                "refusal": "I'm sorry, but I can't help with that request.",
             },
             response_only=True,
         ),
@@ -171,8 +193,8 @@ gather_schema = extend_schema(
         ),
         502: error_response(
             "`upstream_failure`: the provider failed (invalid key, exhausted quota, missing "
-            "model, refusal, malformed or truncated output, timeout). `message` is the "
-            "provider's own message, an opaque string; it is not a stable code.",
+            "model, malformed or truncated output, timeout; a refusal is a 200). `message` is "
+            "the provider's own message, an opaque string; it is not a stable code.",
             error_example(
                 "Invalid key",
                 "upstream_failure",

@@ -7,14 +7,19 @@ Anthropic a forced tool call whose input schema is the same. Refusals,
 truncation and stop reasons are checked before the answer is parsed, so a
 cut-off answer is a clean UpstreamFailure, never half a list.
 
-A model that answers with no drafts (it found nothing, or declined to
-extract) gives drafts []. A model that refuses to answer at all (OpenAI's
-`refusal`, Anthropic's `stop_reason: "refusal"`) is an UpstreamFailure: the
-user should know the text was not read, not believe it held nothing.
+A model that answers with no drafts (it found nothing) gives drafts []. A
+model that declines to answer (OpenAI's `message.refusal`, Anthropic's
+`stop_reason: "refusal"`) is not a failure either: that part of the text gives
+no drafts, and the Extraction carries the model's own words (`refusal`) so the
+user knows the text was not read rather than believing it held nothing. The
+model and the usage are the provider's, as for any answer (a refusal still
+costs tokens). Everything else that is not a usable answer (truncation,
+malformed output, HTTP errors, timeouts) is an UpstreamFailure.
 
 Then the deterministic parts, which trust nothing the model says:
 - deadlines are read in the user's zone and carry the user's offset;
-- addresses only for collaborators, only when unambiguous (gather.matching);
+- addresses only for collaborators, only when unambiguous or settled by an
+  address the quoted text writes next to the name (gather.matching);
 - the quote guard: a draft whose sourceQuote does not occur in the text
   (whitespace, quotes, dashes and case normalised) is DROPPED, not kept as
   low confidence: a quote that is not there is an invented commitment;
@@ -37,8 +42,8 @@ import anthropic
 import openai
 from django.conf import settings
 
-from gather.matching import match_assignee
-from gather.prompt import system_prompt, user_message
+from gather.matching import addresses_next_to, match_assignee
+from gather.prompt import collaborators_json, new_fence, system_prompt, user_message
 from gather.schema import DESCRIPTION_MAX, DRAFT_LIST_SCHEMA, validate_drafts
 from gather.selectors import Collaborator
 
@@ -52,6 +57,7 @@ MAX_OUTPUT_TOKENS = 8192  # within both providers' small models' output limits
 MAX_WORKERS = 4  # chunks in flight at once per call
 DEFAULT_BASE_URLS = {OPENAI: "https://api.openai.com/v1", ANTHROPIC: "https://api.anthropic.com"}
 CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
+REFUSAL_MAX = 2000  # characters of the model's refusal passed on
 
 
 class UpstreamFailure(Exception):
@@ -70,6 +76,8 @@ class Extraction:
     drafts: list[dict]
     model: str
     usage: dict = field(default_factory=lambda: {"inputTokens": 0, "outputTokens": 0})
+    # The model's own words when it declined (all or part of) the text, else None.
+    refusal: str | None = None
 
 
 @dataclass
@@ -78,6 +86,14 @@ class _Answer:
     model: str
     input_tokens: int
     output_tokens: int
+    refusal: str | None = None  # set when the model declined: then drafts is []
+
+
+def _refusal_words(words: str | None, who: str) -> str:
+    words = (words or "").strip()
+    if not words:
+        return f"{who} declined to answer and gave no reason."
+    return words if len(words) <= REFUSAL_MAX else words[: REFUSAL_MAX - 1] + "\u2026"
 
 
 # -- settings (the "Gather" section of config/settings.py) ------------------
@@ -152,9 +168,18 @@ def _call_openai(*, api_key: str, model: str, system: str, user: str) -> _Answer
         raise UpstreamFailure("OpenAI answered with no choices.")
     choice = completion.choices[0]
     message = choice.message
+    usage = completion.usage
+    input_tokens = getattr(usage, "prompt_tokens", 0) or 0
+    output_tokens = getattr(usage, "completion_tokens", 0) or 0
     refusal = getattr(message, "refusal", None)
     if refusal:
-        raise UpstreamFailure(f"OpenAI refused: {refusal}")
+        return _Answer(
+            drafts=[],
+            model=completion.model or model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            refusal=_refusal_words(refusal, "OpenAI"),
+        )
     if choice.finish_reason == "length":
         raise UpstreamFailure(
             "OpenAI's answer was cut off (output token limit); try a shorter text."
@@ -169,12 +194,11 @@ def _call_openai(*, api_key: str, model: str, system: str, user: str) -> _Answer
         data = json.loads(message.content)
     except ValueError:
         raise UpstreamFailure("OpenAI's answer was not valid JSON.") from None
-    usage = completion.usage
     return _Answer(
         drafts=_raw_drafts(data, "OpenAI"),
         model=completion.model or model,
-        input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-        output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
     )
 
 
@@ -215,10 +239,25 @@ def _call_anthropic(*, api_key: str, model: str, system: str, user: str) -> _Ans
     finally:
         client.close()
 
+    usage = message.usage
+    input_tokens = getattr(usage, "input_tokens", 0) or 0
+    output_tokens = getattr(usage, "output_tokens", 0) or 0
     stop = getattr(message, "stop_reason", None)
     if stop == "refusal":
-        text = " ".join(getattr(b, "text", "") for b in message.content or []).strip()
-        raise UpstreamFailure(f"Anthropic refused{': ' + text if text else '.'}")
+        # Only the text blocks are the model's words; a tool call it began
+        # before declining is not an answer.
+        text = " ".join(
+            getattr(b, "text", "") or ""
+            for b in message.content or []
+            if getattr(b, "type", None) == "text"
+        )
+        return _Answer(
+            drafts=[],
+            model=getattr(message, "model", None) or model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            refusal=_refusal_words(text, "Anthropic"),
+        )
     if stop == "max_tokens":
         raise UpstreamFailure(
             "Anthropic's answer was cut off (output token limit); try a shorter text."
@@ -232,12 +271,11 @@ def _call_anthropic(*, api_key: str, model: str, system: str, user: str) -> _Ans
     ]
     if not calls:
         raise UpstreamFailure("Anthropic answered without the requested structured output.")
-    usage = message.usage
     return _Answer(
         drafts=_raw_drafts(calls[0].input, "Anthropic"),
         model=getattr(message, "model", None) or model,
-        input_tokens=getattr(usage, "input_tokens", 0) or 0,
-        output_tokens=getattr(usage, "output_tokens", 0) or 0,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
     )
 
 
@@ -386,7 +424,8 @@ def finish_drafts(
     raw: list[dict], *, text: str, now: dt.datetime, collaborators: list[Collaborator]
 ) -> list[dict]:
     """One chunk's model drafts made trustworthy: quote guard, deadlines in the
-    user's zone, addresses only for collaborators."""
+    user's zone, addresses only for collaborators (an address the quote writes
+    next to the name may settle which one)."""
     normalised_text = normalise_for_quote(text)
     finished = []
     for draft in raw:
@@ -401,7 +440,10 @@ def finish_drafts(
                 **draft,
                 "assigneeName": name,
                 "assigneeEmail": match_assignee(
-                    name=name, email=draft.get("assigneeEmail"), collaborators=collaborators
+                    name=name,
+                    email=draft.get("assigneeEmail"),
+                    collaborators=collaborators,
+                    written=addresses_next_to(name, quote),
                 ),
                 "deadline": normalise_deadline(draft.get("deadline"), now=now),
             }
@@ -461,6 +503,41 @@ def split_text(text: str, limit: int) -> list[str]:
 # -- the entry point ----------------------------------------------------------
 
 
+def _call_args(*, chunk: str, part: int, parts: int, now: dt.datetime, roster: str) -> dict:
+    """The prompt of one upstream request, with a fence of its own."""
+    fence = new_fence(chunk, roster)
+    return {
+        "system": system_prompt(now=now, fence=fence),
+        "user": user_message(
+            text=chunk, collaborators_data=roster, fence=fence, part=part, parts=parts
+        ),
+    }
+
+
+def _parts(numbers: list[int], parts: int) -> str:
+    if len(numbers) == 1:
+        return f"Part {numbers[0]} of {parts}"
+    listed = ", ".join(str(n) for n in numbers[:-1])
+    return f"Parts {listed} and {numbers[-1]} of {parts}"
+
+
+def combine_refusals(refusals: list[str | None]) -> str | None:
+    """The refusal of a whole call from those of its chunks (None where a chunk
+    was answered): one chunk's words as they are; with several chunks, each
+    distinct wording once, saying which parts of the text it declined."""
+    if len(refusals) == 1:
+        return refusals[0]
+    by_words: dict[str, list[int]] = {}
+    for part, words in enumerate(refusals, start=1):
+        if words:
+            by_words.setdefault(words, []).append(part)
+    if not by_words:
+        return None
+    return "\n".join(
+        f"{_parts(numbers, len(refusals))}: {words}" for words, numbers in by_words.items()
+    )
+
+
 def extract(
     *,
     provider: str,
@@ -471,8 +548,9 @@ def extract(
     collaborators: list[Collaborator],
 ) -> Extraction:
     """Draft commitments from `text` with the user's key. `now` is aware, in
-    the user's time zone. Raises UpstreamFailure for every provider failure;
-    the whole call, chunks included, gives up after twice the provider timeout."""
+    the user's time zone. Raises UpstreamFailure for every provider failure
+    (a refusal is none: see the module's text); the whole call, chunks
+    included, gives up after twice the provider timeout."""
     if provider not in _CALLS:
         raise UpstreamFailure(f"Unknown provider {provider!r}.")
     if not api_key:
@@ -480,7 +558,7 @@ def extract(
     if now.tzinfo is None:
         raise ValueError("now must be aware, in the user's time zone")
     call = _CALLS[provider]
-    system = system_prompt(now=now, collaborators=collaborators)
+    roster = collaborators_json(collaborators)
     chunks = split_text(text, _max_chunk_chars())
     if not chunks:
         return Extraction(drafts=[], model=model)
@@ -494,8 +572,7 @@ def extract(
                 call,
                 api_key=api_key,
                 model=model,
-                system=system,
-                user=user_message(text=chunk, part=index, parts=len(chunks)),
+                **_call_args(chunk=chunk, part=index, parts=len(chunks), now=now, roster=roster),
             )
             for index, chunk in enumerate(chunks, start=1)
         ]
@@ -525,4 +602,5 @@ def extract(
             "inputTokens": sum(a.input_tokens for a in answers),
             "outputTokens": sum(a.output_tokens for a in answers),
         },
+        refusal=combine_refusals([a.refusal for a in answers]),
     )

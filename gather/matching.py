@@ -1,7 +1,13 @@
 """Names to e-mail addresses, only among the user's collaborators and only
 where the match is unambiguous. An address is never taken from the model or
 the text on trust: whatever is not a collaborator's address becomes null, so
-capture never reveals or invents anyone else's address."""
+capture never reveals or invents anyone else's address.
+
+An address the text writes right next to the name ("Sam (sam@x.example)",
+"Sam <sam@x.example>") says who is meant: when it is the address of a
+collaborator the name can mean, it settles a name that fits several; when it
+is nobody's we know, a name that only matched a collaborator's first name
+gets no address (the text says this Sam is someone else)."""
 
 from __future__ import annotations
 
@@ -27,6 +33,12 @@ def _fold(value: str) -> str:
 def _names_of(collaborator: Collaborator) -> tuple[str, str]:
     full = _fold(collaborator.name)
     return full, full.split(" ", 1)[0] if full else ""
+
+
+def _full_match(name: str, people: list[Collaborator]) -> Collaborator | None:
+    wanted = _fold(name.removeprefix("@"))
+    full = [c for c in people if _names_of(c)[0] == wanted]
+    return full[0] if len(full) == 1 else None
 
 
 def match_name(name: str | None, collaborators: Iterable[Collaborator]) -> Collaborator | None:
@@ -55,22 +67,103 @@ def match_name(name: str | None, collaborators: Iterable[Collaborator]) -> Colla
     return None
 
 
+def _owner(email: str | None, people: list[Collaborator]) -> Collaborator | None:
+    if not email or not email.strip():
+        return None
+    wanted = email.strip().casefold()
+    return next((c for c in people if c.email.casefold() == wanted), None)
+
+
 def match_assignee(
-    *, name: str | None, email: str | None, collaborators: Iterable[Collaborator]
+    *,
+    name: str | None,
+    email: str | None,
+    collaborators: Iterable[Collaborator],
+    written: Iterable[str] = (),
 ) -> str | None:
     """The e-mail address a draft may carry: a collaborator's, or None.
 
-    The model's address is kept only when it is a collaborator's and the name
-    (if any) does not point at someone else or at several people; otherwise
-    the name alone decides, and only when unambiguous."""
+    `written` are the addresses the text writes next to the name
+    (addresses_next_to). When there are any, they decide: the one collaborator
+    among them whose name fits is used (of several, the one the model or the
+    name picked); with none, only a full-name match keeps its address.
+    Otherwise the model's address is kept only when it is a collaborator's and
+    the name (if any) does not point at someone else or at several people,
+    and else the name alone decides, only when unambiguous."""
     people = list(collaborators)
     by_name = match_name(name, people)
-    if email:
-        wanted = email.strip().casefold()
-        owner = next((c for c in people if c.email.casefold() == wanted), None)
-        if owner is not None and (not name or by_name == owner or _consistent(name, owner, people)):
-            return owner.email
+    model_owner = _owner(email, people)
+    written = [address for address in written if address]
+    if name and written:
+        fitting = {
+            owner
+            for owner in (_owner(address, people) for address in written)
+            if owner is not None and _fits(name, owner, people)
+        }
+        if len(fitting) == 1:
+            return fitting.pop().email
+        for pick in (model_owner, by_name):
+            if pick is not None and pick in fitting:
+                return pick.email
+        if fitting:
+            return None  # several collaborators written next to one name
+        full = _full_match(name, people)
+        return full.email if full else None
+    if model_owner is not None and (
+        not name or by_name == model_owner or _consistent(name, model_owner, people)
+    ):
+        return model_owner.email
     return by_name.email if by_name else None
+
+
+def _fits(name: str, owner: Collaborator, people: list[Collaborator]) -> bool:
+    """The name may mean `owner`: it is their full or first name or their
+    address's local part, or it is no collaborator's name at all (a nickname,
+    "Bob (robert@...)")."""
+    wanted = _fold(name.removeprefix("@"))
+
+    def names(person: Collaborator) -> set[str]:
+        return {*_names_of(person), _fold(person.email.split("@", 1)[0])}
+
+    if wanted in names(owner):
+        return True
+    return not any(wanted in names(c) for c in people)
+
+
+# An e-mail address as people write one (no quoted local parts, no IP hosts).
+_ADDRESS = r"[\w.!#$%&'*+/=?^`{|}~-]+@[\w-]+(?:\.[\w-]+)+"
+_GAP = "[ \t\"'\u201c\u201d\u2018\u2019]*"  # spaces and quotes around a name
+
+
+def addresses_next_to(name: str | None, text: str) -> list[str]:
+    """The e-mail addresses `text` writes right next to `name`, in order:
+    "Sam (sam@x.example)", "Sam <sam@x.example>", "Sam [mailto:sam@x.example]",
+    "Sam, sam@x.example", "sam@x.example (Sam)". Case-insensitive; the name is
+    matched as whole words. Not "Sam: sam@x.example", which in a chat log is
+    Sam speaking."""
+    if not name or not text:
+        return []
+    words = name.strip().removeprefix("@").split()
+    if not words:
+        return []
+    spelled = r"(?<![\w@.])@?" + r"\s+".join(re.escape(w) for w in words) + r"(?![\w@]|\.\w)"
+    after = (
+        spelled
+        + _GAP
+        + r"(?:[,\-\u2013\u2014]"
+        + _GAP
+        + r")?[(<\[]?"
+        + _GAP
+        + r"(?:mailto:)?("
+        + _ADDRESS
+        + r")"
+    )
+    before = r"(?<![\w.])(" + _ADDRESS + r")" + _GAP + r"[>\]]?" + _GAP + r"[(\[]" + _GAP + spelled
+    found = []
+    for pattern in (after, before):
+        for match in re.finditer(pattern, text, flags=re.IGNORECASE):
+            found.append((match.start(1), match.group(1).rstrip(".")))
+    return [address for _, address in sorted(found)]
 
 
 def _consistent(name: str, owner: Collaborator, people: list[Collaborator]) -> bool:

@@ -63,3 +63,11 @@ class GatherResultSerializer(serializers.Serializer):
     drafts = DraftSerializer(many=True, help_text="Draft commitments; empty when none were found.")
     model = serializers.CharField(help_text="The provider's model that answered.")
     usage = UsageSerializer(help_text="Tokens used, as the provider reported them.")
+    refusal = serializers.CharField(
+        allow_null=True,
+        help_text=(
+            "Null, unless the model declined to read your text: then its own words (with a "
+            "long text read in parts, prefixed with the parts it declined). What it declined "
+            "gives no drafts; usage still counts the call."
+        ),
+    )

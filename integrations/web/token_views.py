@@ -4,8 +4,8 @@ Minting is POST-redirect-GET. The POST mints and puts the plaintext in the
 session; the GET that follows shows it once and removes it. Each rendered form
 carries a one-time key kept in the session, and a POST whose key was already
 used (the browser's back button and resubmit, a double click) mints nothing.
-The POST asks for the password again when the sign-in is not recent
-(accounts.reauth).
+The page asks for the password again, before showing the form, when the
+sign-in is not recent; a stale POST is refused and kept nowhere (accounts.reauth).
 """
 
 from __future__ import annotations

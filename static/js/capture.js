@@ -1,8 +1,9 @@
 // The capture page (/capture/): Gather sends the pasted text to POST
 // /api/gather (the session cookie goes along; the CSRF token from the form
 // goes in the X-CSRFToken header), shows that the model is working, and lays
-// out each draft as a form of the page's formset. Saving is the form's own
-// POST, which works without this script.
+// out each draft as a form of the page's formset. A model that declined
+// (`refusal` in the answer) is said so, in its own words. Saving is the
+// form's own POST, which works without this script.
 (function () {
   "use strict";
 
@@ -11,6 +12,9 @@
   var button = document.getElementById("gather-button");
   var status = document.getElementById("gather-status");
   var errorBox = document.getElementById("gather-error");
+  var refusalBox = document.getElementById("gather-refusal");
+  var refusalLead = document.getElementById("gather-refusal-lead");
+  var refusalWords = document.getElementById("gather-refusal-words");
   var section = document.getElementById("drafts");
   var list = document.getElementById("draft-list");
   var template = document.getElementById("draft-template");
@@ -34,6 +38,18 @@
   function showError(message) {
     errorBox.textContent = message;
     errorBox.hidden = !message;
+  }
+
+  // The model's words go in as text, never as markup.
+  function showRefusal(words, draftCount) {
+    refusalBox.hidden = !words;
+    refusalWords.textContent = words || "";
+    if (words && draftCount > 0) {
+      refusalLead.textContent =
+        "The model declined to read part of your text; the drafts below come from the rest. In its own words:";
+    } else if (words) {
+      refusalLead.textContent = "The model declined to read your text, so no drafts came from it. In its own words:";
+    }
   }
 
   function field(row, name) {
@@ -74,20 +90,23 @@
     list.appendChild(row);
   }
 
-  function showDrafts(drafts) {
+  function showDrafts(drafts, refused) {
     list.innerHTML = "";
     drafts.forEach(function (draft, index) {
       addDraft(index, draft);
     });
     total.value = String(drafts.length);
-    section.hidden = false;
-    noDrafts.hidden = drafts.length > 0;
+    // A refusal with no drafts is said by the refusal box alone: "no
+    // commitments found" would claim the text was read.
+    section.hidden = refused && drafts.length === 0;
+    noDrafts.hidden = drafts.length > 0 || refused;
     saveActions.hidden = drafts.length === 0;
-    section.scrollIntoView({ behavior: "smooth", block: "start" });
+    (section.hidden ? refusalBox : section).scrollIntoView({ behavior: "smooth", block: "start" });
   }
 
   button.addEventListener("click", function () {
     showError("");
+    showRefusal("", 0);
     if (!text.value.trim()) {
       showError("Paste some text first.");
       text.focus();
@@ -121,10 +140,13 @@
           showError((result.body.message || "Gathering failed.") + (details ? " " + details : ""));
           return;
         }
-        showDrafts(result.body.drafts);
+        var drafts = result.body.drafts;
+        var refusal = result.body.refusal;
+        showRefusal(refusal, drafts.length);
+        showDrafts(drafts, Boolean(refusal));
         status.textContent =
-          result.body.drafts.length + " draft" + (result.body.drafts.length === 1 ? "" : "s") +
-          " from " + result.body.model + ".";
+          drafts.length + " draft" + (drafts.length === 1 ? "" : "s") + " from " + result.body.model +
+          (refusal ? ", which declined" + (drafts.length ? " part of the text." : " the text.") : ".");
       })
       .catch(function () {
         setBusy(false);

@@ -8,7 +8,8 @@ Fixtures:
   (1280x900) sizes; `page` opens a fresh context of that size on the live
   server (`page.goto("/")` works: the base URL is set).
 - `sign_in(page, user)`: signs a user in by handing the context a session
-  cookie, so a test spends no time on the login form it is not about.
+  cookie (a fresh password sign-in, as allauth records one), so a test spends
+  no time on the login form it is not about.
 - `check_page(page, name)`: what every page must pass — no horizontal
   overflow, no serious or critical axe-core violation — and a screenshot
   written to the screenshot folder (`BROWSER_SCREENSHOTS`, by default
@@ -28,6 +29,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from django.urls import get_resolver
 
 from tests.conftest import REQUIRE_SERVICES
 
@@ -91,13 +93,17 @@ def viewport(request) -> str:
 def page(browser, live_server, viewport, settings):
     # Links the service writes into e-mails point at the live server.
     settings.SITE_URL = live_server.url
+    # The live server runs in this process: load the URLconf (and every view
+    # module with it) here, so the first page a test opens does not pay for it.
+    get_resolver().url_patterns
     context = browser.new_context(
         base_url=live_server.url,
         viewport=VIEWPORTS[viewport],
         locale="en-GB",
         timezone_id="UTC",
     )
-    context.set_default_timeout(10_000)
+    # Generous: the machine may be busy (CI runs other things beside).
+    context.set_default_timeout(30_000)
     pw_page = context.new_page()
     errors: list[str] = []
     pw_page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -111,12 +117,20 @@ def page(browser, live_server, viewport, settings):
 
 @pytest.fixture
 def sign_in(live_server):
+    from allauth.account.internal.flows.login import record_authentication
     from django.conf import settings as django_settings
-    from django.test import Client
+    from django.test import Client, RequestFactory
 
     def sign_in(page: BrowserPage, user) -> None:
         client = Client()
         client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
+        # Recorded as allauth records a password sign-in, so pages that ask for
+        # a recent sign-in (API tokens, Webhooks, Model keys) take this one.
+        session = client.session
+        request = RequestFactory().get("/")
+        request.session = session
+        record_authentication(request, user, "password", email=user.email)
+        session.save()
         cookie = client.cookies[django_settings.SESSION_COOKIE_NAME]
         page.context.add_cookies(
             [{"name": cookie.key, "value": cookie.value, "url": live_server.url}]

@@ -28,3 +28,12 @@ def test_the_overflow_check_names_what_is_too_wide(page):
     overflow = horizontal_overflow(page)
     assert overflow["scrollWidth"] > overflow["clientWidth"]
     assert any(c.startswith("div#wide") for c in overflow["culprits"])
+
+
+def test_a_signed_in_person_opens_a_page_that_wants_a_recent_sign_in(
+    page, sign_in, make_user, check_page
+):
+    person = make_user("grace@example.com", display_name="Grace Hopper")
+    sign_in(page, person)
+    page.goto("/settings/tokens/")
+    assert page.url.endswith("/settings/tokens/")

@@ -18,6 +18,7 @@ from commitments import services
 from commitments.models import Status
 from gather.keys import provider_key_set
 from tests.commitments.support import commitment_in
+from tests.integrations.api_support import sign_in
 
 pytestmark = pytest.mark.django_db
 
@@ -66,6 +67,15 @@ def test_the_api_reference_and_its_script_carry_the_policy(client):
     assert script.status_code == 200
     assert script["Content-Type"].startswith("application/javascript")
     assert_strict(script)
+
+
+def test_the_api_reference_script_that_carries_a_csrf_token_is_never_cached(client):
+    script = client.get("/api-reference?script=")
+
+    assert "csrfCookie() ||" in script.content.decode()  # the token, as a fallback
+    directives = {d.strip() for d in script["Cache-Control"].split(",")}
+    assert {"private", "no-store"} <= directives
+    assert "public" not in directives and "Cookie" in script["Vary"]
 
 
 def test_the_apis_json_answers_carry_it_too(client):
@@ -180,7 +190,7 @@ def test_no_page_renders_inline_script_event_handlers_or_inline_styles(
     for path in signed_out:
         rendered[f"signed out {path}"] = client.get(path)
     for person in (assigner, assignee):
-        client.force_login(person)
+        sign_in(client, person)  # recent: the token, webhook and key pages ask otherwise
         for path in signed_in:
             rendered[f"{person.email} {path}"] = client.get(path)
     client.force_login(staff)

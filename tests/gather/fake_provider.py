@@ -11,7 +11,7 @@ Script it per test; each request takes the next scripted behaviour, and once
 the script is used up the default one (an answer with no drafts)::
 
     fake_provider.answer([draft(...)])            # the next request answers these drafts
-    fake_provider.refuse()                        # the model refuses to answer at all
+    fake_provider.refuse()                        # the model declines to answer
     fake_provider.invalid_key()                   # 401
     fake_provider.quota(retry_after=30)           # 429 with Retry-After
     fake_provider.missing_model()                 # 404 model not found
@@ -28,6 +28,7 @@ behaviour for every request after the script.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -106,6 +107,31 @@ class RecordedRequest:
             for m in self.body.get("messages", [])
             if m.get("role") in ("system", "developer")
         )
+
+    @property
+    def fence_token(self) -> str:
+        """The random token of this request's fence, as the system prompt names it."""
+        found = re.search(r"<source_text_([0-9a-f]+)>", self.system_text)
+        assert found, "the system prompt names no fence"
+        return found.group(1)
+
+    def fenced(self, tag: str) -> str:
+        """The data between this request's <tag_TOKEN> and </tag_TOKEN> in the
+        user message; the fence must occur exactly once."""
+        opening, closing = f"<{tag}_{self.fence_token}>\n", f"\n</{tag}_{self.fence_token}>"
+        text = self.user_text
+        assert text.count(opening) == 1 and text.count(closing) == 1, tag
+        return text.split(opening, 1)[1].split(closing, 1)[0]
+
+    @property
+    def source_text(self) -> str:
+        """The pasted text (or chunk) as fenced in the data part."""
+        return self.fenced("source_text")
+
+    @property
+    def collaborators(self) -> list[dict]:
+        """The collaborators the data part lists (its JSON, parsed)."""
+        return json.loads(self.fenced("collaborators"))
 
     @property
     def key(self) -> str | None:
@@ -216,6 +242,26 @@ def answer_reply(
         }
         return _anthropic_message(request, content=[block], stop_reason="tool_use", usage=usage)
     return _openai_message(request, content=json.dumps({"drafts": drafts}), usage=usage)
+
+
+def refusal_reply(
+    request: RecordedRequest,
+    text: str = REFUSAL_TEXT,
+    usage: tuple[int, int] = (100, 20),
+    model: str | None = None,
+) -> Reply:
+    """The model declines: OpenAI's `message.refusal` (content null), or
+    Anthropic's `stop_reason: "refusal"` with the words as a text block (no
+    block when `text` is empty). `model` is the name the provider reports
+    (default: the one asked for)."""
+    if request.api == ANTHROPIC:
+        content = [{"type": "text", "text": text}] if text else []
+        reply = _anthropic_message(request, content=content, stop_reason="refusal", usage=usage)
+    else:
+        reply = _openai_message(request, content=None, refusal=text, usage=usage)
+    if model:
+        reply.body["model"] = model
+    return reply
 
 
 def _error_reply(
@@ -346,15 +392,15 @@ class FakeProvider:
     ) -> FakeProvider:
         return self._add(lambda request: answer_reply(request, drafts, usage), **kw)
 
-    def refuse(self, text: str = REFUSAL_TEXT, **kw) -> FakeProvider:
-        def run(request: RecordedRequest) -> Reply:
-            if request.api == ANTHROPIC:
-                return _anthropic_message(
-                    request, content=[{"type": "text", "text": text}], stop_reason="refusal"
-                )
-            return _openai_message(request, content=None, refusal=text)
-
-        return self._add(run, **kw)
+    def refuse(
+        self,
+        text: str = REFUSAL_TEXT,
+        *,
+        usage: tuple[int, int] = (100, 20),
+        model: str | None = None,
+        **kw,
+    ) -> FakeProvider:
+        return self._add(lambda request: refusal_reply(request, text, usage, model), **kw)
 
     def error(
         self, status: int, message: str, *, kind: str = "error", headers=None, **kw

@@ -16,6 +16,7 @@ from django.test import Client
 from audit.models import AuditEvent
 from commitments.models import Commitment
 from gather import api
+from gather.schema import validate_drafts
 from tests.gather.fake_provider import draft
 from tests.gather.support import (
     ANTHROPIC_KEY,
@@ -62,7 +63,8 @@ def test_it_answers_drafts_with_the_users_own_key_and_stores_nothing(
 
     assert response.status_code == 200, response.content
     body = response.json()
-    assert set(body) == {"drafts", "model", "usage"}
+    assert set(body) == {"drafts", "model", "usage", "refusal"}
+    assert body["refusal"] is None
     assert body["usage"] == {"inputTokens": 321, "outputTokens": 45}
     assert body["model"]
     [only] = body["drafts"]
@@ -85,7 +87,7 @@ def test_it_answers_drafts_with_the_users_own_key_and_stores_nothing(
     assert not AuditEvent.objects.filter(action__startswith="draft").exists()
 
 
-def test_a_model_that_declines_gives_an_empty_list(fake_provider, assigner):
+def test_a_model_that_finds_nothing_gives_an_empty_list(fake_provider, assigner):
     give_key(assigner)
     fake_provider.answer([])
     client = browser(assigner)
@@ -94,6 +96,83 @@ def test_a_model_that_declines_gives_an_empty_list(fake_provider, assigner):
 
     assert response.status_code == 200
     assert response.json()["drafts"] == []
+    assert response.json()["refusal"] is None
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_model_that_declines_answers_200_with_no_drafts_its_words_and_the_usage(
+    fake_provider, assigner, provider
+):
+    give_key(assigner, provider)
+    fake_provider.refuse(
+        "I'm sorry, but I can't help with that request.", usage=(640, 11), model="small-2026-01"
+    )
+    client = browser(assigner)
+    commitments, events = Commitment.objects.count(), AuditEvent.objects.count()
+
+    response = gather(client, {"text": NOTES})
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body == {
+        "drafts": [],
+        "model": "small-2026-01",
+        "usage": {"inputTokens": 640, "outputTokens": 11},
+        "refusal": "I'm sorry, but I can't help with that request.",
+    }
+    assert validate_drafts(body) == []  # the draft-list schema still holds
+    assert Commitment.objects.count() == commitments == 0
+    assert AuditEvent.objects.count() == events
+    assert len(fake_provider.requests) == 1
+
+
+def test_an_address_written_next_to_an_ambiguous_name_settles_it_for_collaborators_only(
+    fake_provider, assigner, make_user
+):
+    from audit.services import Actor
+    from commitments.services import commitment_create_pending
+
+    for email, name in [
+        ("sam.okafor@cliffside.example", "Sam Okafor"),
+        ("sam.delaney@cliffside.example", "Sam Delaney"),
+    ]:
+        commitment_create_pending(
+            actor=Actor.for_user(assigner),
+            assigner=assigner,
+            assignee=make_user(email, display_name=name),
+            description="Earlier work",
+            deadline=None,
+        )
+    make_user("sam@agency.example", display_name="Sam Agency")  # a user, but no collaborator
+    give_key(assigner)
+    text = (
+        "Sam (sam.okafor@cliffside.example) will send the final media plan by Tuesday.\n"
+        "Sam (sam@agency.example) will draft the social posts."
+    )
+    fake_provider.answer(
+        [
+            draft(
+                "Send the final media plan",
+                "Sam (sam.okafor@cliffside.example) will send the final media plan by Tuesday.",
+                assignee_name="Sam",
+            ),
+            draft(
+                "Draft the social posts",
+                "Sam (sam@agency.example) will draft the social posts.",
+                assignee_name="Sam",
+                assignee_email="sam@agency.example",
+            ),
+        ]
+    )
+
+    response = gather(browser(assigner), {"text": text})
+
+    assert response.status_code == 200, response.content
+    assert [d["assigneeEmail"] for d in response.json()["drafts"]] == [
+        "sam.okafor@cliffside.example",
+        None,
+    ]
+    assert {c["name"] for c in fake_provider.last.collaborators} == {"Sam Okafor", "Sam Delaney"}
 
 
 def test_without_a_session_it_is_401(fake_provider, db):
@@ -239,13 +318,28 @@ def test_a_provider_failure_is_502_with_the_providers_message(
     assert len(fake_provider.requests) == 1
 
 
-@pytest.mark.parametrize("script", ["refuse", "malformed", "truncated", "garbage"])
-def test_unusable_model_output_is_502(fake_provider, assigner, script):
-    give_key(assigner)
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("script", ["malformed", "truncated", "garbage"])
+def test_unusable_model_output_is_502(fake_provider, assigner, provider, script):
+    give_key(assigner, provider)
     getattr(fake_provider, script)()
     client = browser(assigner)
 
     assert_error(gather(client, {"text": NOTES}), 502, "upstream_failure")
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_provider_that_does_not_answer_in_time_is_502(
+    fake_provider, assigner, provider, settings
+):
+    settings.GATHER_PROVIDER_TIMEOUT = 0.3
+    give_key(assigner, provider)
+    fake_provider.hang()
+    client = browser(assigner)
+
+    body = assert_error(gather(client, {"text": NOTES}), 502, "upstream_failure")
+
+    assert "in time" in body["message"]
 
 
 def test_neither_the_key_nor_the_text_is_logged(fake_provider, assigner, caplog):

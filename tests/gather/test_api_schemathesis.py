@@ -73,3 +73,21 @@ def test_without_the_session_and_csrf_the_answers_keep_to_the_document(schema, d
     case = operation.Case(body={"text": "Sam will ship it."}, media_type="application/json")
     response = case.call_and_validate(checks=CHECKS)
     assert response.status_code == 401
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_refusal_keeps_to_the_document(
+    schema, session_headers, assigner, fake_provider, provider
+):
+    give_key(assigner, provider)
+    fake_provider.refuse("I can't help with that.")
+    operation = schema["/api/gather"]["POST"]
+    cookies, headers = session_headers
+    case = operation.Case(
+        body={"text": "Sam will ship it."}, media_type="application/json", cookies=cookies
+    )
+
+    response = case.call_and_validate(headers=headers, checks=CHECKS)
+
+    assert response.status_code == 200
+    assert response.json()["refusal"] == "I can't help with that."

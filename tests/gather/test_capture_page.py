@@ -92,6 +92,46 @@ def test_the_page_gathers_through_the_api_with_a_script_of_its_own(client, assig
     assert "<script>" not in page and "style=" not in page
 
 
+def test_the_page_has_a_place_for_a_refusal_that_its_script_fills_with_the_words_as_text(
+    client, assigner
+):
+    give_key(assigner)
+    client.force_login(assigner)
+
+    page = client.get("/capture/").content.decode()
+
+    box = re.search(r'<div id="gather-refusal"[^>]*>(.*?)</div>', page, re.S)
+    assert box and " hidden" in box.group(0).split(">", 1)[0]  # shown only on a refusal
+    assert "The model declined to read your text" in box.group(1)
+    assert '<blockquote id="gather-refusal-words"></blockquote>' in box.group(1)
+    source = Path(finders.find("js/capture.js")).read_text()
+    # The answer's `refusal` is what the box shows, as text (never as markup),
+    # and "No commitments found" is not claimed for a text the model did not read.
+    assert "var refusal = result.body.refusal;" in source
+    assert "showRefusal(refusal, drafts.length);" in source
+    assert 'refusalWords.textContent = words || "";' in source
+    assert "refusalBox.hidden = !words;" in source
+    assert "noDrafts.hidden = drafts.length > 0 || refused;" in source
+    assert "innerHTML = words" not in source and "innerHTML = refusal" not in source
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_refusal_reaches_the_page_in_the_models_words_and_nothing_is_saved(
+    fake_provider, assigner, provider
+):
+    give_key(assigner, provider)
+    fake_provider.refuse("I can't help with extracting tasks from this <b>text</b>.")
+    lead = browser(assigner)
+
+    gathered = gather(lead, {"text": NOTES})
+
+    assert gathered.status_code == 200, gathered.content
+    assert gathered.json()["drafts"] == []
+    assert gathered.json()["refusal"] == "I can't help with extracting tasks from this <b>text</b>."
+    assert Commitment.objects.count() == 0
+    assert "Book the venue" not in drafts_column(lead.get("/dashboard/").content.decode())
+
+
 def test_without_a_key_the_page_points_to_model_keys(client, assigner):
     client.force_login(assigner)
 

@@ -67,12 +67,14 @@ def test_the_page_requires_csrf(client, assigner):
 
 def test_storing_a_key_after_an_old_sign_in_asks_for_the_password_again(client, assigner):
     client.force_login(assigner)  # no sign-in recorded: as old as can be
-    assert client.get(URL).status_code == 200
+    asked = client.get(URL)  # before the form is shown
+    assert asked.status_code == 302
+    assert asked["Location"].startswith("/accounts/reauthenticate/")
 
     response = client.post(URL, {"provider": "openai", "key": OPENAI_KEY})
 
     assert response.status_code == 302
-    assert response["Location"].startswith("/accounts/reauthenticate/")
+    assert response["Location"] == asked["Location"]  # refused, back to the form after
     assert not ProviderKey.objects.exists()
 
 

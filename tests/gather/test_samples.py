@@ -9,7 +9,9 @@ collaborators ([name, email] pairs), text, model (the drafts the fake model
 answers; with chunks, each chunk gets those whose quote is in it, and those
 marked `anywhere: true` in every chunk), expected (each `{from: i, ...}`: the
 model's draft i with the listed fields changed), and optionally
-prompt_contains, max_chunk_chars and min_requests."""
+prompt_contains (phrases of the system prompt), max_chunk_chars and
+min_requests. Every request must carry the collaborators as JSON data and the
+text inside its own fence."""
 
 from __future__ import annotations
 
@@ -91,13 +93,13 @@ def test_sample(path, fake_provider, settings):
         assert request.key == "sk-sample-key"
         for phrase in sample.get("prompt_contains", []):
             assert phrase in request.system_text, phrase
-        chunk = request.user_text.split("<source_text>\n", 1)[1].rsplit("\n</source_text>", 1)[0]
-        assert len(chunk) <= limit
+        # The collaborators go as JSON data, each with their name and address.
+        assert request.collaborators == [
+            {"name": n, "email": e} for n, e in sample["collaborators"]
+        ]
+        assert len(request.source_text) <= limit
     # Every word of the text went to the model, in order, once across the chunks.
-    sent = " ".join(
-        r.user_text.split("<source_text>\n", 1)[1].rsplit("\n</source_text>", 1)[0]
-        for r in sorted(requests, key=lambda r: _part(r.user_text))
-    )
+    sent = " ".join(r.source_text for r in sorted(requests, key=lambda r: _part(r.user_text)))
     assert sent.split() == sample["text"].split()
 
 

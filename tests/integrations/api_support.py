@@ -90,6 +90,20 @@ def sign_in(client: Client, user, password: str = PASSWORD) -> None:
     assert response["Location"] != "/accounts/confirm-email/"
 
 
+def age_the_sign_in(client: Client, seconds: float) -> None:
+    """Makes every sign-in recorded in the client's session `seconds` old."""
+    import time
+
+    from allauth.account.authentication import AUTHENTICATION_METHODS_SESSION_KEY
+
+    session = client.session
+    records = session[AUTHENTICATION_METHODS_SESSION_KEY]
+    for record in records:
+        record["at"] = time.time() - seconds
+    session[AUTHENTICATION_METHODS_SESSION_KEY] = records
+    session.save()
+
+
 def form_key(client: Client) -> str:
     """The one-time key of a freshly rendered mint form."""
     import re

@@ -181,7 +181,10 @@ def test_gather_request_and_response_schemas(document):
     assert (text["minLength"], text["maxLength"]) == (1, 100_000)
     assert schemas["GatherRequest"]["required"] == ["text"]
     result = schemas["GatherResult"]
-    assert set(result["properties"]) == {"drafts", "model", "usage"}
+    assert set(result["properties"]) == {"drafts", "model", "usage", "refusal"}
+    assert set(result["required"]) == {"drafts", "model", "usage", "refusal"}
+    assert result["properties"]["refusal"]["type"] == "string"
+    assert result["properties"]["refusal"]["nullable"] is True
     draft = schemas["Draft"]["properties"]
     assert set(draft) == {
         "description",
@@ -193,6 +196,15 @@ def test_gather_request_and_response_schemas(document):
         "sourceQuote",
     }
     assert set(schemas["Usage"]["properties"]) == {"inputTokens", "outputTokens"}
+
+
+def test_gather_documents_a_refusal_as_a_200_with_no_drafts(document):
+    operation = document["paths"]["/api/gather"]["post"]
+    examples = operation["responses"]["200"]["content"]["application/json"]["examples"]
+    refusals = [e["value"] for e in examples.values() if e["value"]["refusal"]]
+    assert [r["drafts"] for r in refusals] == [[]]
+    assert "declines" in operation["description"]
+    assert "refusal" not in operation["responses"]["502"]["description"].split(";")[0]
 
 
 def test_try_it_out_sends_the_csrf_header_from_the_cookie(client, db):

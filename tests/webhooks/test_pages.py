@@ -150,20 +150,24 @@ def test_an_old_sign_in_gives_the_password_again_before_a_secret_is_made_or_a_ur
 ):
     client.force_login(assigner)  # no sign-in recorded: as old as can be
     endpoint = endpoint_for(assigner, system="linear")
-    key = form_key(client)
 
     rotating = client.post(f"{PAGE}{endpoint.pk}/rotate", {"form_key": "x"})
     assert rotating["Location"].startswith("/accounts/reauthenticate/")
     moving = client.post(f"{PAGE}{endpoint.pk}/edit", {"url": "https://elsewhere.example.com/"})
     assert moving["Location"].startswith("/accounts/reauthenticate/")
     assert WebhookEndpoint.objects.get(pk=endpoint.pk).url == RECEIVER
-    asked = client.post(PAGE, {"external_system": "jira", "url": RECEIVER, "form_key": key})
+    asked = client.post(PAGE, {"external_system": "jira", "url": RECEIVER, "form_key": "x"})
     assert asked["Location"].startswith("/accounts/reauthenticate/")
     assert not WebhookEndpoint.objects.filter(external_system="jira").exists()
     assert WebhookEndpoint.objects.get(pk=endpoint.pk).previous_secret == ""
+    # The page itself asks before showing the form.
+    assert client.get(PAGE)["Location"] == asked["Location"]
 
-    # Once the password is given, the suspended form is sent.
-    assert client.post(asked["Location"], {"password": PASSWORD}).status_code == 302
+    # The password leads back to the form; the refused POST is not replayed.
+    back = client.post(asked["Location"], {"password": PASSWORD})
+    assert (back.status_code, back["Location"]) == (302, PAGE)
+    assert not WebhookEndpoint.objects.filter(external_system="jira").exists()
+    assert register(client).status_code == 302
     assert WebhookEndpoint.objects.filter(external_system="jira").exists()
     assert SECRET.search(client.get(PAGE).content.decode())
 
