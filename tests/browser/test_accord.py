@@ -19,15 +19,6 @@ from notifications.sending import nudge_send
 from tests.integrations.api_support import INBOX, inbox_body, mint
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _warm_imports():
-    # The live server imports every view on its first request (20 s on a busy
-    # machine), longer than a page load may take: import them here first.
-    from django.urls import get_resolver
-
-    get_resolver().url_patterns
-
-
 @pytest.fixture
 def lead(make_user):
     return make_user("lead@example.com", display_name="Lead")
