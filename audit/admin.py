@@ -31,8 +31,8 @@ class AuditEventAdmin(
     list_filter = ("actor_kind", "action", "occurred_at")
     list_select_related = ("user", "subject_type")
     # A UUID term (subject, token or event id) is matched exactly in get_search_results.
-    search_fields = ("user__email", "token_prefix")
-    search_help_text = "Commitment (subject) id, a user's e-mail, a token prefix or token id."
+    search_fields = ("user__email", "token_prefix", "token_name")
+    search_help_text = "Commitment (subject) id, a user's e-mail, a token prefix, name or id."
     date_hierarchy = "occurred_at"
     ordering = ("-occurred_at", "-id")
     fields = (
@@ -42,6 +42,7 @@ class AuditEventAdmin(
         "user",
         "token_id",
         "token_prefix",
+        "token_name",
         "subject_type",
         "subject_link",
         "action",

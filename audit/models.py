@@ -54,10 +54,13 @@ class AuditEvent(models.Model):
         related_name="+",
         help_text="The acting user, or the token's owner for api_token events.",
     )
-    # The token is named by id and display prefix, not by a foreign key, so the
-    # audit trail outlives a token and `audit` does not depend on `integrations`.
+    # The token is named by id, display prefix and name, not by a foreign key, so
+    # the audit trail outlives a token and `audit` does not depend on
+    # `integrations`. The name (as it was when the token acted) is what pages
+    # show other people; the prefix is shown only to the token's owner.
     token_id = models.UUIDField(null=True, blank=True, db_index=True)
     token_prefix = models.CharField(max_length=32, blank=True, db_index=True)
+    token_name = models.CharField(max_length=100, blank=True)
     subject_type = models.ForeignKey(ContentType, on_delete=models.PROTECT, related_name="+")
     subject_id = models.UUIDField(db_index=True)
     subject = GenericForeignKey("subject_type", "subject_id")

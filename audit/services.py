@@ -18,15 +18,22 @@ class Actor:
     user: Any = None
     token_id: uuid.UUID | None = None
     token_prefix: str = ""
+    token_name: str = ""
 
     @classmethod
     def for_user(cls, user) -> Actor:
         return cls(kind=ActorKind.USER, user=user)
 
     @classmethod
-    def for_token(cls, *, user, token_id: uuid.UUID, token_prefix: str = "") -> Actor:
+    def for_token(
+        cls, *, user, token_id: uuid.UUID, token_prefix: str = "", token_name: str = ""
+    ) -> Actor:
         return cls(
-            kind=ActorKind.API_TOKEN, user=user, token_id=token_id, token_prefix=token_prefix
+            kind=ActorKind.API_TOKEN,
+            user=user,
+            token_id=token_id,
+            token_prefix=token_prefix,
+            token_name=token_name,
         )
 
     @classmethod
@@ -52,6 +59,7 @@ def audit_event_record(
         user=actor.user,
         token_id=actor.token_id,
         token_prefix=actor.token_prefix,
+        token_name=actor.token_name,
         subject_type=ContentType.objects.get_for_model(subject),
         subject_id=subject.pk,
         action=action,

@@ -15,11 +15,15 @@ from django.utils import timezone
 
 
 class Status(models.TextChoices):
+    """The stored (and API) value, then the word pages use. `Refused` is
+    "Declined" to people: the word of the button that reaches it (the
+    glossary in docs/pages.md)."""
+
     DRAFT = "Draft", "Draft"
     PENDING_HANDSHAKE = "Pending_Handshake", "Pending handshake"
     ACTIVE = "Active", "Active"
     COMPLETED = "Completed", "Completed"
-    REFUSED = "Refused", "Refused"
+    REFUSED = "Refused", "Declined"
 
 
 DESCRIPTION_MAX = 2000
@@ -220,3 +224,32 @@ class OutboxEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk} for {self.commitment_id}"
+
+
+LINK_TEMPLATE_MAX = 500
+EXTERNAL_ID_PLACEHOLDER = "{externalId}"
+
+
+class LinkTemplate(models.Model):
+    """One person's deep link for one `externalSystem`: a URL with
+    `{externalId}` where the commitment's external id goes (URL-quoted), e.g.
+    `https://example.atlassian.net/browse/{externalId}`. The commitment page
+    links an external reference through the viewer's own template for its
+    system, else the assigner's (`commitments.links`)."""
+
+    id = models.BigAutoField(primary_key=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="link_templates"
+    )
+    system = models.CharField(max_length=EXTERNAL_SYSTEM_MAX)
+    template = models.CharField(max_length=LINK_TEMPLATE_MAX)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["system"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "system"], name="link_template_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.system}: {self.template}"

@@ -22,8 +22,16 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import Actor
+from commitments.links import deep_link
 from commitments.machine import MOVES, may_make
-from commitments.models import AccordVisit, Commitment, OutboxEvent, Status, overdue
+from commitments.models import (
+    AccordVisit,
+    Commitment,
+    LinkTemplate,
+    OutboxEvent,
+    Status,
+    overdue,
+)
 
 FLOW_SCORE_WINDOW = dt.timedelta(days=90)
 # The moves the commitment page offers as buttons.
@@ -148,6 +156,43 @@ def commitment_decline_reason(*, commitment: Commitment) -> str:
     return (declined or {}).get("reason", "")
 
 
+def link_template_list(*, owner) -> QuerySet[LinkTemplate]:
+    return LinkTemplate.objects.filter(owner=owner).order_by("system")
+
+
+def external_systems_seen_by(*, user, limit: int = 50) -> list[str]:
+    """The `externalSystem`s of commitments the person asked or was asked
+    (drafts have none): suggestions for the deep-link form. One query."""
+    rows = (
+        Commitment.objects.filter(Q(assigner=user) | Q(assignee=user))
+        .filter(external_system__isnull=False)
+        .order_by("external_system")
+        .values_list("external_system", flat=True)
+        .distinct()
+    )
+    return list(rows[:limit])
+
+
+def commitment_deep_link(*, viewer, commitment: Commitment) -> str | None:
+    """The link to the commitment's external reference in its system: through
+    the viewer's own template for that system (they know where they look
+    things up), else the assigner's (who connected that system); None when
+    neither has one, or the commitment has no external reference. One query."""
+    if not commitment.has_external_ref:
+        return None
+    owners = {viewer.pk, commitment.assigner_id}
+    templates = {
+        owner_id: template
+        for owner_id, template in LinkTemplate.objects.filter(
+            system=commitment.external_system, owner_id__in=owners
+        ).values_list("owner_id", "template")
+    }
+    template = templates.get(viewer.pk) or templates.get(commitment.assigner_id)
+    if template is None:
+        return None
+    return deep_link(template, commitment.external_id)
+
+
 # Audit actions that change the terms, and where their diff sits in the payload.
 _TERMS_DIFFS = {"draft_edited": None, "renegotiated": "changes"}
 
@@ -172,11 +217,37 @@ def commitment_terms_changes_since(*, commitment: Commitment, terms_version: int
     return changed
 
 
-def flow_score(*, user, now: dt.datetime | None = None) -> int | None:
-    """100 x kept / (completed + overdue) over the last 90 days, as assignee.
+@dataclass(frozen=True)
+class FlowScore:
+    """The Flow Score and its parts: `kept` of `counted` (completed plus
+    overdue), of which `late` were completed after their deadline and
+    `overdue` are Active past it. `score` is None when nothing counts."""
+
+    kept: int
+    completed: int
+    overdue: int
+
+    @property
+    def counted(self) -> int:
+        return self.completed + self.overdue
+
+    @property
+    def late(self) -> int:
+        return self.completed - self.kept
+
+    @property
+    def score(self) -> int | None:
+        if self.counted == 0:
+            return None
+        return round(100 * self.kept / self.counted)
+
+
+def flow_score_parts(*, user, now: dt.datetime | None = None) -> FlowScore:
+    """100 x kept / (completed + overdue) over the last 90 days, as assignee,
+    with its parts.
 
     kept: completed by the deadline, or with no deadline; overdue: Active past
-    its deadline. None when there is nothing to score. One query.
+    its deadline. One query.
     """
     now = now or timezone.now()
     since = now - FLOW_SCORE_WINDOW
@@ -188,10 +259,12 @@ def flow_score(*, user, now: dt.datetime | None = None) -> int | None:
         completed=Count("pk", filter=completed),
         overdue=Count("pk", filter=late),
     )
-    denominator = totals["completed"] + totals["overdue"]
-    if denominator == 0:
-        return None
-    return round(100 * totals["kept"] / denominator)
+    return FlowScore(**totals)
+
+
+def flow_score(*, user, now: dt.datetime | None = None) -> int | None:
+    """The Flow Score alone (None: nothing to score). One query."""
+    return flow_score_parts(user=user, now=now).score
 
 
 def _allowed_now(moves, *, user, commitment: Commitment) -> list[str]:

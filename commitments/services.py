@@ -27,16 +27,20 @@ from commitments.errors import (
     CommitmentNotFound,
     DuplicateExternalRef,
     InvalidTransition,
+    LinkTemplateInvalid,
     NothingChanged,
     NotPermitted,
     TermsChanged,
 )
+from commitments.links import link_template_problem
 from commitments.machine import MOVES, may_create, may_make
 from commitments.models import (
+    EXTERNAL_SYSTEM_MAX,
     AccordVisit,
     Commitment,
     EventKind,
     Invitation,
+    LinkTemplate,
     OutboxEvent,
     Status,
 )
@@ -151,18 +155,28 @@ def _clean_text(value: str) -> str:
     return (value or "").strip()
 
 
-def _apply_terms(commitment: Commitment, *, description: str, deadline) -> dict[str, Any]:
+def _iso(value: dt.datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _apply_terms(
+    commitment: Commitment, *, description: str, deadline
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Set the terms that differ (UNSET leaves one as it is) and return what
-    changed, as the audit trail records it: the one diff of the terms, for a
-    draft edit and a renegotiation alike."""
+    changed, as the audit trail records it: the new values, and the values they
+    replaced (so the timeline can say "old → new"), for a draft edit and a
+    renegotiation alike."""
     changes: dict[str, Any] = {}
+    previous: dict[str, Any] = {}
     if description is not UNSET and _clean_text(description) != commitment.description:
+        previous["description"] = commitment.description
         commitment.description = _clean_text(description)
         changes["description"] = commitment.description
     if deadline is not UNSET and deadline != commitment.deadline:
+        previous["deadline"] = _iso(commitment.deadline)
         commitment.deadline = deadline
-        changes["deadline"] = deadline.isoformat() if deadline else None
-    return changes
+        changes["deadline"] = _iso(deadline)
+    return changes, previous
 
 
 # --- creation ------------------------------------------------------------------
@@ -414,8 +428,9 @@ def commitment_update_draft(
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move="edit_draft")
     _check_terms(commitment, move="edit_draft", terms_version=terms_version)
-    changes = _apply_terms(commitment, description=description, deadline=deadline)
+    changes, previous = _apply_terms(commitment, description=description, deadline=deadline)
     if assignee is not UNSET and assignee.pk != commitment.assignee_id:
+        previous["assigneeId"] = str(commitment.assignee_id)
         commitment.assignee = assignee
         changes["assigneeId"] = str(assignee.pk)
     if not changes:
@@ -427,7 +442,7 @@ def commitment_update_draft(
         actor=actor,
         subject=commitment,
         action="draft_edited",
-        payload={**changes, "termsVersion": commitment.terms_version},
+        payload={**changes, "previous": previous, "termsVersion": commitment.terms_version},
     )
     return commitment
 
@@ -580,7 +595,7 @@ def commitment_renegotiate(
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move="renegotiate")
     _check_terms(commitment, move="renegotiate", terms_version=terms_version)
-    changes = _apply_terms(commitment, description=description, deadline=deadline)
+    changes, replaced = _apply_terms(commitment, description=description, deadline=deadline)
     if not changes:
         raise NothingChanged()
     commitment.terms_version += 1
@@ -597,6 +612,65 @@ def commitment_renegotiate(
         action="renegotiated",
         previous_status=previous,
         event=EventKind.RENEGOTIATED,
-        payload={"changes": changes, "termsVersion": commitment.terms_version},
+        payload={
+            "changes": changes,
+            "previous": replaced,
+            "termsVersion": commitment.terms_version,
+        },
     )
     return TransitionResult(commitment, previous, True)
+
+
+# --- deep-link templates --------------------------------------------------------
+
+
+@transaction.atomic
+def link_template_add(*, owner, system: str, template: str) -> LinkTemplate:
+    """Add `owner`'s deep-link template for `system` (one per system). Raises
+    LinkTemplateInvalid, and stores nothing, when a rule of
+    `commitments.links` refuses it or the system has one already."""
+    system = _clean_text(system)
+    template = _clean_text(template)
+    if not system or len(system) > EXTERNAL_SYSTEM_MAX:
+        raise LinkTemplateInvalid(
+            field="system",
+            message=f"Enter the externalSystem, 1 to {EXTERNAL_SYSTEM_MAX} characters.",
+        )
+    problem = link_template_problem(template)
+    if problem:
+        raise LinkTemplateInvalid(field="template", message=problem)
+    duplicate = LinkTemplateInvalid(
+        field="system",
+        message=f"You have a link for “{system}” already: delete it first to replace it.",
+    )
+    if LinkTemplate.objects.filter(owner=owner, system=system).exists():
+        raise duplicate
+    try:
+        with transaction.atomic():
+            link = LinkTemplate.objects.create(owner=owner, system=system, template=template)
+    except IntegrityError:  # the same form posted twice at once
+        raise duplicate from None
+    audit_event_record(
+        actor=Actor.for_user(owner),
+        subject=owner,
+        action="link_template_added",
+        payload={"system": system, "template": template},
+    )
+    return link
+
+
+@transaction.atomic
+def link_template_delete(*, owner, link_id: int) -> bool:
+    """Delete one of `owner`'s deep-link templates; False when there is no
+    such template of theirs (already deleted, or someone else's)."""
+    link = LinkTemplate.objects.select_for_update().filter(owner=owner, pk=link_id).first()
+    if link is None:
+        return False
+    link.delete()
+    audit_event_record(
+        actor=Actor.for_user(owner),
+        subject=owner,
+        action="link_template_deleted",
+        payload={"system": link.system, "template": link.template},
+    )
+    return True

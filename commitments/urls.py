@@ -8,6 +8,7 @@ urlpatterns = [
     path("commitments/new", views_accord.commitment_new, name="commitment_new"),
     path("", views.accord, name="accord"),
     path("dashboard/", views.dashboard, name="dashboard"),
+    path("dashboard/day/<str:day>/", views.dashboard_day, name="dashboard_day"),
     # Nudges link to /commitments/<id> without a trailing slash; both forms work.
     path("commitments/<uuid:commitment_id>", views.commitment_detail, name="commitment_detail"),
     path("commitments/<uuid:commitment_id>/", views.commitment_detail),
@@ -25,4 +26,14 @@ urlpatterns = [
         )
         for action in views.HANDSHAKE_ACTIONS
     ),
+]
+# Decline and complete ask to confirm first (commitments.views.commitment_confirm).
+urlpatterns += [
+    path(
+        f"commitments/<uuid:commitment_id>/{action}/confirm",
+        views.commitment_confirm,
+        {"action": action},
+        name=f"commitment_{action}_confirm",
+    )
+    for action in views.CONFIRMED_MOVES
 ]

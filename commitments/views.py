@@ -3,6 +3,7 @@ and one commitment's detail page with its handshake buttons."""
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import Callable
 
@@ -14,11 +15,12 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST, require_safe
 
 from audit.models import ActorKind
 from audit.services import Actor
-from commitments import selectors, services
+from commitments import selectors, services, views_dashboard
 from commitments.errors import (
     CommitmentNotFound,
     InvalidTransition,
@@ -52,19 +54,15 @@ def accord(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
-    assigned = list(selectors.commitment_list_for_assigner(user=request.user))
-    return render(
-        request,
-        "commitments/dashboard.html",
-        {
-            "flow_score": selectors.flow_score(user=request.user),
-            "assigned": assigned,
-            # The Draft column: saved from Capture, not yet sent. Only drafts:
-            # inbox-created commitments start past this step and never show here.
-            "drafts": [c for c in assigned if c.status == Status.DRAFT],
-            "asked": [c for c in assigned if c.status != Status.DRAFT],
-        },
-    )
+    """commitments.views_dashboard has the page."""
+    return views_dashboard.dashboard_page(request)
+
+
+@require_safe
+@login_required
+def dashboard_day(request: HttpRequest, day: str) -> HttpResponse:
+    """What moved the Flow Score on one day: the chart's points link here."""
+    return views_dashboard.dashboard_day_page(request, day)
 
 
 # Audit actions as the timeline words them; anything else is shown as its name.
@@ -80,13 +78,66 @@ TIMELINE_WORDS = {
 }
 
 
-def _timeline(commitment: Commitment) -> list[dict]:
+def _timeline_who(event, *, viewer) -> dict:
+    """Who made a timeline event, for the page. A token is named by its name
+    (as it was when it acted), with its owner; its display prefix only to its
+    owner, and only for events recorded before tokens were named."""
+    if event.actor_kind == ActorKind.SYSTEM:
+        return {"kind": "system"}
+    if event.actor_kind == ActorKind.API_TOKEN:
+        return {
+            "kind": "token",
+            "user": event.user,
+            "token_name": event.token_name,
+            "token_prefix": event.token_prefix if viewer.pk == event.user_id else "",
+        }
+    return {"kind": "user", "user": event.user}
+
+
+def _when(value: str | None) -> dt.datetime | None:
+    return dt.datetime.fromisoformat(value) if value else None
+
+
+def _terms_diff(event) -> list[dict]:
+    """What a renegotiation or a draft edit changed: old → new per term. The
+    old values are in the payload's `previous`; events recorded before it was
+    written say only the new value."""
+    if event.action == "renegotiated":
+        new = event.payload.get("changes", {})
+    elif event.action == "draft_edited":
+        new = event.payload
+    else:
+        return []
+    old = event.payload.get("previous", {})
+    diff = []
+    if "description" in new:
+        diff.append(
+            {
+                "term": "description",
+                "known_old": "description" in old,
+                "old": old.get("description"),
+                "new": new["description"],
+            }
+        )
+    if "deadline" in new:
+        diff.append(
+            {
+                "term": "deadline",
+                "known_old": "deadline" in old,
+                "old": _when(old.get("deadline")),
+                "new": _when(new["deadline"]),
+            }
+        )
+    return diff
+
+
+def _timeline(commitment: Commitment, *, viewer) -> list[dict]:
     return [
         {
             "event": event,
             "words": TIMELINE_WORDS.get(event.action, event.action.replace("_", " ").capitalize()),
-            "by_token": event.actor_kind == ActorKind.API_TOKEN,
-            "by_system": event.actor_kind == ActorKind.SYSTEM,
+            "who": _timeline_who(event, viewer=viewer),
+            "diff": _terms_diff(event),
         }
         for event in selectors.commitment_timeline(commitment=commitment)
     ]
@@ -108,6 +159,10 @@ class TermsForm(forms.Form):
     # The version of the terms this form showed: an edit of terms changed
     # since (another tab) is refused rather than silently overwriting them.
     terms_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+
+# The name of the submit button that confirms a renegotiation to a past deadline.
+CONFIRM_PAST_DEADLINE = "confirm_past_deadline"
 
 
 def posted_terms_version(value: object) -> int:
@@ -139,6 +194,7 @@ def _render_detail(
     *,
     terms_form: TermsForm | None = None,
     terms_changed: dict | None = None,
+    past_deadline: dt.datetime | None = None,
 ) -> HttpResponse:
     terms_move = selectors.commitment_terms_move_for(user=request.user, commitment=commitment)
     if terms_form is None and terms_move is not None:
@@ -163,8 +219,11 @@ def _render_detail(
             "actions": selectors.commitment_actions_for(user=request.user, commitment=commitment),
             "terms_move": terms_move,
             "terms_form": terms_form,
-            "timeline": _timeline(commitment),
+            "timeline": _timeline(commitment, viewer=request.user),
             "terms_changed": terms_changed,
+            "deep_link": selectors.commitment_deep_link(viewer=request.user, commitment=commitment),
+            # A renegotiation to a deadline already past, not yet confirmed.
+            "past_deadline": past_deadline,
         },
         status=status,
     )
@@ -198,6 +257,15 @@ def commitment_change_terms(request: HttpRequest, commitment_id: uuid.UUID) -> H
     # stored deadline that has seconds (an inbox may send them).
     if commitment.deadline and deadline == commitment.deadline.replace(second=0, microsecond=0):
         deadline = commitment.deadline
+    if (
+        commitment.status != Status.DRAFT
+        and deadline is not None
+        and deadline < timezone.now()
+        and not request.POST.get(CONFIRM_PAST_DEADLINE)
+    ):
+        # Asking someone to accept a deadline that has passed is rarely meant:
+        # say so, and let the second submit ("renegotiate anyway") confirm it.
+        return _render_detail(request, commitment, terms_form=form, past_deadline=deadline)
     terms = {
         "description": form.cleaned_data["description"],
         "deadline": deadline,
@@ -300,3 +368,49 @@ def commitment_act(request: HttpRequest, commitment_id: uuid.UUID, action: str) 
         return redirect(done_url)
     messages.success(request, success)
     return redirect(done_url)
+
+
+# The moves that ask to confirm first (they cannot be undone), and what the
+# confirmation page says of each.
+CONFIRMED_MOVES = {
+    "decline": {
+        "title": "Decline this commitment?",
+        "button": "Decline",
+        "style": "danger",
+    },
+    "complete": {
+        "title": "Mark this commitment completed?",
+        "button": "Mark completed",
+        "style": "primary",
+    },
+}
+
+
+@require_safe
+@login_required
+def commitment_confirm(request: HttpRequest, commitment_id: uuid.UUID, action: str) -> HttpResponse:
+    """The page between the button and the move for what cannot be undone
+    (decline, complete): the terms once more, and the one POST form that makes
+    the move. A plain page, so it works without JavaScript."""
+    commitment = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
+    if commitment is None:
+        raise Http404("No such commitment.")
+    detail_url = reverse("commitment_detail", args=[commitment_id])
+    if action not in selectors.commitment_actions_for(user=request.user, commitment=commitment):
+        status = commitment.get_status_display()
+        verb = "decline" if action == "decline" else "complete"
+        messages.error(request, f"You cannot {verb} this commitment now: its status is {status}.")
+        return redirect(detail_url)
+    return render(
+        request,
+        "commitments/confirm.html",
+        {
+            "commitment": commitment,
+            "c": commitment,  # for the shared _deadline.html
+            "action": action,
+            "move": CONFIRMED_MOVES[action],
+            "post_url": reverse(f"commitment_{action}", args=[commitment_id]),
+            "detail_url": detail_url,
+            "now": timezone.now(),
+        },
+    )

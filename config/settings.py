@@ -462,6 +462,17 @@ WEBHOOK_TIMEOUT = 10
 # then), and the previous secret of a rotation signs this long.
 WEBHOOK_RETRY_WINDOW = 24 * 3600
 WEBHOOK_ROTATION_OVERLAP = 24 * 3600
+# One person's share of the webhook workers: at most this many endpoints, at
+# most this many sends in flight at once (across all their endpoints; keep
+# the webhook worker's concurrency above it), and one "send a test" every
+# WEBHOOK_TEST_INTERVAL seconds (docs/webhooks.md, "Limits").
+WEBHOOK_MAX_ENDPOINTS = env_int("WEBHOOK_MAX_ENDPOINTS", 20)
+WEBHOOK_USER_IN_FLIGHT = env_int("WEBHOOK_USER_IN_FLIGHT", 2)
+if WEBHOOK_MAX_ENDPOINTS < 1 or WEBHOOK_USER_IN_FLIGHT < 1:
+    raise ImproperlyConfigured(
+        "WEBHOOK_MAX_ENDPOINTS and WEBHOOK_USER_IN_FLIGHT must be 1 or more."
+    )
+WEBHOOK_TEST_INTERVAL = 10
 # Webhook sends have a Celery queue of their own, consumed by workers of
 # their own (run_worker starts one; compose.yaml runs `webhook-worker`), so a
 # slow or dead receiver never holds up a nudge.
@@ -478,6 +489,9 @@ INVITATIONS_PER_DAY = env_int("INVITATIONS_PER_DAY", 20)
 # for development and tests only. Private, link-local, CGNAT, multicast and
 # metadata addresses stay refused even then.
 OUTBOUND_ALLOW_LOOPBACK = env_bool("OUTBOUND_ALLOW_LOOPBACK", DEBUG)
+# Seconds a form that takes a URL (webhooks, Slack, Teams) waits for its host
+# name to resolve; a send resolves within its own deadline.
+OUTBOUND_RESOLVE_TIMEOUT = 5
 CELERY_BEAT_SCHEDULE = {
     "outbox-sweep": {
         "task": "delivery.tasks.sweep",

@@ -88,7 +88,9 @@ class TokenApiView(APIView):
 
     def actor(self, request: Request) -> Actor:
         token = request.auth
-        return Actor.for_token(user=request.user, token_id=token.id, token_prefix=token.prefix)
+        return Actor.for_token(
+            user=request.user, token_id=token.id, token_prefix=token.prefix, token_name=token.name
+        )
 
     def validated(self, request: Request, serializer_class: type[Serializer]) -> dict[str, Any]:
         return validated_body(request, serializer_class)

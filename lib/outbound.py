@@ -12,8 +12,14 @@ The rules (DECISIONS.md, "Outbound webhooks"):
   cannot answer one thing to the check and another to the connection.
 - Never allowed: private, link-local (cloud metadata services live there),
   shared/CGNAT (100.64.0.0/10), multicast, reserved and unspecified
-  addresses, the IPv4-mapped IPv6 forms of all of these, and loopback unless
-  OUTBOUND_ALLOW_LOOPBACK is on.
+  addresses, the IPv4-mapped IPv6 forms of all of these, 6to4 (2002::/16,
+  which embeds an IPv4 address: 2002:a9fe:a9fe:: is 169.254.169.254), and
+  loopback unless OUTBOUND_ALLOW_LOOPBACK is on.
+- A URL with credentials (`user:pw@host`), whitespace or a control character
+  anywhere is refused: what is checked is exactly what is sent.
+- Name resolution runs under the same deadline as the rest of the call
+  (`getaddrinfo` has no timeout of its own, so it runs in a thread that is
+  waited for at most the time left).
 - Redirects are not followed, every phase has a timeout and the whole call
   a deadline, and at most `max_bytes` of the answer are read (undecoded:
   `Accept-Encoding: identity`, so no decompression bomb).
@@ -28,7 +34,9 @@ cut off at the deadline.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +52,11 @@ USER_AGENT = "commitments/1.0"
 MAX_RESPONSE_BYTES = 64 * 1024
 _LOCAL_NAMES = ("localhost", "localhost.localdomain")
 _SHARED = ipaddress.ip_network("100.64.0.0/10")  # CGNAT; some clouds' metadata too
+_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")  # 6to4: an IPv4 address inside
+# Whitespace and control characters (C0, DEL, C1, and the Unicode separators):
+# never in a URL this service sends to; a parser might drop or keep them.
+_UNSENDABLE = re.compile(r"[\s\x00-\x1f\x7f-\x9f\u2028\u2029]")
+RESOLVE_TIMEOUT = 5.0  # s a name may take to resolve when no deadline is given
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
@@ -55,6 +68,12 @@ class OutboundRefused(Exception):
         self.message = message
 
 
+class AddressRefused(OutboundRefused):
+    """The host name resolves to an address this service does not send to.
+    The message names the address: for logs and staff, not for a form (it
+    tells how internal names resolve)."""
+
+
 class OutboundFailed(Exception):
     """The request did not get an answer (resolution, connection, timeout).
     Trying again later may help."""
@@ -62,6 +81,11 @@ class OutboundFailed(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class ResolutionFailed(OutboundFailed):
+    """The host name did not resolve (no such name, or not within the time
+    left)."""
 
 
 # --- addresses ----------------------------------------------------------------------
@@ -99,6 +123,8 @@ def address_refusal(ip: IPAddress, *, allow_loopback: bool) -> str | None:
         return None if allow_loopback else "a loopback address"
     if ip.is_link_local:
         return "a link-local address"
+    if ip.version == 6 and ip in _SIX_TO_FOUR:
+        return "a 6to4 address"
     if ip.version == 4 and ip in _SHARED:
         return "a shared (CGNAT) address"
     if ip.is_multicast:
@@ -119,6 +145,8 @@ def check_url(url: str, *, allow_loopback: bool | None = None) -> SplitResult:
     (scheme, host, an address written in the URL, local names). A name is
     checked again, resolved, when a request is sent."""
     allow_loopback = _allow_loopback(allow_loopback)
+    if _UNSENDABLE.search(url):
+        raise OutboundRefused("The URL must not contain spaces or control characters.")
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 (raises ValueError for a port out of range)
@@ -126,6 +154,8 @@ def check_url(url: str, *, allow_loopback: bool | None = None) -> SplitResult:
         raise OutboundRefused("The URL is not a valid http(s) URL.") from None
     if parts.scheme not in ("https", "http") or not parts.hostname:
         raise OutboundRefused("Enter a full URL, starting with https://.")
+    if "@" in parts.netloc:
+        raise OutboundRefused("The URL must not contain a user name or password (user:pw@).")
     host = parts.hostname.lower().rstrip(".")
     local = host in _LOCAL_NAMES or host.endswith(".localhost")
     try:
@@ -144,34 +174,77 @@ def check_url(url: str, *, allow_loopback: bool | None = None) -> SplitResult:
     return parts
 
 
-def resolve(host: str, port: int, *, allow_loopback: bool | None = None) -> IPAddress:
+def canonical_url(url: str, *, allow_loopback: bool | None = None) -> str:
+    """The URL exactly as a request will be made to it (httpx's form: the
+    host lower-cased and IDNA-encoded, the path and query percent-encoded,
+    a default port and the fragment dropped), after `check_url` on what was
+    given and on the result. What a caller stores, so that what was checked
+    is what is sent. OutboundRefused when it is not one this service sends to."""
+    check_url(url, allow_loopback=allow_loopback)
+    try:
+        canonical = str(httpx.URL(url).copy_with(fragment=None))
+    except (httpx.InvalidURL, ValueError):
+        raise OutboundRefused("The URL is not a valid http(s) URL.") from None
+    check_url(canonical, allow_loopback=allow_loopback)
+    return canonical
+
+
+def _getaddrinfo_within(host: str, port: int, seconds: float) -> list:
+    """`socket.getaddrinfo`, given at most `seconds`. It has no timeout of its
+    own (a resolver that does not answer holds the caller for as long as the
+    system's resolver retries), so it runs in a daemon thread that is waited
+    for at most that long; a late answer is dropped with the thread."""
+    answer: dict[str, Any] = {}
+
+    def lookup() -> None:
+        try:
+            answer["infos"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            answer["error"] = exc
+
+    worker = threading.Thread(target=lookup, name=f"resolve {host}", daemon=True)
+    worker.start()
+    worker.join(max(0.0, seconds))
+    if worker.is_alive():
+        raise ResolutionFailed(f"Cannot resolve {host}: no answer within {seconds:g} s.")
+    if "error" in answer:
+        raise ResolutionFailed(f"Cannot resolve {host}: {answer['error']}") from answer["error"]
+    return answer["infos"]
+
+
+def resolve(
+    host: str, port: int, *, allow_loopback: bool | None = None, timeout: float = RESOLVE_TIMEOUT
+) -> IPAddress:
     """One address `host` resolves to, checked; every address it resolves to
     must be allowed (a name with one private answer among public ones is
-    refused: the attacker chooses which one a client would use)."""
+    refused: the attacker chooses which one a client would use). Resolution
+    takes at most `timeout` seconds (ResolutionFailed after that)."""
     allow_loopback = _allow_loopback(allow_loopback)
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        raise OutboundFailed(f"Cannot resolve {host}: {exc}") from exc
+    infos = _getaddrinfo_within(host, port, timeout)
     addresses = [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos]
     if not addresses:
-        raise OutboundFailed(f"Cannot resolve {host}: no address.")
+        raise ResolutionFailed(f"Cannot resolve {host}: no address.")
     for ip in addresses:
         reason = address_refusal(ip, allow_loopback=allow_loopback)
         if reason:
-            raise OutboundRefused(f"{host} resolves to {reason} ({ip}).")
+            raise AddressRefused(f"{host} resolves to {reason} ({ip}).")
     return addresses[0]
 
 
-def check_destination(url: str, *, allow_loopback: bool | None = None) -> SplitResult:
-    """`check_url`, then the host resolved now and every address it resolves
-    to checked: what a registration form calls for a clear error. The send
-    checks again, on the address it connects to (a name may change its
-    answers). OutboundRefused, or OutboundFailed for a name that does not
-    resolve."""
+def check_destination(
+    url: str, *, allow_loopback: bool | None = None, timeout: float | None = None
+) -> SplitResult:
+    """`check_url`, then the host resolved now (within `timeout` seconds) and
+    every address it resolves to checked: what a registration form calls. The
+    send checks again, on the address it connects to (a name may change its
+    answers). OutboundRefused (AddressRefused for what the name resolves to),
+    or ResolutionFailed for a name that does not resolve in time (`timeout`,
+    default settings.OUTBOUND_RESOLVE_TIMEOUT: a web worker waits for it)."""
     parts = check_url(url, allow_loopback=allow_loopback)
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    resolve(parts.hostname or "", port, allow_loopback=allow_loopback)
+    if timeout is None:
+        timeout = float(getattr(settings, "OUTBOUND_RESOLVE_TIMEOUT", RESOLVE_TIMEOUT))
+    resolve(parts.hostname or "", port, allow_loopback=allow_loopback, timeout=timeout)
     return parts
 
 
@@ -285,14 +358,17 @@ def post(
 ) -> OutboundResponse:
     """POST to `url` under the rules above. Raises OutboundRefused (the URL
     or what it resolves to is not allowed) or OutboundFailed (no answer).
-    `timeout` bounds each phase (connect, each read, each write) and
-    `deadline` (default twice `timeout`) the whole call, seconds. An answer
-    whose status came in time but whose body did not is returned with what
-    arrived of the body."""
+    `timeout` bounds each phase (resolving the name, connect, each read, each
+    write) and `deadline` (default twice `timeout`) the whole call, name
+    resolution included, seconds. An answer whose status came in time but
+    whose body did not is returned with what arrived of the body."""
+    overall = 2 * timeout if deadline is None else deadline
+    ends_at = time.monotonic() + overall
     parts = check_url(url, allow_loopback=allow_loopback)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    ip = resolve(host, port, allow_loopback=allow_loopback)
+    left = ends_at - time.monotonic()
+    ip = resolve(host, port, allow_loopback=allow_loopback, timeout=min(timeout, left))
     ip_host = f"[{ip}]" if ip.version == 6 else str(ip)
     pinned = parts._replace(netloc=ip_host if parts.port is None else f"{ip_host}:{parts.port}")
     request_headers = {
@@ -303,8 +379,6 @@ def post(
     }
     # The TLS handshake and certificate check use the name, not the address.
     extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
-    overall = 2 * timeout if deadline is None else deadline
-    ends_at = time.monotonic() + overall
     try:
         with (
             httpx.Client(

@@ -3,15 +3,15 @@ Webhooks page, for staff, read-only.
 
 Secrets are never shown (the current and previous signing secret are not
 fields here), and an endpoint's URL is shown as scheme and host only: a path
-or query may carry a credential of the receiver's. Rows change only through
+or query may carry a credential of the receiver's (it is stored encrypted).
+An endpoint whose owner is deactivated says so: nothing is sent to it (the
+next event or send pauses it). Rows change only through
 the services, which write the audit trail; the one action, replaying
 permanently failed deliveries, goes through `webhook_delivery_replay` with
 the staff user as actor.
 """
 
 from __future__ import annotations
-
-from urllib.parse import urlsplit
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
@@ -22,25 +22,31 @@ from audit.services import Actor
 from lib.admin import ExactUuidSearchMixin, ReadOnlyAdminMixin, ReadOnlyInlineMixin
 from webhooks import services
 from webhooks.errors import WebhookError
-from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookPayload
-
-
-def masked_url(url: str) -> str:
-    """`https://host/…`: enough to tell where it goes, nothing of its path."""
-    parts = urlsplit(url)
-    if not parts.scheme or not parts.netloc:
-        return "—"
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}/…"
+from webhooks.models import (
+    OWNER_INACTIVE_REASON,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookPayload,
+    masked_url,
+)
 
 
 @admin.register(WebhookEndpoint)
 class WebhookEndpointAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ("external_system", "user", "url_masked", "paused_at", "created_at")
-    list_filter = (("paused_at", admin.EmptyFieldListFilter), "created_at")
+    list_display = (
+        "external_system",
+        "user",
+        "owner_active",
+        "url_masked",
+        "paused_at",
+        "created_at",
+    )
+    list_filter = (
+        ("paused_at", admin.EmptyFieldListFilter),
+        ("user__is_active", admin.BooleanFieldListFilter),
+        "created_at",
+    )
     list_select_related = ("user",)
     search_fields = ("user__email", "external_system")
     ordering = ("user__email", "external_system")
@@ -48,6 +54,7 @@ class WebhookEndpointAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdm
     fields = (
         "id",
         "user",
+        "owner_active",
         "external_system",
         "url_masked",
         "paused_at",
@@ -63,8 +70,15 @@ class WebhookEndpointAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdm
     def url_masked(self, obj: WebhookEndpoint) -> str:
         return masked_url(obj.url)
 
+    @admin.display(description="owner active", boolean=True, ordering="user__is_active")
+    def owner_active(self, obj: WebhookEndpoint) -> bool:
+        return obj.user.is_active
+
     @admin.display(description="why nothing is sent")
     def problem(self, obj: WebhookEndpoint) -> str:
+        if not obj.user.is_active and obj.paused_reason != OWNER_INACTIVE_REASON:
+            # Not paused yet (no event since the deactivation): skipped all the same.
+            return OWNER_INACTIVE_REASON
         return obj.problem or "—"
 
 

@@ -24,3 +24,15 @@ class WebhookEndpointPaused(WebhookError):
 
 class WebhookNotReplayable(WebhookError):
     """Only a permanently failed delivery can be replayed."""
+
+
+class WebhookEndpointLimit(WebhookError):
+    """The user has WEBHOOK_MAX_ENDPOINTS endpoints already."""
+
+
+class WebhookTestTooSoon(WebhookError):
+    """The user sent a test less than WEBHOOK_TEST_INTERVAL seconds ago."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"You sent a test a moment ago. Try again in {retry_after} s.")
+        self.retry_after = retry_after

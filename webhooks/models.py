@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import models
@@ -38,20 +39,48 @@ LOST_SECRET_REASON = (
     "The signing secret was stored with an encryption key that is no longer configured; "
     "rotate the secret to get a new one."
 )
+LOST_URL_REASON = (
+    "The URL was stored with an encryption key that is no longer configured; "
+    "enter the URL again (Edit URL)."
+)
+OWNER_INACTIVE_REASON = (
+    "Its owner's account is deactivated: nothing is sent to it. Once the account is "
+    "active again, its owner resumes it."
+)
+
+
+def masked_url(url) -> str:
+    """`https://host/…`: enough to tell where events go, nothing of the path
+    or query (they often carry the receiver's token). For the audit trail,
+    the admin and messages; the full URL is shown only to its owner, on the
+    form that edits it."""
+    if is_undecryptable(url):
+        return "(unreadable)"
+    parts = urlsplit(url or "")
+    if not parts.scheme or not parts.netloc:
+        return "—"
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}/…"
 
 
 class WebhookEndpoint(models.Model):
     """Where one person's events about one external system go: one per
     (user, external_system). The secret is `whsec_` + base64 of 32 random
     bytes, shown once, encrypted at rest. During a rotation the previous
-    secret signs too, until `previous_secret_until`; then it is cleared."""
+    secret signs too, until `previous_secret_until`; then it is cleared.
+    The URL is a secret too (its path often carries the receiver's token):
+    encrypted at rest, stored exactly as it is sent (lib.outbound's canonical
+    form), and masked (`masked_url`) everywhere but its owner's edit form."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="webhook_endpoints"
     )
     external_system = models.CharField(max_length=EXTERNAL_SYSTEM_MAX)
-    url = models.CharField(max_length=URL_MAX)
+    url = EncryptedTextField()  # at most URL_MAX characters (webhooks.services)
     secret = EncryptedTextField()
     previous_secret = EncryptedTextField(blank=True, default="")
     previous_secret_until = models.DateTimeField(null=True, blank=True)
@@ -79,18 +108,29 @@ class WebhookEndpoint(models.Model):
         return is_undecryptable(self.secret)
 
     @property
+    def url_lost(self) -> bool:
+        """The stored URL is there but no configured key decrypts it."""
+        return is_undecryptable(self.url)
+
+    @property
+    def masked_url(self) -> str:
+        return masked_url(self.url)
+
+    @property
     def is_paused(self) -> bool:
         return self.paused_at is not None
 
     @property
     def is_broken(self) -> bool:
-        return self.is_paused or self.secret_lost
+        return self.is_paused or self.secret_lost or self.url_lost
 
     @property
     def problem(self) -> str:
         """Why nothing is sent, for its owner and staff ('' when all is well)."""
         if self.secret_lost:
             return LOST_SECRET_REASON
+        if self.url_lost:
+            return LOST_URL_REASON
         return self.paused_reason if self.is_paused else ""
 
     def signing_secrets(self, now: dt.datetime) -> list[str]:

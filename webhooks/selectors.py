@@ -49,11 +49,12 @@ FAILED_ON_PAGE = 20  # permanently failed ones listed per endpoint, to replay
 
 def webhook_endpoints_for_page(*, user) -> list[WebhookEndpoint]:
     """`user`'s endpoints for the Webhooks page, each with `recent` (its
-    newest deliveries) and `failed` (its newest permanently failed ones),
-    with their commitments: three queries however many endpoints there are
-    (a sliced prefetch is one windowed query per list)."""
+    newest deliveries), `failed` (its newest permanently failed ones), with
+    their commitments, and `last_test` (its newest test among the recent
+    ones, or None) with `last_test_text`: three queries however many endpoints there are (a
+    sliced prefetch is one windowed query per list)."""
     deliveries = WebhookDelivery.objects.select_related("commitment").order_by("-created_at")
-    return list(
+    endpoints = list(
         webhook_endpoints_of(user=user).prefetch_related(
             Prefetch("deliveries", queryset=deliveries[:RECENT_ON_PAGE], to_attr="recent"),
             Prefetch(
@@ -63,3 +64,20 @@ def webhook_endpoints_for_page(*, user) -> list[WebhookEndpoint]:
             ),
         )
     )
+    for endpoint in endpoints:
+        endpoint.last_test = next((d for d in endpoint.recent if d.is_test), None)
+        endpoint.last_test_text = (
+            delivery_outcome_text(endpoint.last_test) if endpoint.last_test else ""
+        )
+    return endpoints
+
+
+def delivery_outcome_text(delivery: WebhookDelivery) -> str:
+    """One sentence on where a delivery stands, for its owner."""
+    if delivery.status == WebhookDeliveryStatus.DELIVERED:
+        return f"Delivered: your receiver answered {delivery.last_status_code}."
+    if delivery.status == WebhookDeliveryStatus.FAILED:
+        return f"Failed: {delivery.last_error or 'no reason was recorded.'}"
+    if delivery.attempts and delivery.last_error:
+        return f"Waiting to be tried again. Last attempt: {delivery.last_error}"
+    return "Sending…"

@@ -8,9 +8,12 @@ transaction that claims an outbox event, next to the nudges; the workers call
 follow `lib.leasing` like nudges: a conditional UPDATE claims a due row with
 a lease, the attempt is recorded before the POST, the POST happens outside
 any transaction, and the outcome is recorded at once, fenced by the attempt
-count. One send per endpoint is in flight at a time (the others wait for
-their turn, queued as soon as it ends), so a receiver that hangs holds one
-webhook worker, never all of them: other endpoints keep going.
+count. One send per endpoint is in flight at a time, and at most
+WEBHOOK_USER_IN_FLIGHT (2) per person across all their endpoints (the others
+wait for their turn, queued as soon as a send of theirs ends): a person's
+receivers that hang hold that many webhook workers, never all of them, and
+other people's deliveries keep going. Endpoints of a deactivated owner are
+skipped and paused (OWNER_INACTIVE_REASON).
 
 The body is frozen when the delivery is made (`WebhookPayload`); each
 attempt signs those bytes with the endpoint's current secret(s) and the
@@ -53,6 +56,8 @@ from webhooks import payloads
 from webhooks.models import (
     EXCERPT_BYTES,
     LOST_SECRET_REASON,
+    LOST_URL_REASON,
+    OWNER_INACTIVE_REASON,
     AttemptOutcome,
     WebhookAttempt,
     WebhookDelivery,
@@ -70,6 +75,10 @@ SEND_TASK = "delivery.tasks.deliver_webhook"
 SCHEDULE = (5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600)
 JITTER = 0.10
 RETRY_AFTER_STATUSES = (429, 503)
+HOST_REFUSED = (
+    "Not sent: the URL's host name did not resolve, in time, to public internet addresses "
+    "only (the detail is in the service's log)."
+)
 
 
 def enqueue_on_commit(delivery_ids: list) -> None:
@@ -89,17 +98,25 @@ def webhook_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[u
     """The webhook delivery `event` calls for, if any: a status change of a
     commitment with an external mapping, to its assigner's endpoint for that
     external system, unless paused. The body is frozen here. Call inside the
-    dispatch transaction; the send is queued after commit."""
+    dispatch transaction; the send is queued after commit. The endpoint of a
+    deactivated owner gets nothing, and is paused."""
     event_name = payloads.EVENT_NAMES.get(event.kind)
     commitment = event.commitment
     if event_name is None or not commitment.has_external_ref:
         return []
-    endpoint = WebhookEndpoint.objects.filter(
-        user_id=commitment.assigner_id,
-        external_system=commitment.external_system,
-        paused_at__isnull=True,
-    ).first()
+    endpoint = (
+        WebhookEndpoint.objects.filter(
+            user_id=commitment.assigner_id,
+            external_system=commitment.external_system,
+            paused_at__isnull=True,
+        )
+        .select_related("user")
+        .first()
+    )
     if endpoint is None or WebhookDelivery.objects.filter(event=event, endpoint=endpoint).exists():
+        return []
+    if not endpoint.user.is_active:
+        _pause(endpoint, reason=OWNER_INACTIVE_REASON, now=now)
         return []
     delivery = WebhookDelivery.objects.create(
         endpoint=endpoint,
@@ -178,18 +195,26 @@ class _Outcome:
 
 def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
     """Claim the delivery and record the attempt, or settle it without one
-    (endpoint paused, secret unreadable). None when there is nothing to send."""
+    (endpoint paused, owner deactivated, secret or URL unreadable), or leave
+    it for later (its endpoint or its owner has as many sends in flight as
+    allowed). None when there is nothing to send now."""
     with transaction.atomic():
         lease = dt.timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
         rows = WebhookDelivery.objects.all()
-        endpoint_id = rows.filter(pk=delivery_id).values_list("endpoint_id", flat=True).first()
-        if endpoint_id is None:
+        found = rows.filter(pk=delivery_id).values_list("endpoint_id", "endpoint__user_id").first()
+        if found is None:
             return None
-        # One send in flight per endpoint: claims for one endpoint take turns
-        # (its row locked), so a receiver that hangs holds one worker, not all.
-        WebhookEndpoint.objects.select_for_update().filter(pk=endpoint_id).first()
-        if _endpoint_busy(endpoint_id, now=now, besides=delivery_id):
-            # Its turn comes when the send in flight ends (`_next_in_line`),
+        endpoint_id, owner_id = found
+        # One person's claims take turns (their endpoints' rows locked, in one
+        # order), so the count of their sends in flight cannot be raced past.
+        list(
+            WebhookEndpoint.objects.select_for_update()
+            .filter(user_id=owner_id)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        if _busy(owner_id, endpoint_id, now=now, besides=delivery_id):
+            # Its turn comes when a send of this person's ends (`_next_in_line`),
             # or after WEBHOOK_TIMEOUT through the sweep.
             rows.filter(pk=delivery_id, status=WebhookDeliveryStatus.PENDING).update(
                 next_attempt_at=now + dt.timedelta(seconds=settings.WEBHOOK_TIMEOUT),
@@ -200,7 +225,9 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
         if not leasing.claim(rows, pk=delivery_id, now=now, lease=lease):
             return None
         rows.filter(pk=delivery_id, first_attempt_at__isnull=True).update(first_attempt_at=now)
-        delivery = WebhookDelivery.objects.select_related("endpoint", "payload").get(pk=delivery_id)
+        delivery = WebhookDelivery.objects.select_related(
+            "endpoint", "endpoint__user", "payload"
+        ).get(pk=delivery_id)
         # An attempt without an outcome belonged to a worker that died mid-send.
         delivery.attempt_log.filter(outcome="").update(
             outcome=AttemptOutcome.INTERRUPTED,
@@ -208,10 +235,15 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
             "been received.",
         )
         endpoint = delivery.endpoint
-        if endpoint.secret_lost:
-            _pause(endpoint, reason=LOST_SECRET_REASON, now=now)
-            _fail(delivery, now=now, error=LOST_SECRET_REASON)
-            return None
+        for broken, reason in (
+            (not endpoint.user.is_active, OWNER_INACTIVE_REASON),
+            (endpoint.secret_lost, LOST_SECRET_REASON),
+            (endpoint.url_lost, LOST_URL_REASON),
+        ):
+            if broken:
+                _pause(endpoint, reason=reason, now=now)
+                _fail(delivery, now=now, error=reason)
+                return None
         if endpoint.is_paused and not delivery.is_test:
             _fail(delivery, now=now, error=f"The endpoint is paused: {endpoint.paused_reason}")
             return None
@@ -226,24 +258,39 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
     )
 
 
-def _endpoint_busy(endpoint_id, *, now: dt.datetime, besides) -> bool:
-    """Another delivery to this endpoint is being sent (its lease is live)."""
-    return (
+def _in_flight(owner_id, *, now: dt.datetime, besides=None) -> list:
+    """The endpoint ids of the person's sends in flight (live leases), one
+    per send."""
+    return list(
         WebhookDelivery.objects.filter(
-            endpoint_id=endpoint_id, status=WebhookDeliveryStatus.SENDING, claimed_until__gt=now
+            endpoint__user_id=owner_id,
+            status=WebhookDeliveryStatus.SENDING,
+            claimed_until__gt=now,
         )
         .exclude(pk=besides)
-        .exists()
+        .values_list("endpoint_id", flat=True)
     )
 
 
-def _next_in_line(endpoint_id, *, now: dt.datetime) -> None:
-    """After a send to an endpoint ends: queue its oldest delivery that is
-    due or was never tried (one that waited for its turn), after commit."""
+def _busy(owner_id, endpoint_id, *, now: dt.datetime, besides) -> bool:
+    """Another delivery to this endpoint is being sent, or the person has
+    WEBHOOK_USER_IN_FLIGHT sends in flight already."""
+    sending = _in_flight(owner_id, now=now, besides=besides)
+    return endpoint_id in sending or len(sending) >= settings.WEBHOOK_USER_IN_FLIGHT
+
+
+def _next_in_line(owner_id, *, now: dt.datetime) -> None:
+    """After a send of this person's ends: queue their oldest delivery that
+    is due or was never tried (one that waited for its turn) to an endpoint
+    with nothing in flight, after commit."""
+    sending = _in_flight(owner_id, now=now)
+    if len(sending) >= settings.WEBHOOK_USER_IN_FLIGHT:
+        return
     waiting = (
         WebhookDelivery.objects.filter(
-            endpoint_id=endpoint_id, status=WebhookDeliveryStatus.PENDING
+            endpoint__user_id=owner_id, status=WebhookDeliveryStatus.PENDING
         )
+        .exclude(endpoint_id__in=sending)
         .filter(Q(next_attempt_at__lte=now) | Q(first_attempt_at__isnull=True))
         .order_by("created_at")
         .values_list("pk", flat=True)
@@ -299,6 +346,11 @@ def _post(claim: _Claim, now: dt.datetime) -> _Outcome:
             deadline=timeout,  # the whole attempt, not each phase
             max_bytes=EXCERPT_BYTES,
         )
+    except (outbound.AddressRefused, outbound.ResolutionFailed) as exc:
+        # Where the name leads stays in the log: the page would tell its
+        # owner how this service's internal names resolve.
+        log.warning("Webhook delivery %s not sent: %s", delivery.pk, exc.message)
+        return _Outcome(delivered=False, error=HOST_REFUSED)
     except (outbound.OutboundRefused, outbound.OutboundFailed) as exc:
         return _Outcome(delivered=False, error=exc.message)
     text = response.content[:EXCERPT_BYTES].decode("utf-8", errors="replace")
@@ -391,7 +443,7 @@ def _record(claim: _Claim, outcome: _Outcome, started: float) -> str:
                     **common,
                 )
             result = AttemptOutcome.FAILED
-        _next_in_line(delivery.endpoint_id, now=now)
+        _next_in_line(delivery.endpoint.user_id, now=now)
     log.info(
         "Webhook delivery %s (%s): %s %s",
         delivery.pk,

@@ -3,61 +3,88 @@ transaction each, every change on the audit trail (`actor` defaults to the
 endpoint's owner; staff and shell commands pass their own).
 
 The secret is generated here (`whsec_` + base64 of 32 random bytes), returned
-once to be shown once, and stored encrypted (lib.crypto). A URL is checked
-when it is registered or changed (lib.outbound: scheme, the address written
-or resolved now) for a clear form error, and again at every send.
+once to be shown once, and stored encrypted (lib.crypto). So is the URL, in
+the exact form it is requested (lib.outbound.canonical_url); the audit trail
+gets only `scheme://host/…`. A URL is checked when it is registered or
+changed (lib.outbound: scheme, credentials, the address written or resolved
+now), and again at every send. A refusal about what the host name resolves
+to is shown as one generic message (the detail would tell how internal names
+resolve) and logged with its detail.
+
+One person's share: at most WEBHOOK_MAX_ENDPOINTS endpoints, and one test
+event every WEBHOOK_TEST_INTERVAL seconds (a shared token bucket,
+ratelimits.buckets); their sends in flight are capped in webhooks.sending.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from urllib.parse import urlsplit
+import logging
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from audit.services import Actor, audit_event_record
 from commitments.models import EXTERNAL_SYSTEM_MAX
 from lib import leasing, outbound
+from ratelimits.buckets import take
 from webhooks import payloads
 from webhooks.errors import (
     WebhookEndpointExists,
+    WebhookEndpointLimit,
     WebhookEndpointPaused,
     WebhookError,
     WebhookNotReplayable,
+    WebhookTestTooSoon,
     WebhookUrlRefused,
 )
 from webhooks.models import (
     LOST_SECRET_REASON,
+    LOST_URL_REASON,
     URL_MAX,
     WebhookDelivery,
     WebhookDeliveryStatus,
     WebhookEndpoint,
     WebhookPayload,
+    masked_url,
 )
 from webhooks.sending import enqueue_on_commit
 from webhooks.signing import secret_generate
 
+log = logging.getLogger(__name__)
+
+# One message for every refusal about where a host name leads (no such name,
+# no answer in time, a private or local address): which one it was would tell
+# the person how this service's internal names resolve.
+URL_HOST_REFUSED = (
+    "This URL cannot be used: its host name must resolve, in time, to public internet "
+    "addresses only. Check the URL."
+)
+
 
 def webhook_url_check(url: str) -> str:
-    """The URL, trimmed, if this service may send to it now; else
-    WebhookUrlRefused with the reason. A host name is resolved, and every
-    address it resolves to must be allowed (the send checks again)."""
+    """The URL to store (trimmed, in the exact form it will be requested) if
+    this service may send to it now; else WebhookUrlRefused with the reason.
+    A host name is resolved, and every address it resolves to must be allowed
+    (the send checks again)."""
     url = (url or "").strip()
     if not url:
         raise WebhookUrlRefused("Enter the URL to send events to.", field="url")
     if len(url) > URL_MAX:
         raise WebhookUrlRefused(f"At most {URL_MAX} characters.", field="url")
     try:
+        url = outbound.canonical_url(url)
+        if len(url) > URL_MAX:
+            raise WebhookUrlRefused(f"At most {URL_MAX} characters.", field="url")
         outbound.check_destination(url)
-    except outbound.OutboundRefused as exc:
+    except (outbound.AddressRefused, outbound.OutboundFailed) as exc:
+        # The detail (the name, what it resolved to) stays in the server's log.
+        log.warning("A webhook URL was refused: %s", exc.message)
+        raise WebhookUrlRefused(URL_HOST_REFUSED, field="url") from None
+    except outbound.OutboundRefused as exc:  # about the URL as written: said as it is
         raise WebhookUrlRefused(exc.message, field="url") from None
-    except outbound.OutboundFailed:
-        host = urlsplit(url).hostname
-        raise WebhookUrlRefused(
-            f"The host name {host} cannot be resolved; check the URL.", field="url"
-        ) from None
     return url
 
 
@@ -79,12 +106,22 @@ def _actor(endpoint_user, actor: Actor | None) -> Actor:
 def webhook_endpoint_create(
     *, user, external_system: str, url: str, actor: Actor | None = None
 ) -> tuple[WebhookEndpoint, str]:
-    """Register an endpoint; returns it and its secret (to be shown once)."""
+    """Register an endpoint; returns it and its secret (to be shown once).
+    A person has at most WEBHOOK_MAX_ENDPOINTS (WebhookEndpointLimit)."""
     external_system = _external_system(external_system)
     url = webhook_url_check(url)
     secret = secret_generate()
+    limit = settings.WEBHOOK_MAX_ENDPOINTS
     try:
         with transaction.atomic():
+            # The owner's row, locked: one person's registrations take turns,
+            # so two at once cannot both pass the count.
+            get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+            if WebhookEndpoint.objects.filter(user=user).count() >= limit:
+                raise WebhookEndpointLimit(
+                    f"You have {limit} endpoints, the most one person may have; "
+                    "delete one to add another."
+                )
             endpoint = WebhookEndpoint.objects.create(
                 user=user, external_system=external_system, url=url, secret=secret
             )
@@ -92,7 +129,7 @@ def webhook_endpoint_create(
                 actor=_actor(user, actor),
                 subject=endpoint,
                 action="webhook_endpoint_created",
-                payload={"externalSystem": external_system, "url": url},
+                payload={"externalSystem": external_system, "url": masked_url(url)},
             )
     except IntegrityError:
         raise WebhookEndpointExists(
@@ -104,16 +141,26 @@ def webhook_endpoint_create(
 def webhook_endpoint_update(
     *, endpoint: WebhookEndpoint, url: str, actor: Actor | None = None
 ) -> WebhookEndpoint:
+    """Change where events go. The audit trail says where from and to as
+    `scheme://host/…` and whether the URL changed, never the URL. A URL that
+    could not be read (lost encryption key) is simply replaced."""
     url = webhook_url_check(url)
     with transaction.atomic():
         old = endpoint.url
         endpoint.url = url
-        endpoint.save(update_fields=["url", "updated_at"])
+        fields = ["url", "updated_at"]
+        if endpoint.paused_at is not None and endpoint.paused_reason == LOST_URL_REASON:
+            endpoint.paused_at, endpoint.paused_reason = None, ""
+            fields += ["paused_at", "paused_reason"]
+        endpoint.save(update_fields=fields)
         audit_event_record(
             actor=_actor(endpoint.user, actor),
             subject=endpoint,
             action="webhook_endpoint_changed",
-            payload={"url": {"old": old, "new": url}},
+            payload={
+                "url": {"old": masked_url(old), "new": masked_url(url)},
+                "changed": old != url,
+            },
         )
     return endpoint
 
@@ -155,7 +202,10 @@ def webhook_endpoint_delete(*, endpoint: WebhookEndpoint, actor: Actor | None = 
             actor=_actor(endpoint.user, actor),
             subject=endpoint,
             action="webhook_endpoint_deleted",
-            payload={"externalSystem": endpoint.external_system, "url": endpoint.url},
+            payload={
+                "externalSystem": endpoint.external_system,
+                "url": masked_url(endpoint.url),
+            },
         )
         endpoint.delete()
 
@@ -205,7 +255,13 @@ def webhook_endpoints_forget_old_secrets(*, now: dt.datetime) -> int:
 def webhook_test_send(*, endpoint: WebhookEndpoint, actor: Actor | None = None) -> WebhookDelivery:
     """Queue a `commitment.test` event to the endpoint (marked `"test": true`,
     sent once, never retried, never pausing the endpoint). Sent to a paused
-    endpoint too, so its owner can check it before resuming."""
+    endpoint too, so its owner can check it before resuming. One test per
+    person every WEBHOOK_TEST_INTERVAL seconds, whichever endpoint
+    (WebhookTestTooSoon), as for the notification test."""
+    interval = max(1, settings.WEBHOOK_TEST_INTERVAL)
+    allowed, retry_after = take(f"webhook-test:{endpoint.user_id}", 1, 1 / interval)
+    if not allowed:
+        raise WebhookTestTooSoon(retry_after)
     now = timezone.now()
     with transaction.atomic():
         delivery = WebhookDelivery.objects.create(

@@ -14,4 +14,9 @@ urlpatterns = [
     path("<uuid:endpoint_id>/test", views.webhook_test, name="webhook_test"),
     path("<uuid:endpoint_id>/rotate", views.webhook_rotate, name="webhook_rotate"),
     path("deliveries/<uuid:delivery_id>/replay", views.webhook_replay, name="webhook_replay"),
+    path(
+        "deliveries/<uuid:delivery_id>/status",
+        views.webhook_delivery_status,
+        name="webhook_delivery_status",
+    ),
 ]

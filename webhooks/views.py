@@ -20,19 +20,22 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.reauth import recent_sign_in_required
 from audit.services import Actor
+from lib.api_errors import envelope
 from lib.once import form_key_new, form_key_use
 from webhooks import selectors, services
-from webhooks.errors import WebhookError
+from webhooks.errors import WebhookError, WebhookTestTooSoon
 from webhooks.forms import EndpointCreateForm, EndpointUrlForm, OneTimeForm, add_service_error
-from webhooks.models import WebhookEndpoint
+from webhooks.models import WebhookDeliveryStatus, WebhookEndpoint
+from webhooks.selectors import delivery_outcome_text
 
 NEW_SECRET_KEY = "webhooks.new_secret"  # the secret, until the next GET shows it
 FORM_SCOPE = "webhooks"  # lib.once: its one-time form keys
@@ -118,7 +121,7 @@ def webhook_list(request: HttpRequest) -> HttpResponse:
 def webhook_edit(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse:
     endpoint = _endpoint_or_404(request, endpoint_id)
     if request.method == "GET":
-        form = EndpointUrlForm(initial={"url": endpoint.url})
+        form = EndpointUrlForm(initial={"url": "" if endpoint.url_lost else endpoint.url})
     else:
         form = EndpointUrlForm(request.POST)
         if form.is_valid():
@@ -181,7 +184,8 @@ def webhook_delete(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse
     services.webhook_endpoint_delete(endpoint=endpoint)
     messages.success(
         request,
-        f"Deleted the {endpoint.external_system} endpoint ({endpoint.url}) and its deliveries.",
+        f"Deleted the {endpoint.external_system} endpoint ({endpoint.masked_url}) and its "
+        "deliveries.",
     )
     return redirect("webhooks")
 
@@ -193,13 +197,42 @@ def webhook_test(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse:
     if endpoint.secret_lost:
         messages.warning(request, "This endpoint's secret cannot be read; rotate it first.")
         return redirect("webhooks")
-    services.webhook_test_send(endpoint=endpoint)
+    try:
+        services.webhook_test_send(endpoint=endpoint)
+    except WebhookTestTooSoon as exc:
+        messages.warning(request, exc.message)
+        return redirect("webhooks")
     messages.info(
         request,
         f"Test event (commitment.test) queued for the {endpoint.external_system} endpoint. "
-        "Reload this page in a moment to see how it went.",
+        "Its result shows under the endpoint when it arrives.",
     )
-    return redirect("webhooks")
+    return redirect(f"{reverse('webhooks')}#endpoint-{endpoint.pk}")
+
+
+@never_cache
+@require_GET
+def webhook_delivery_status(request: HttpRequest, delivery_id: uuid.UUID) -> JsonResponse:
+    """How one of the signed-in person's deliveries stands, as JSON, for the
+    Webhooks page's script (static/js/webhooks.js) to show a test's result
+    when it arrives: `status`, `done` (nothing more will change without a
+    replay), `statusCode` and `text` (the sentence the page shows). Errors
+    in the API's envelope: 401 signed out, 404 for another person's."""
+    if not request.user.is_authenticated:
+        return JsonResponse(envelope("unauthorized", "Sign in again."), status=401)
+    delivery = selectors.webhook_delivery_of(user=request.user, delivery_id=delivery_id)
+    if delivery is None:
+        return JsonResponse(envelope("not_found", "No such delivery."), status=404)
+    return JsonResponse(
+        {
+            "id": str(delivery.pk),
+            "status": delivery.status,
+            "done": delivery.status
+            in (WebhookDeliveryStatus.DELIVERED, WebhookDeliveryStatus.FAILED),
+            "statusCode": delivery.last_status_code,
+            "text": delivery_outcome_text(delivery),
+        }
+    )
 
 
 @never_cache

@@ -37,7 +37,10 @@ class TokenForm(forms.Form):
     name = forms.CharField(
         max_length=services.TOKEN_NAME_MAX,
         strip=True,
-        help_text="What the token is for, e.g. “Jira automation”. Only you see it.",
+        help_text=(
+            "What the token is for, e.g. “Jira automation”. The timeline of a commitment "
+            "it creates or completes names it, so the people involved see it."
+        ),
     )
     expires_on = forms.DateField(
         required=False,

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('commitments', '0003_invitations_and_accord_visits'),
+        ('commitments', '0004_invitations_and_accord_visits'),
         ('notifications', '0004_test_send'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from django.contrib.contenttypes.models import ContentType
+from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import Actor
@@ -46,3 +47,32 @@ def snapshot(c: Commitment) -> tuple:
         ).count(),
         OutboxEvent.objects.count(),
     )
+
+
+def many_commitments(assigner, assignee, n: int) -> None:
+    """`n` commitments between the two (each asks the other, and drafts), in
+    every status, with deadlines around now and completions over the last 80
+    days, written in bulk."""
+    statuses = [s.value for s in Status]
+    now = timezone.now()
+    rows = []
+    for i in range(n):
+        status = statuses[i % len(statuses)]
+        accepted = status in (Status.ACTIVE, Status.COMPLETED)
+        rows.append(
+            Commitment(
+                assigner=assigner if i % 2 else assignee,
+                assignee=assignee if i % 2 else assigner,
+                status=status,
+                description=f"Bulk {i}",
+                deadline=now + dt.timedelta(days=(i % 40) - 20),
+                external_system="jira" if i % 3 == 0 else None,
+                external_id=f"OPS-{i}" if i % 3 == 0 else None,
+                activated_at=now - dt.timedelta(days=85) if accepted else None,
+                completed_at=now - dt.timedelta(days=i % 80)
+                if status == Status.COMPLETED
+                else None,
+                refused_at=now - dt.timedelta(days=i % 30) if status == Status.REFUSED else None,
+            )
+        )
+    Commitment.objects.bulk_create(rows)

@@ -24,6 +24,7 @@ SERVICES = {
     "decline": services.commitment_decline,
     "complete": services.commitment_complete,
 }
+CONFIRMED = {"decline", "complete"}
 BUTTONS = {
     "send": "Send for handshake",
     "accept": "Accept",
@@ -114,9 +115,14 @@ def test_an_unknown_id_is_404(client, assigner):
     assert client.get(f"/commitments/{uuid.uuid4()}").status_code == 404
 
 
-def test_the_timeline_shows_token_and_system_events_as_such(client, assigner, assignee):
+def test_the_timeline_names_the_token_and_the_system(client, assigner, assignee):
     c = services.commitment_create_pending(
-        actor=Actor.for_token(user=assigner, token_id=uuid.uuid4(), token_prefix="svc_Ab12"),
+        actor=Actor.for_token(
+            user=assigner,
+            token_id=uuid.uuid4(),
+            token_prefix="svc_Ab12",
+            token_name="Jira automation",
+        ),
         assigner=assigner,
         assignee=assignee,
         description="From the tracker",
@@ -130,13 +136,40 @@ def test_the_timeline_shows_token_and_system_events_as_such(client, assigner, as
 
     page = client.get(detail_url(c)).content.decode()
 
-    timeline = page[page.index('id="timeline-heading"') :]
-    rows = [re.sub(r"\s+", " ", row) for row in re.findall(r"<li>(.*?)</li>", timeline, re.S)]
+    rows = timeline_rows(page)
     assert len(rows) == 3
-    assert "through an API token <code>svc_Ab12…</code> belonging to Lead" in rows[0]
-    assert "by Lead" not in rows[0]
+    assert "Asked for a handshake</strong> by Lead via API token “Jira automation”" in rows[0]
+    assert "svc_Ab12" not in page  # another person's token prefix, never
     assert "Nudge sent</strong> by the system" in rows[1]
-    assert "Accepted</strong> by Knight" in rows[2]
+    assert "Accepted</strong> by you" in rows[2]
+
+
+def test_a_token_recorded_without_a_name_shows_its_prefix_only_to_its_owner(
+    client, assigner, assignee
+):
+    """Events recorded before tokens were named on the trail have only the prefix."""
+    c = services.commitment_create_pending(
+        actor=Actor.for_token(user=assigner, token_id=uuid.uuid4(), token_prefix="svc_Ab12"),
+        assigner=assigner,
+        assignee=assignee,
+        description="From the tracker",
+        deadline=None,
+    )
+
+    client.force_login(assignee)
+    page = client.get(detail_url(c)).content.decode()
+    assert "by Lead via API token (unnamed)" in timeline_rows(page)[0]
+    assert "svc_Ab12" not in page
+
+    client.force_login(assigner)
+    page = client.get(detail_url(c)).content.decode()
+    assert "by you via API token <code>svc_Ab12…</code>" in timeline_rows(page)[0]
+
+
+def timeline_rows(page: str) -> list[str]:
+    timeline = page[page.index('id="timeline-heading"') :]
+    rows = re.findall(r'<li>\s*<time class="muted.*?</li>\s*(?=<li>|</ol>)', timeline, re.S)
+    return [re.sub(r"\s+", " ", row) for row in rows]
 
 
 # --- which buttons, and whether they agree with the services -------------------------
@@ -186,6 +219,12 @@ def test_the_page_shows_the_allowed_buttons_as_post_forms(
     page = client.get(detail_url(c)).content.decode()
 
     for action, label in BUTTONS.items():
+        if action in CONFIRMED:
+            # Decline and complete cannot be undone: their button opens a page
+            # that asks to confirm (test_confirm_page.py).
+            link = f'href="/commitments/{c.pk}/{action}/confirm">{label}…</a>'
+            assert (link in page) == (action in expected)
+            continue
         form = f'<form method="post" action="/commitments/{c.pk}/{action}"'
         assert (form in page) == (action in expected)
         assert (f">{label}</button>" in page) == (action in expected)
@@ -193,7 +232,7 @@ def test_the_page_shows_the_allowed_buttons_as_post_forms(
     assert (terms_form in page) == (terms is not None)
     if terms:
         assert f">{terms}</button>" in page
-    forms = len(expected) + (terms is not None) + 1  # + sign out
+    forms = len(expected - CONFIRMED) + (terms is not None) + 1  # + sign out
     assert page.count("csrfmiddlewaretoken") == forms
 
 

@@ -138,9 +138,9 @@ def test_dashboard_lists_only_what_the_user_asked(client, assigner, assignee, te
 
     assert "Lead asks Knight" in page
     assert "jira · OPS-1" in page
-    drafts = page[page.index('id="drafts"') : page.index("What you asked of others")]
+    drafts = page[page.index("Drafts to send") : page.index('id="flow"')]
     assert "Lead drafts for Teammate" in drafts
-    assert 'class="badge status-draft"' in drafts
+    assert 'class="badge status-draft"' in page  # in the list of what Lead asked
     assert 'class="badge status-pending_handshake"' in page
     assert "Teammate asks Lead" not in page
     assert "Outsider asks Knight" not in page
@@ -153,7 +153,8 @@ def test_dashboard_says_no_score_yet_without_data(client, assigner, assignee):
     page = client.get("/dashboard/").content.decode()
 
     assert "No score yet" in page
-    assert "have not asked anyone" in page  # the assignee asked nobody
+    # The assignee asked nobody: no empty "What you asked" section.
+    assert "What you asked of others" not in page
 
 
 def test_dashboard_shows_the_users_own_flow_score(client, assigner, assignee, teammate):
@@ -166,10 +167,13 @@ def test_dashboard_shows_the_users_own_flow_score(client, assigner, assignee, te
 
     page = client.get("/dashboard/").content.decode()
 
-    assert '<p class="metric">50</p>' in page
+    assert '<p class="metric" id="flow-score">50</p>' in page
+    assert "1 of 2 kept, 1 overdue" in page
     assert "No score yet" not in page
     client.force_login(teammate)
-    assert '<p class="metric">100</p>' in client.get("/dashboard/").content.decode()
+    page = client.get("/dashboard/").content.decode()
+    assert '<p class="metric" id="flow-score">100</p>' in page
+    assert "1 of 1 kept<" in page
 
 
 def test_status_badges_cover_every_status():

@@ -18,6 +18,7 @@ from tests.commitments.support import DEADLINE, commitment_in, snapshot
 pytestmark = pytest.mark.django_db
 
 NEW_DEADLINE = dt.datetime(2030, 3, 1, 12, 0, tzinfo=dt.UTC)
+ANSWER_PAGES = {"accept": "/commitments/{pk}", "decline": "/commitments/{pk}/decline/confirm"}
 
 
 def shown_versions(page: str, form_action: str) -> list[str]:
@@ -143,7 +144,9 @@ def test_an_answer_posted_from_a_page_of_before_a_renegotiation_changes_nothing_
 ):
     c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
     client.force_login(assignee)
-    page = client.get(f"/commitments/{c.pk}").content.decode()
+    # Accept is a form on the commitment page; decline one on its confirmation page.
+    answer_page = ANSWER_PAGES[action].format(pk=c.pk)
+    page = client.get(answer_page).content.decode()
     (shown,) = shown_versions(page, f"/commitments/{c.pk}/{action}")
     renegotiate(c, assigner)  # while the assignee reads the page
     before = snapshot(c)
@@ -154,9 +157,12 @@ def test_an_answer_posted_from_a_page_of_before_a_renegotiation_changes_nothing_
     assert snapshot(c) == before  # status, audit trail and outbox untouched
     page = response.content.decode()
     assert f"Nothing was {word}: Lead changed the terms after this page was opened." in page
-    assert "New description" in page and page.count("Write the report, in French") == 2
-    assert "New deadline" in page and "1 Mar 2030, 12:00" in page
+    changed = page[page.index('id="terms-changed-heading"') : page.index('id="what-heading"')]
+    assert "New description" in changed and "Write the report, in French" in changed
+    assert "New deadline" in changed and "1 Mar 2030, 12:00" in changed
     # Answering again answers the terms now shown.
+    page = page if action == "accept" else client.get(answer_page).content.decode()
+    assert "Write the report, in French" in page
     (now_shown,) = shown_versions(page, f"/commitments/{c.pk}/{action}")
     assert int(now_shown) == c.terms_version != int(shown)
     assert (

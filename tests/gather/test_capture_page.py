@@ -70,6 +70,9 @@ def save_form(client, text: str, drafts: list[dict], *, chosen: set[int], assign
 
 
 def drafts_column(page: str) -> str:
+    """The dashboard's drafts to send ("" when there are none: no section)."""
+    if 'id="drafts"' not in page:
+        return ""
     return page[page.index('id="drafts"') : page.index("What you asked of others")]
 
 

@@ -319,3 +319,126 @@ def test_a_server_that_trickles_its_body_is_cut_off_at_the_deadline(settings):
 
     assert response.status_code == 200  # the status came in time
     assert 0 < len(response.content) < 1000
+
+
+# --- 6to4, credentials and unsendable characters (issue 16, points 4 and 8) ------------
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["2002:a9fe:a9fe::", "2002:a00:1::", "2002:7f00:1::1", "2002:5db8:d70e::"],
+)
+def test_every_6to4_address_is_refused_whatever_ipv4_it_embeds(address):
+    """2002:a9fe:a9fe:: is 169.254.169.254 (cloud metadata) through a 6to4
+    relay; 6to4 is deprecated (RFC 7526), so the whole 2002::/16 is refused,
+    a public embedded address included."""
+    import ipaddress
+
+    reason = outbound.address_refusal(ipaddress.ip_address(address), allow_loopback=True)
+
+    assert reason == "a 6to4 address"
+
+
+def test_a_6to4_address_is_refused_written_in_the_url_and_as_what_a_name_resolves_to(
+    settings, monkeypatch
+):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    with pytest.raises(OutboundRefused, match="6to4"):
+        outbound.post("https://[2002:a9fe:a9fe::]/latest/meta-data", json={}, timeout=1)
+    resolving_to(monkeypatch, "2002:a9fe:a9fe::")
+    with pytest.raises(outbound.AddressRefused, match="6to4"):
+        outbound.post("https://hooks.example.com/x", json={}, timeout=1)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://user:pw@hooks.example.com/x",
+        "https://token@hooks.example.com/x",
+        "https://hooks.example.com/a b",
+        "https://hooks.example.com/x\tx",
+        "https://hooks.example.com/x\n",
+        "https://hooks.example.com/x\r\nX-Injected: 1",
+        "https://hooks.example.com/x\x00",
+        "https://hooks.example.com/x\x7f",
+        "https://hooks.example.com/x\x85",
+        "https://hooks.example.com/x\u2028",
+        "https://hooks.example.com/x\u00a0",
+    ],
+)
+def test_credentials_whitespace_and_control_characters_are_refused(settings, url):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    with pytest.raises(OutboundRefused):
+        outbound.check_url(url)
+
+
+# --- name resolution under the deadline (issue 16, point 7) -----------------------------
+
+
+class SlowResolver:
+    """getaddrinfo (the seam lib.outbound resolves through) that answers only
+    when released, or after 10 s; says whether it had answered."""
+
+    def __init__(self, monkeypatch) -> None:
+        import threading
+
+        self.release = threading.Event()
+        self.answered = threading.Event()
+        monkeypatch.setattr(outbound.socket, "getaddrinfo", self)
+
+    def __call__(self, host, port, *args, **kwargs):
+        self.release.wait(timeout=10)
+        self.answered.set()
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", port))]
+
+
+@pytest.fixture
+def slow_resolver(monkeypatch):
+    resolver = SlowResolver(monkeypatch)
+    yield resolver
+    resolver.release.set()
+
+
+def test_a_slow_resolver_is_cut_off_by_the_send_deadline(settings, slow_resolver):
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+
+    with pytest.raises(outbound.ResolutionFailed, match="no answer within"):
+        outbound.post("https://hooks.example.com/x", json={}, timeout=0.2, deadline=0.3)
+
+    # The call gave up while the resolver was still working, not after it.
+    assert not slow_resolver.answered.is_set()
+
+
+def test_a_slow_resolver_is_cut_off_when_a_url_is_checked_for_a_form(settings, slow_resolver):
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+
+    with pytest.raises(outbound.ResolutionFailed):
+        outbound.check_destination("https://hooks.example.com/x", timeout=0.2)
+
+    assert not slow_resolver.answered.is_set()
+
+
+def test_the_time_spent_resolving_counts_against_the_deadline(settings, monkeypatch):
+    """A resolver that takes most of the deadline leaves only the rest for
+    the connection: the whole call still ends by the deadline."""
+    import time
+
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    seen: list[float] = []
+
+    def slow_then_loopback(host, port, *args, **kwargs):
+        time.sleep(0.3)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        seen.append(self._deadline - time.monotonic())
+        raise outbound.httpcore.ConnectError("refused")
+
+    monkeypatch.setattr(outbound.socket, "getaddrinfo", slow_then_loopback)
+    monkeypatch.setattr(outbound._DeadlineBackend, "connect_tcp", connect_tcp)
+
+    with pytest.raises(OutboundFailed):
+        outbound.post("http://hooks.localhost/x", json={}, timeout=5, deadline=1)
+
+    # What was left for connecting: the deadline minus the 0.3 s of resolving.
+    assert seen and seen[0] <= 0.75

@@ -178,3 +178,61 @@ def test_the_receiver_example_verifies_and_drops_a_duplicate_delivery(receiver, 
     assert handle(secret, headers, body) == 200  # a retry: same delivery id, not acted on
     assert capsys.readouterr().out == ""
     assert handle(secret_generate(), signed(body, secret), body) == 401
+
+
+def test_the_receiver_example_refuses_a_captured_request_replayed_with_a_new_delivery_id(
+    receiver, body, capsys
+):
+    """Issue 16, point 5: the old example deduplicated on X-Service-Delivery,
+    which no signature covers, so a captured request resent with a new id
+    was accepted and acted on again."""
+    secret = secret_generate()
+    headers = signed(body, secret)
+    handle = receiver["handle_webhook"]
+    assert handle(secret, headers, body) == 204
+    capsys.readouterr()
+
+    new_id = str(uuid.uuid4())
+    # The unsigned id changed: the signed one is a duplicate, not acted on.
+    assert handle(secret, {**headers, "X-Service-Delivery": new_id}, body) == 200
+    # The signed id changed too (or alone): the signature no longer matches.
+    assert (
+        handle(secret, {**headers, "X-Service-Delivery": new_id, "webhook-id": new_id}, body) == 401
+    )
+    assert handle(secret, {**headers, "webhook-id": new_id}, body) == 401
+    assert capsys.readouterr().out == ""  # acted on once, whatever was replayed
+
+
+def test_the_receiver_example_refuses_a_request_outside_the_timestamp_tolerance(
+    receiver, body, capsys
+):
+    secret = secret_generate()
+    handle = receiver["handle_webhook"]
+    now = int(time.time())
+
+    assert handle(secret, signed(body, secret, timestamp=now - 6 * 60), body) == 401
+    assert handle(secret, signed(body, secret, timestamp=now + 6 * 60), body) == 401
+    # A timestamp changed to a fresh one breaks the signature.
+    old = signed(body, secret, timestamp=now - 3600)
+    assert handle(secret, {**old, "webhook-timestamp": str(now)}, body) == 401
+    assert capsys.readouterr().out == ""
+    assert handle(secret, signed(body, secret, timestamp=now - 4 * 60), body) == 204
+
+
+def test_the_receiver_s_verifier_accepts_either_secret_during_a_rotation(receiver, body):
+    old, new = secret_generate(), secret_generate()
+    headers = signed(body, new, old)
+    verify = receiver["verify_webhook"]
+
+    assert verify(old, headers, body) == verify(new, headers, body) == json.loads(body)
+    assert verify(secret_generate(), headers, body) is None
+    assert verify(new, headers, body.replace(b"OPS-1234", b"OPS-1235")) is None
+
+
+def test_the_docs_say_which_headers_are_authenticated():
+    table = TEXT[TEXT.index("## Headers") : TEXT.index("## Verifying with `hmac`")]
+    rows = dict(re.findall(r"^\| `([^`]+)` \|.*\| ([^|]+) \|$", table, re.MULTILINE))
+    assert rows["X-Service-Delivery"].startswith("**no**")
+    assert rows["X-Service-Timestamp"].startswith("**no**")
+    assert rows["webhook-id"].startswith("yes") and rows["webhook-timestamp"].startswith("yes")
+    assert "dedupes" not in TEXT and "use `X-Service-Delivery` to drop duplicates" not in TEXT

@@ -21,6 +21,7 @@ from webhooks import sending
 from webhooks.errors import WebhookEndpointPaused, WebhookNotReplayable
 from webhooks.models import (
     LOST_SECRET_REASON,
+    LOST_URL_REASON,
     AttemptOutcome,
     WebhookDelivery,
     WebhookDeliveryStatus,
@@ -29,6 +30,7 @@ from webhooks.services import (
     webhook_delivery_replay,
     webhook_endpoint_resume,
     webhook_endpoint_rotate_secret,
+    webhook_endpoint_update,
 )
 
 pytestmark = pytest.mark.django_db
@@ -270,8 +272,12 @@ def test_an_unreadable_secret_pauses_the_endpoint_with_a_clear_reason(
     assert endpoint.secret_lost
     assert endpoint.problem == LOST_SECRET_REASON
     assert endpoint.paused_reason == LOST_SECRET_REASON
-    # Rotating gives a secret the current key can read, and resumes it.
+    # Rotating gives a secret the current key can read, and resumes it. The
+    # URL was encrypted under the lost key too: it is entered again.
     webhook_endpoint_rotate_secret(endpoint=endpoint)
+    endpoint.refresh_from_db()
+    assert endpoint.url_lost and endpoint.problem == LOST_URL_REASON
+    webhook_endpoint_update(endpoint=endpoint, url=receiver.url)
     endpoint.refresh_from_db()
     assert not endpoint.is_broken
     webhook_delivery_replay(delivery=delivery, actor=Actor.for_user(assigner))

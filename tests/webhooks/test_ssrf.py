@@ -12,6 +12,7 @@ through them."""
 from __future__ import annotations
 
 import ipaddress
+import logging
 import re
 import socket
 
@@ -24,6 +25,7 @@ from tests.integrations.api_support import sign_in
 from tests.webhooks.pages_support import delivery_row, endpoint_for, resolve_every_name_to
 from webhooks import sending
 from webhooks.models import WebhookAttempt, WebhookEndpoint
+from webhooks.services import URL_HOST_REFUSED
 from webhooks.signing import secret_generate
 
 pytestmark = pytest.mark.django_db
@@ -164,17 +166,41 @@ def test_an_endpoint_url_on_the_list_is_refused_on_the_webhooks_page(owner, url)
 
 @pytest.mark.parametrize("address", REFUSED_ADDRESSES)
 def test_an_endpoint_name_that_resolves_to_an_address_on_the_list_is_refused_on_the_page(
-    owner, monkeypatch, address
+    owner, monkeypatch, caplog, address
 ):
+    """Refused with one generic message: which address a name resolved to
+    (postgres, redis, vm in a compose deployment) stays in the server's log."""
     asked = resolving_to(monkeypatch, address)
 
-    response = register(owner, NAMED_URL)
+    with caplog.at_level(logging.WARNING, logger="webhooks.services"):
+        response = register(owner, NAMED_URL)
 
     assert asked == ["hooks.example.com"]
     assert response.status_code == 400
     (error,) = response.context["form"].errors["url"]
-    assert error.startswith("hooks.example.com resolves to") and shown(address) in error
+    assert error == URL_HOST_REFUSED
+    page = response.content.decode()
+    assert shown(address) not in page and "resolves to" not in page
+    assert "hooks.example.com resolves to" in caplog.text and shown(address) in caplog.text
     assert not WebhookEndpoint.objects.exists()
+
+
+def test_a_name_that_does_not_resolve_gets_the_same_message_as_a_private_one(
+    owner, monkeypatch, caplog
+):
+    """No oracle: a name that does not exist and one that resolves to a
+    private address are refused alike."""
+
+    def no_such_name(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(outbound.socket, "getaddrinfo", no_such_name)
+    with caplog.at_level(logging.WARNING, logger="webhooks.services"):
+        response = register(owner, NAMED_URL)
+
+    assert response.status_code == 400
+    assert response.context["form"].errors["url"] == [URL_HOST_REFUSED]
+    assert "Cannot resolve hooks.example.com" in caplog.text
 
 
 def _send_to(endpoint: WebhookEndpoint) -> WebhookAttempt:
@@ -199,16 +225,46 @@ def test_an_endpoint_url_on_the_list_is_refused_at_send_time(assigner, url):
 
 @pytest.mark.parametrize("address", REFUSED_ADDRESSES)
 def test_an_endpoint_name_that_resolves_to_an_address_on_the_list_later_is_refused_at_send_time(
-    assigner, monkeypatch, address
+    assigner, monkeypatch, caplog, address
 ):
     """DNS rebinding: public when registered, private when sent to."""
     resolve_every_name_to(monkeypatch)
     endpoint = endpoint_for(assigner, url=NAMED_URL)
     asked = resolving_to(monkeypatch, address)
 
-    attempt = _send_to(endpoint)
+    with caplog.at_level(logging.WARNING, logger="webhooks.sending"):
+        attempt = _send_to(endpoint)
 
     assert asked == ["hooks.example.com"]
     assert attempt.outcome == "failed" and attempt.status_code is None
-    assert attempt.error.startswith("hooks.example.com resolves to")
-    assert shown(address) in attempt.error
+    # The owner sees that it was refused, not where the name led (the log has it).
+    assert attempt.error == sending.HOST_REFUSED
+    assert shown(address) not in attempt.delivery.last_error
+    assert "hooks.example.com resolves to" in caplog.text and shown(address) in caplog.text
+
+
+def test_a_name_that_resolves_too_slowly_is_refused_without_holding_the_web_worker(
+    owner, monkeypatch, settings
+):
+    """Issue 16, point 7: getaddrinfo has no timeout; the form waits at most
+    OUTBOUND_RESOLVE_TIMEOUT for it, then refuses, generically."""
+    import threading
+
+    release, answered = threading.Event(), threading.Event()
+
+    def slow(host, port, *args, **kwargs):
+        release.wait(timeout=10)
+        answered.set()
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", port))]
+
+    settings.OUTBOUND_RESOLVE_TIMEOUT = 0.2
+    monkeypatch.setattr(outbound.socket, "getaddrinfo", slow)
+    try:
+        response = register(owner, NAMED_URL)
+        assert not answered.is_set()  # the page answered while the resolver still worked
+    finally:
+        release.set()
+
+    assert response.status_code == 400
+    assert response.context["form"].errors["url"] == [URL_HOST_REFUSED]
+    assert not WebhookEndpoint.objects.exists()

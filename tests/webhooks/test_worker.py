@@ -35,7 +35,12 @@ from tests.delivery.nudge_support import (
 )
 from tests.integrations.api_support import SYNC, post_json
 from tests.webhooks.support import Receiver, mapped_active
-from webhooks.models import AttemptOutcome, WebhookDelivery, WebhookDeliveryStatus
+from webhooks.models import (
+    AttemptOutcome,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookDeliveryStatus,
+)
 from webhooks.payloads import iso_millis
 from webhooks.services import webhook_endpoint_create
 
@@ -241,6 +246,57 @@ def test_a_hanging_receiver_holds_one_webhook_worker_and_other_endpoints_go_on(
                     endpoint__user=assigner, status=WebhookDeliveryStatus.SENDING
                 ).count()
                 == 1
+            )
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_one_person_s_ten_hanging_endpoints_do_not_delay_another_person_s_delivery(
+    tmp_path, env, assigner, make_user
+):
+    """Issue 16, point 3: one account with slow receivers cannot hold every
+    webhook worker. Three workers, one person's ten endpoints that never
+    answer (queued first), then another person's event: it is delivered
+    while the first two hanging sends are still waiting for their answer
+    (so it waited for no attempt's timeout), and the hanging person never
+    had more than WEBHOOK_USER_IN_FLIGHT (2) sends in flight."""
+    from lib import jobs
+    from tests.webhooks.pages_support import delivery_row, endpoint_for
+    from webhooks.sending import SEND_TASK
+
+    env["TEST_WEBHOOK_TIMEOUT"] = "8"  # one attempt's timeout, short for the test
+    env["WEBHOOK_USER_IN_FLIGHT"] = "2"
+    never = threading.Event()
+    other = make_user("other@example.com")
+    with Receiver(Reply(200, "late", hold=never)) as hanging, Receiver() as healthy:
+        hanging._holds.append(never)
+        hogs = [endpoint_for(assigner, system=f"sys-{n}", url=hanging.url) for n in range(10)]
+        theirs = endpoint_for(other, url=healthy.url)
+        with webhook_worker(env, tmp_path / "webhooks.log", concurrency=3) as hooks:
+            hooks.wait_for_output("ready.")
+            for endpoint in hogs:
+                assert jobs.enqueue(SEND_TASK, str(delivery_row(endpoint, None).pk))
+            hanging.wait_for_hits(2)
+            delivery = delivery_row(theirs, None)
+            assert jobs.enqueue(SEND_TASK, str(delivery.pk))
+
+            healthy.wait_for_hits(1, timeout=30)
+            ended = WebhookAttempt.objects.filter(delivery__endpoint__user=assigner).exclude(
+                outcome=""
+            )
+            assert not ended.exists(), "the other person's delivery waited for a timeout"
+            assert len(hanging.hits) == 2
+            assert (
+                WebhookDelivery.objects.filter(
+                    endpoint__user=assigner, status=WebhookDeliveryStatus.SENDING
+                ).count()
+                == 2
+            )
+            wait_until(
+                lambda: WebhookDelivery.objects.filter(
+                    pk=delivery.pk, status=WebhookDeliveryStatus.DELIVERED
+                ).exists(),
+                what="the other person's delivery recorded",
             )
 
 

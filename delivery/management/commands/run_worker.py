@@ -48,9 +48,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--webhook-concurrency",
             type=int,
-            default=2,
-            help="Processes of the webhooks' worker (default 2); 0 starts none here "
-            "(another process consumes the webhooks queue).",
+            default=3,
+            help="Processes of the webhooks' worker (default 3: more than "
+            "WEBHOOK_USER_IN_FLIGHT, so one person's slow receivers never hold them all); "
+            "0 starts none here (another process consumes the webhooks queue).",
         )
         parser.add_argument(
             "--queues",

@@ -41,7 +41,7 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from exc
         self.stderr.write(
             f"Registered the {endpoint.external_system} endpoint (id {endpoint.pk}) of "
-            f"{user.email}: events go to {endpoint.url}. Store the signing secret now: "
+            f"{user.email}: events go to {endpoint.masked_url}. Store the signing secret now: "
             "it is not shown again."
         )
         self.stdout.write(secret)

@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0002_primary_email_rows_unverified'),
-        ('commitments', '0002_commitment_terms_version'),
+        ('commitments', '0003_link_templates_and_declined_label'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
