@@ -43,8 +43,9 @@ class Section:
 SECTIONS = (
     Section("waiting", "Waiting for your handshake", Status.PENDING_HANDSHAKE, "Nothing waits."),
     Section("active", "In progress", Status.ACTIVE, "Nothing in progress."),
-    Section("completed", "Completed", Status.COMPLETED, "Nothing completed yet."),
-    Section("declined", "Declined", Status.REFUSED, "Nothing declined."),
+    Section("completed", Status.COMPLETED.label, Status.COMPLETED, "Nothing completed yet."),
+    # The status's word on every page (the glossary of docs/pages.md).
+    Section("declined", Status.REFUSED.label, Status.REFUSED, "Nothing declined."),
 )
 
 
