@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from allauth.account import signals as allauth_signals
 from django.contrib import messages
+from django.db import transaction
 from django.dispatch import receiver
+
+from accounts.signals import email_verified
 
 
 @receiver(allauth_signals.password_changed)
@@ -18,3 +21,10 @@ def show_security_notices(sender, request, user, **kwargs) -> None:
     for notice in notices:
         messages.warning(request, notice)
     notices.clear()
+
+
+@receiver(allauth_signals.email_confirmed)
+def announce_verified_address(sender, request, email_address, **kwargs) -> None:
+    # Once the confirmation is stored, so receivers see the verified address.
+    user = email_address.user
+    transaction.on_commit(lambda: email_verified.send(sender=type(user), user=user))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from allauth.account.models import EmailAddress
 from django.db import transaction
 
+from accounts.signals import email_verified
+
 
 @transaction.atomic
 def user_email_mark_verified(*, user) -> EmailAddress:
@@ -22,4 +24,5 @@ def user_email_mark_verified(*, user) -> EmailAddress:
         email__iexact=user.email,
         defaults={"email": user.email, "verified": True, "primary": True},
     )
+    transaction.on_commit(lambda: email_verified.send(sender=type(user), user=user))
     return address

@@ -15,3 +15,9 @@ allauth's flows show them (accounts.receivers).
 from django.dispatch import Signal
 
 credentials_changed = Signal()
+
+# Sent when a user's address is proved (allauth's link followed, or an operator
+# vouching for it through `user_email_mark_verified`), after the change is
+# stored. Arguments: `user`. Commitments waiting for that address (an
+# invitation) are attached to the user by the commitments app's receiver.
+email_verified = Signal()

@@ -12,7 +12,7 @@ from django.contrib.contenttypes.admin import GenericTabularInline
 
 from audit.admin_mixins import AuditedAdminMixin
 from audit.models import AuditEvent
-from commitments.models import Commitment, OutboxEvent
+from commitments.models import Commitment, Invitation, OutboxEvent
 from lib.admin import ExactUuidSearchMixin, ReadOnlyAdminMixin, ReadOnlyInlineMixin
 
 
@@ -59,19 +59,25 @@ class CommitmentAdmin(
         "created_at",
     )
     list_filter = ("status",)
-    list_select_related = ("assigner", "assignee")
+    list_select_related = ("assigner", "assignee", "invitation")
     # The id is matched exactly in get_search_results (a UUIDField cannot
     # take a partial or non-UUID term).
-    search_fields = ("description", "external_id", "assigner__email", "assignee__email")
+    search_fields = (
+        "description",
+        "external_id",
+        "assigner__email",
+        "assignee__email",
+        "invitation__email",
+    )
     search_help_text = (
-        "Commitment id, description, external id, or an assigner's or assignee's e-mail."
+        "Commitment id, description, external id, or an assigner's, assignee's or invited e-mail."
     )
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
     inlines = (AuditEventInline, OutboxEventInline)
     fieldsets = (
         (None, {"fields": ("id", "status", "description", "raw_text", "deadline")}),
-        ("People", {"fields": ("assigner", "assignee")}),
+        ("People", {"fields": ("assigner", "assignee", "invitation")}),
         ("External reference", {"fields": ("external_system", "external_id")}),
         (
             "Times",
@@ -97,3 +103,13 @@ class CommitmentAdmin(
         if not obj.has_external_ref:
             return "—"
         return f"{obj.external_system}:{obj.external_id}"
+
+
+@admin.register(Invitation)
+class InvitationAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Addresses asked before they had an account, and who claimed them."""
+
+    list_display = ("email", "created_at", "claimed_by", "claimed_at")
+    list_select_related = ("claimed_by",)
+    search_fields = ("email",)
+    ordering = ("-created_at",)

@@ -60,6 +60,11 @@ class TermsChanged(CommitmentError):
         )
 
 
+class AddressNotAskable(CommitmentError):
+    """An address that cannot be asked: a deactivated account's, or an
+    invitation over the assigner's daily limit (settings.INVITATIONS_PER_DAY)."""
+
+
 class LinkTemplateInvalid(CommitmentError):
     """A deep-link template that breaks a rule of `commitments.links`, or a
     second one for a system that has one. `field`: "system" or "template"."""

@@ -43,8 +43,23 @@ class Commitment(models.Model):
     assigner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="commitments_assigned"
     )
+    # Null only while the person asked has no account yet: the commitment then
+    # names its `invitation` (the address asked) and waits, as a Draft or for
+    # the handshake, until an account verifies that address
+    # (services.commitment_invitations_claim sets the assignee then).
     assignee = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="commitments_owed"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="commitments_owed",
+        null=True,
+        blank=True,
+    )
+    invitation = models.ForeignKey(
+        "Invitation",
+        on_delete=models.PROTECT,
+        related_name="commitments",
+        null=True,
+        blank=True,
     )
     description = models.TextField(max_length=DESCRIPTION_MAX)
     # NULL, not '', is meaningful here: DECISIONS.md stores raw_text as null for
@@ -89,6 +104,13 @@ class Commitment(models.Model):
                 condition=Q(status__in=[s.value for s in Status]),
                 name="commitment_status_valid",
             ),
+            # Someone is asked: a user, or an invited address. Only a Draft or
+            # a request waiting for its handshake may wait for an account.
+            models.CheckConstraint(
+                condition=Q(assignee__isnull=False)
+                | Q(invitation__isnull=False, status__in=[Status.DRAFT, Status.PENDING_HANDSHAKE]),
+                name="commitment_assignee_or_invitation",
+            ),
         ]
         indexes = [
             models.Index(
@@ -106,6 +128,53 @@ class Commitment(models.Model):
     def has_external_ref(self) -> bool:
         return self.external_system is not None
 
+    @property
+    def assignee_label(self) -> str:
+        """Who is asked, for pages: the assignee's name, or the invited address
+        while nobody has an account for it (load `invitation` with the row)."""
+        if self.assignee_id is not None:
+            return self.assignee.name
+        return self.invitation.email if self.invitation_id else ""
+
+
+class Invitation(models.Model):
+    """An address asked for something before anyone had an account for it.
+
+    One row per address (stored lower-case). Commitments asking it reference
+    the row until an account verifies the address; then
+    `services.commitment_invitations_claim` makes that user their assignee and
+    stamps `claimed_by`/`claimed_at`. The invitation e-mail itself is a nudge
+    (an `invited` outbox event, delivered by the workers like every nudge).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    email = models.EmailField(max_length=254, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    claimed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    claimed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.email
+
+
+class AccordVisit(models.Model):
+    """When a person last looked at their Accord: what was created or changed
+    since is marked "new" or "changed" on their next visit."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    seen_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.user_id} at {self.seen_at}"
+
 
 class EventKind(models.TextChoices):
     """What happened to a commitment; each is one outbox row, written with the change."""
@@ -115,6 +184,9 @@ class EventKind(models.TextChoices):
     REFUSED = "refused", "Declined"
     COMPLETED = "completed", "Completed"
     RENEGOTIATED = "renegotiated", "Renegotiated"
+    # A request (or its renegotiation) to an address with no account yet: the
+    # nudge is an invitation e-mail to `commitment.invitation.email`.
+    INVITED = "invited", "Invited"
 
 
 class OutboxEvent(models.Model):

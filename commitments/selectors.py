@@ -6,14 +6,32 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q, QuerySet
+from django.contrib.auth import get_user_model
+from django.db.models import (
+    BooleanField,
+    Count,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    UUIDField,
+)
 from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import Actor
 from commitments.links import deep_link
 from commitments.machine import MOVES, may_make
-from commitments.models import Commitment, LinkTemplate, Status, overdue
+from commitments.models import (
+    AccordVisit,
+    Commitment,
+    LinkTemplate,
+    OutboxEvent,
+    Status,
+    overdue,
+)
 
 FLOW_SCORE_WINDOW = dt.timedelta(days=90)
 # The moves the commitment page offers as buttons.
@@ -23,7 +41,9 @@ PAGE_MOVES = ("send", "accept", "decline", "complete")
 def _for_pages() -> QuerySet[Commitment]:
     """Commitments with both people loaded and `is_overdue` annotated."""
     is_overdue = ExpressionWrapper(overdue(timezone.now()), output_field=BooleanField())
-    return Commitment.objects.select_related("assigner", "assignee").annotate(is_overdue=is_overdue)
+    return Commitment.objects.select_related("assigner", "assignee", "invitation").annotate(
+        is_overdue=is_overdue
+    )
 
 
 def commitment_list_for_assignee(*, user) -> QuerySet[Commitment]:
@@ -33,6 +53,81 @@ def commitment_list_for_assignee(*, user) -> QuerySet[Commitment]:
 
 def commitment_list_for_assigner(*, user) -> QuerySet[Commitment]:
     return _for_pages().filter(assigner=user)
+
+
+# --- the Accord -------------------------------------------------------------------
+
+
+def accord_waiting_count(*, user) -> int:
+    """How many requests wait for `user`'s handshake: one COUNT."""
+    return Commitment.objects.filter(assignee=user, status=Status.PENDING_HANDSHAKE).count()
+
+
+def accord_last_seen(*, user) -> dt.datetime | None:
+    return AccordVisit.objects.filter(user=user).values_list("seen_at", flat=True).first()
+
+
+def accord_section(*, user, statuses, person=None, text: str = "") -> QuerySet[Commitment]:
+    """The Accord's rows in `statuses`, filtered by who asked (a user id) and
+    by words of the description. Open items are sorted by deadline (none
+    last), closed ones by their last change. Each row carries `past_deadline`
+    (open, waiting or active, with its deadline gone by) and `last_actor_id`
+    (who made the latest move, from the outbox, in the same query)."""
+    now = timezone.now()
+    past_deadline = ExpressionWrapper(
+        Q(status__in=[Status.PENDING_HANDSHAKE, Status.ACTIVE], deadline__lt=now),
+        output_field=BooleanField(),
+    )
+    rows = (
+        commitment_list_for_assignee(user=user)
+        .filter(status__in=statuses)
+        .annotate(
+            past_deadline=past_deadline,
+            last_actor_id=Subquery(
+                OutboxEvent.objects.filter(commitment=OuterRef("pk"))
+                .order_by("-id")
+                .values("actor_user_id")[:1],
+                output_field=UUIDField(),  # converted on SQLite too
+            ),
+        )
+    )
+    if person:
+        rows = rows.filter(assigner_id=person)
+    if text:
+        rows = rows.filter(description__icontains=text)
+    if set(statuses) & {Status.PENDING_HANDSHAKE, Status.ACTIVE}:
+        return rows.order_by(F("deadline").asc(nulls_last=True), "-created_at", "pk")
+    return rows.order_by("-updated_at", "pk")
+
+
+def accord_people(*, user) -> QuerySet:
+    """Who has asked `user` something (for the Accord's filter by person)."""
+    asked_by = commitment_list_for_assignee(user=user).values("assigner_id")
+    return get_user_model().objects.filter(pk__in=asked_by).order_by("display_name", "email")
+
+
+@dataclass(frozen=True)
+class Collaborator:
+    name: str
+    email: str
+
+
+def collaborators_for(*, user) -> list[Collaborator]:
+    """The people the user has a commitment with, either way (excluding the
+    user): the suggestions of the New commitment page and the only addresses
+    capture may put on a draft. Someone else's draft naming the user does not
+    count (the Accord never shows drafts). One query."""
+    assignee_ids = commitment_list_for_assigner(user=user).values("assignee_id")
+    assigner_ids = commitment_list_for_assignee(user=user).values("assigner_id")
+    people = (
+        get_user_model()
+        .objects.filter(Q(pk__in=assignee_ids) | Q(pk__in=assigner_ids))
+        .exclude(pk=user.pk)
+    )
+    return sorted(
+        (Collaborator(name=person.name, email=person.email) for person in people),
+        key=lambda c: (c.name.casefold(), c.email),
+    )
 
 
 def commitment_get_visible(*, user, commitment_id) -> Commitment | None:
@@ -47,6 +142,18 @@ def commitment_get_visible(*, user, commitment_id) -> Commitment | None:
 
 def commitment_timeline(*, commitment: Commitment) -> QuerySet[AuditEvent]:
     return AuditEvent.objects.for_object(commitment).select_related("user")
+
+
+def commitment_decline_reason(*, commitment: Commitment) -> str:
+    """The reason the assignee gave with their latest decline ('' if none)."""
+    declined = (
+        AuditEvent.objects.for_object(commitment)
+        .filter(action="declined")
+        .order_by("-occurred_at", "-pk")
+        .values_list("payload", flat=True)
+        .first()
+    )
+    return (declined or {}).get("reason", "")
 
 
 def link_template_list(*, owner) -> QuerySet[LinkTemplate]:

@@ -20,8 +20,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from accounts.selectors import users_with_verified_primary_email
 from audit.services import Actor, audit_event_record
 from commitments.errors import (
+    AddressNotAskable,
     CommitmentNotFound,
     DuplicateExternalRef,
     InvalidTransition,
@@ -34,14 +36,20 @@ from commitments.links import link_template_problem
 from commitments.machine import MOVES, may_create, may_make
 from commitments.models import (
     EXTERNAL_SYSTEM_MAX,
+    AccordVisit,
     Commitment,
     EventKind,
+    Invitation,
     LinkTemplate,
     OutboxEvent,
     Status,
 )
 
 UNSET: Any = object()
+# The events that ask the assignee for their handshake.
+ASKS_ASSIGNEE = {EventKind.HANDSHAKE_REQUESTED, EventKind.RENEGOTIATED}
+INVITATION_WINDOW = dt.timedelta(days=1)
+DECLINE_REASON_MAX = 500
 
 
 @dataclass(frozen=True)
@@ -98,6 +106,10 @@ def _record(
     body = {"from": previous_status or None, "to": commitment.status}
     body.update(payload or {})
     audit_event_record(actor=actor, subject=commitment, action=action, payload=body)
+    if event in ASKS_ASSIGNEE and commitment.assignee_id is None:
+        # Nobody has an account for the address asked yet: the nudge is an
+        # invitation to it (the workers read `commitment.invitation`).
+        event = EventKind.INVITED
     if event is not None:
         outbox_row = OutboxEvent.objects.create(
             commitment=commitment,
@@ -183,6 +195,7 @@ def _create(
     raw_text: str | None,
     external_system: str | None,
     external_id: str | None,
+    invitation: Invitation | None = None,
 ) -> Commitment:
     if not may_create(actor=actor, assigner_id=assigner.pk):
         raise NotPermitted(action=action, reason="only the assigner creates a commitment")
@@ -195,6 +208,7 @@ def _create(
                 status=status,
                 assigner=assigner,
                 assignee=assignee,
+                invitation=invitation,
                 description=_clean_text(description),
                 deadline=deadline,
                 raw_text=raw_text,
@@ -274,6 +288,125 @@ def commitment_create_draft(
     )
 
 
+def _invitation_for(*, assigner, email: str, now: dt.datetime) -> Invitation:
+    """The invitation row of an address nobody can be asked at yet, within
+    the assigner's daily limit of new invitations (so the form cannot be used
+    to mail strangers in bulk)."""
+    recent = (
+        Commitment.objects.filter(
+            assigner=assigner, assignee__isnull=True, created_at__gte=now - INVITATION_WINDOW
+        )
+        .values("invitation_id")
+        .distinct()
+        .count()
+    )
+    invitation = Invitation.objects.filter(email=email).first()
+    already_asked = invitation is not None and (
+        Commitment.objects.filter(assigner=assigner, invitation=invitation).exists()
+    )
+    if not already_asked and recent >= settings.INVITATIONS_PER_DAY:
+        raise AddressNotAskable(
+            f"You have invited {recent} people without an account today, the most a day; "
+            "ask them again tomorrow."
+        )
+    if invitation is None:
+        invitation, _ = Invitation.objects.get_or_create(email=email)
+    return invitation
+
+
+def commitment_ask(
+    *,
+    actor: Actor,
+    assignee_email: str,
+    description: str,
+    deadline: dt.datetime | None,
+    send: bool,
+) -> Commitment:
+    """Ask someone by e-mail address from the web form: a Draft (`send`
+    False) or, at once, a request for the handshake. An address that is no
+    active account's verified address is invited: the commitment references
+    its `Invitation` and waits (no assignee) until an account verifies the
+    address (commitment_invitations_claim); the `invited` outbox row makes
+    the workers mail the invitation. A deactivated account's address raises
+    AddressNotAskable. One transaction."""
+    email = (assignee_email or "").strip().lower()
+    now = timezone.now()
+    with transaction.atomic():
+        assignee = users_with_verified_primary_email().filter(email__iexact=email).first()
+        invitation = None
+        if assignee is None:
+            User = actor.user.__class__
+            if User.objects.filter(email__iexact=email, is_active=False).exists():
+                raise AddressNotAskable("This address belongs to a closed account.")
+            invitation = _invitation_for(assigner=actor.user, email=email, now=now)
+        return _create(
+            actor=actor,
+            status=Status.PENDING_HANDSHAKE if send else Status.DRAFT,
+            action="created" if send else "draft_created",
+            event=EventKind.HANDSHAKE_REQUESTED if send else None,
+            assigner=actor.user,
+            assignee=assignee,
+            invitation=invitation,
+            description=description,
+            deadline=deadline,
+            raw_text=None,
+            external_system=None,
+            external_id=None,
+        )
+
+
+@transaction.atomic
+def commitment_invitations_claim(*, user) -> int:
+    """Attach the commitments waiting for `user`'s address to them, once the
+    address is their verified login address (accounts sends `email_verified`
+    when an address is proved; commitments.receivers calls this). Each
+    commitment gets an audit row; nobody is nudged again (the invitation
+    was the nudge). Returns how many commitments were attached."""
+    if not users_with_verified_primary_email().filter(pk=user.pk).exists():
+        return 0
+    invitation = (
+        Invitation.objects.select_for_update()
+        .filter(email=user.email.lower(), claimed_at__isnull=True)
+        .first()
+    )
+    if invitation is None:
+        return 0
+    now = timezone.now()
+    waiting = list(
+        Commitment.objects.select_for_update().filter(invitation=invitation, assignee__isnull=True)
+    )
+    actor = Actor.for_user(user)
+    for commitment in waiting:
+        commitment.assignee = user
+        commitment.updated_at = now
+        commitment.save(update_fields=["assignee", "updated_at"])
+        audit_event_record(
+            actor=actor,
+            subject=commitment,
+            action="assignee_joined",
+            payload={"invitation": str(invitation.pk)},
+        )
+    invitation.claimed_by = user
+    invitation.claimed_at = now
+    invitation.save(update_fields=["claimed_by", "claimed_at"])
+    return len(waiting)
+
+
+def accord_visit_record(*, user, now: dt.datetime) -> dt.datetime | None:
+    """Remember that `user` looked at their Accord at `now`; returns when they
+    had looked before (None the first time), for the "new" and "changed"
+    markers. Two statements and no lock: two tabs opening the Accord at once
+    both get an answer (a first visit's insert ignores a twin)."""
+    previous = AccordVisit.objects.filter(user=user).values_list("seen_at", flat=True).first()
+    if previous is None:
+        AccordVisit.objects.bulk_create(
+            [AccordVisit(user=user, seen_at=now)], ignore_conflicts=True
+        )
+    else:
+        AccordVisit.objects.filter(user=user).update(seen_at=now)
+    return previous
+
+
 # --- transitions ---------------------------------------------------------------
 
 
@@ -324,6 +457,7 @@ def _assignee_answers(
     audit_action: str,
     event: str,
     terms_version: int | None,
+    payload: dict[str, Any] | None = None,
 ) -> TransitionResult:
     """The handshake: the assignee answers a Pending_Handshake commitment, on
     the terms they were shown (TermsChanged when those are not the current
@@ -332,7 +466,14 @@ def _assignee_answers(
     _check(commitment, actor=actor, move=move)
     _check_terms(commitment, move=move, terms_version=terms_version)
     previous = _move(commitment, to=to, stamp_field=stamp_field, now=timezone.now())
-    _record(commitment, actor=actor, action=audit_action, previous_status=previous, event=event)
+    _record(
+        commitment,
+        actor=actor,
+        action=audit_action,
+        previous_status=previous,
+        event=event,
+        payload=payload,
+    )
     return TransitionResult(commitment, previous, True)
 
 
@@ -372,11 +513,16 @@ def commitment_accept(
 
 @transaction.atomic
 def commitment_decline(
-    *, actor: Actor, commitment_id: uuid.UUID, terms_version: int | None = None
+    *,
+    actor: Actor,
+    commitment_id: uuid.UUID,
+    terms_version: int | None = None,
+    reason: str = "",
 ) -> TransitionResult:
     """`terms_version`: the version of the terms shown to the assignee. Every
     caller that shows terms (the page, any API) passes it; a move on terms
-    changed since raises TermsChanged and changes nothing."""
+    changed since raises TermsChanged and changes nothing. `reason`, when
+    given, is kept on the audit row (at most DECLINE_REASON_MAX characters)."""
     return _assignee_answers(
         actor=actor,
         commitment_id=commitment_id,
@@ -386,6 +532,7 @@ def commitment_decline(
         audit_action="declined",
         event=EventKind.REFUSED,
         terms_version=terms_version,
+        payload={"reason": _clean_text(reason)[:DECLINE_REASON_MAX]} if reason.strip() else None,
     )
 
 

@@ -279,7 +279,7 @@ def commitment_change_terms(request: HttpRequest, commitment_id: uuid.UUID) -> H
             services.commitment_renegotiate(actor=actor, commitment_id=commitment_id, **terms)
             messages.success(
                 request,
-                f"Renegotiated: {commitment.assignee.name} is asked for the handshake again.",
+                f"Renegotiated: {commitment.assignee_label} is asked for the handshake again.",
             )
     except CommitmentNotFound:
         raise Http404("No such commitment.") from None
@@ -337,6 +337,12 @@ def commitment_act(request: HttpRequest, commitment_id: uuid.UUID, action: str) 
     extra = {}
     if action in ANSWERS_TO_TERMS:
         extra["terms_version"] = posted_terms_version(request.POST.get("terms_version"))
+    if action == "decline":
+        extra["reason"] = request.POST.get("reason", "")
+    # Posted from the Accord: back there (with its filters and pages); only
+    # that page, so the field cannot send anyone elsewhere.
+    back = request.POST.get("next", "")
+    done_url = back if back == "/" or back.startswith("/?") else detail_url
     try:
         service(actor=Actor.for_user(request.user), commitment_id=commitment_id, **extra)
     except TermsChanged as exc:
@@ -359,9 +365,9 @@ def commitment_act(request: HttpRequest, commitment_id: uuid.UUID, action: str) 
     except InvalidTransition as exc:
         status = Status(exc.current_status).label
         messages.error(request, f"Could not {exc.action} this commitment: its status is {status}.")
-        return redirect(detail_url)
+        return redirect(done_url)
     messages.success(request, success)
-    return redirect(detail_url)
+    return redirect(done_url)
 
 
 # The moves that ask to confirm first (they cannot be undone), and what the

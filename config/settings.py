@@ -108,6 +108,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "commitments.context_processors.accord_waiting",
             ],
         },
     },
@@ -494,6 +495,9 @@ CELERY_TASK_ROUTES = {"delivery.tasks.deliver_webhook": {"queue": WEBHOOK_QUEUE}
 # any NUDGE_CAP_WINDOW seconds; what is over it waits for one digest nudge.
 NUDGE_CAP = env_int("NUDGE_CAP", 30)
 NUDGE_CAP_WINDOW = 3600
+# New addresses without an account one person may invite (ask from the
+# New commitment page) in 24 hours: the form must not mail strangers in bulk.
+INVITATIONS_PER_DAY = env_int("INVITATIONS_PER_DAY", 20)
 # Outbound HTTP (lib.outbound) to http:// URLs on loopback (127.0.0.0/8, ::1):
 # for development and tests only. Private, link-local, CGNAT, multicast and
 # metadata addresses stay refused even then.

@@ -82,6 +82,7 @@ class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
         "created_at",
         "event_kind",
         "recipient",
+        "address",
         "channel",
         "status",
         "attempts",
@@ -90,8 +91,8 @@ class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     )
     list_filter = ("status", "channel", "is_digest", "created_at")
     list_select_related = ("recipient", "event")
-    search_fields = ("recipient__email", "=id", "=event__commitment__id")
-    search_help_text = "Recipient e-mail, delivery id or commitment id."
+    search_fields = ("recipient__email", "address", "=id", "=event__commitment__id")
+    search_help_text = "Recipient e-mail (or invited address), delivery id or commitment id."
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
     fields = (
@@ -99,6 +100,7 @@ class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
         "event",
         "commitment_id",
         "recipient",
+        "address",
         "channel",
         "status",
         "attempts",

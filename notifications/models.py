@@ -122,9 +122,16 @@ class Delivery(models.Model):
     event = models.ForeignKey(
         "commitments.OutboxEvent", on_delete=models.CASCADE, related_name="deliveries"
     )
+    # Null only for an invitation: a request to an address nobody has an
+    # account for yet (`address`), always by e-mail.
     recipient = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="deliveries"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="deliveries",
+        null=True,
+        blank=True,
     )
+    address = models.EmailField(max_length=254, blank=True)
     # The channel this delivery goes (or went) through: the recipient's choice
     # when it was created, e-mail after a fallback.
     channel = models.CharField(max_length=16, choices=ChannelKind.choices)
@@ -163,6 +170,15 @@ class Delivery(models.Model):
         constraints = [
             # Dispatching an event twice cannot send twice.
             models.UniqueConstraint(fields=["event", "recipient"], name="delivery_once_per_event"),
+            models.UniqueConstraint(
+                fields=["event"],
+                condition=Q(recipient__isnull=True),
+                name="delivery_invitation_once_per_event",
+            ),
+            models.CheckConstraint(
+                condition=Q(recipient__isnull=False) | ~Q(address=""),
+                name="delivery_recipient_or_address",
+            ),
         ]
         indexes = [
             models.Index(

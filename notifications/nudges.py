@@ -17,6 +17,7 @@ from django.conf import settings
 from accounts.selectors import user_has_verified_primary_email
 from audit.models import ActorKind
 from commitments.models import Commitment, EventKind, OutboxEvent
+from commitments.selectors import commitment_decline_reason
 from lib.text import excerpt
 from notifications.transports import Message
 
@@ -28,6 +29,8 @@ def nudge_recipients(event: OutboxEvent) -> list:
     commitment = event.commitment
     if event.kind in TELLS_ASSIGNEE:
         recipient = commitment.assignee
+        if recipient is None:  # an invitation's (see invitation_message)
+            return []
     elif event.kind in TELLS_ASSIGNER:
         recipient = commitment.assigner
     else:
@@ -91,15 +94,42 @@ def nudge_message(*, event: OutboxEvent, recipient, idempotency_key: str | None 
         text = f"{assignee.name} accepted your request: {commitment.description}\nBy: {by}."
     elif event.kind == EventKind.REFUSED:
         subject = f"{assignee.name} declined: {short}"
+        reason = commitment_decline_reason(commitment=commitment)
         text = (
             f"{assignee.name} declined your request: {commitment.description}\n"
-            "You can change its description or deadline and ask again."
+            + (f"Their reason: {reason}\n" if reason else "")
+            + "You can change its description or deadline and ask again."
         )
     else:
         who = _completed_by(event, commitment)
         subject = f"Completed: {short}"
         text = f"{who} completed: {commitment.description}\n(It was due: {by}.)"
     return Message(subject=subject, text=text, url=url, idempotency_key=idempotency_key)
+
+
+def invitation_message(*, event: OutboxEvent, idempotency_key: str | None = None) -> Message:
+    """The nudge of a request to an address with no account yet: who asks
+    what, and how to answer (sign up with this address and verify it; the
+    request then waits in the Accord)."""
+    commitment = event.commitment
+    assigner = commitment.assigner
+    short = excerpt(commitment.description, 60)
+    by = format_deadline(commitment.deadline, "UTC")
+    verb = "changed a request to you" if event.previous_status else "asks you"
+    subject = f"{assigner.name} {verb}: {short}"
+    text = (
+        f"{assigner.name} ({assigner.email}) {verb} through Commitments:\n"
+        f"{commitment.description}\nBy: {by}.\n\n"
+        f"To accept or decline it, sign up with this address "
+        f"({commitment.invitation.email}) and confirm it: the request waits for you "
+        "in your Accord."
+    )
+    return Message(
+        subject=subject,
+        text=text,
+        url=f"{settings.SITE_URL}/accounts/signup/",
+        idempotency_key=idempotency_key,
+    )
 
 
 def sample_message(user) -> Message:

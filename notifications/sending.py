@@ -45,7 +45,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from commitments.models import OutboxEvent
+from commitments.models import EventKind, OutboxEvent
 from lib import jobs, leasing
 from lib.text import excerpt
 from notifications.channels import destination_for, notification_channel_mark_broken
@@ -57,7 +57,13 @@ from notifications.models import (
     DeliveryStatus,
     NudgePair,
 )
-from notifications.nudges import TELLS_ASSIGNEE, digest_message, nudge_message, nudge_recipients
+from notifications.nudges import (
+    TELLS_ASSIGNEE,
+    digest_message,
+    invitation_message,
+    nudge_message,
+    nudge_recipients,
+)
 from notifications.transports import TransportError, transport_for
 
 log = logging.getLogger(__name__)
@@ -86,6 +92,8 @@ def nudge_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uui
     recipient), those under the cap queued after commit. Returns the ids of
     the ones queued (not digests waiting for their time, nor held ones)."""
     queued: list[uuid.UUID] = []
+    if event.kind == EventKind.INVITED:
+        queued += _invitation_delivery_create(event=event, now=now)
     for recipient in nudge_recipients(event):
         if Delivery.objects.filter(event=event, recipient=recipient).exists():
             continue
@@ -97,6 +105,23 @@ def nudge_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uui
             queued.append(delivery.pk)
     enqueue_on_commit(queued)
     return queued
+
+
+def _invitation_delivery_create(*, event: OutboxEvent, now: dt.datetime) -> list[uuid.UUID]:
+    """The invitation e-mail of a request to an address with no account yet,
+    once per event (no recipient user; the address is the invitation's)."""
+    invitation = event.commitment.invitation
+    if invitation is None or Delivery.objects.filter(event=event, recipient=None).exists():
+        return []
+    delivery = Delivery.objects.create(
+        event=event,
+        recipient=None,
+        address=invitation.email,
+        channel=ChannelKind.EMAIL,
+        next_attempt_at=now,
+        enqueued_at=now,
+    )
+    return [delivery.pk]
 
 
 def _capped(*, event: OutboxEvent, recipient, now: dt.datetime) -> dict[str, object]:
@@ -170,7 +195,10 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
         if not leasing.claim(Delivery.objects.all(), pk=delivery_id, now=now, lease=lease):
             return None
         delivery = Delivery.objects.select_related(
-            "recipient", "event__commitment__assigner", "event__commitment__assignee"
+            "recipient",
+            "event__commitment__assigner",
+            "event__commitment__assignee",
+            "event__commitment__invitation",
         ).get(pk=delivery_id)
         # An attempt without an outcome belonged to a worker that died mid-send.
         delivery.attempt_log.filter(outcome="").update(
@@ -178,7 +206,9 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
             error="The worker stopped before recording the outcome; the message may have "
             "been sent.",
         )
-        if delivery.channel == ChannelKind.EMAIL:
+        if delivery.recipient is None:  # an invitation: its address, by e-mail
+            kind, address, channel_id = ChannelKind.EMAIL, delivery.address, None
+        elif delivery.channel == ChannelKind.EMAIL:
             kind, address, channel_id = ChannelKind.EMAIL, delivery.recipient.email, None
         else:
             # The recipient's choice now: they may have switched or fixed it.
@@ -213,7 +243,11 @@ def nudge_send(*, delivery_id) -> str | None:
         )
     try:
         delivery = claim.delivery
-        if delivery.is_digest:
+        if delivery.recipient is None:
+            message = invitation_message(
+                event=delivery.event, idempotency_key=f"nudge-{delivery.pk}"
+            )
+        elif delivery.is_digest:
             message = digest_message(
                 recipient=delivery.recipient,
                 sender=delivery.event.commitment.assigner,

@@ -296,7 +296,8 @@ def test_the_dashboard_costs_the_same_queries_at_10_and_1000_commitments(
 
     # session, user, counts, score parts, history, four attention lists,
     # the asked page and its count
-    with django_assert_num_queries(11):
+    # + the navigation's count of requests waiting (commitments.context_processors)
+    with django_assert_num_queries(12):
         response = client.get("/dashboard/?page=2")
 
     assert response.status_code == 200
@@ -310,7 +311,8 @@ def test_the_day_page_costs_the_same_queries_at_10_and_1000_commitments(
     client.force_login(assignee)
     day = (timezone.now() - 3 * DAY).date().isoformat()  # "Bulk 3" was completed then
 
-    with django_assert_num_queries(3):  # session, user, the day's commitments
+    # session, user, the day's commitments, the navigation's count
+    with django_assert_num_queries(4):
         response = client.get(f"/dashboard/day/{day}/")
 
     assert response.status_code == 200

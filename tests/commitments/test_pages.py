@@ -106,7 +106,7 @@ def test_accord_groups_by_what_the_user_has_to_do(client, assigner, assignee):
     page = client.get("/").content.decode()
 
     assert page.index("Waiting for your handshake") < page.index(waiting.description)
-    assert page.index("Closed") < page.index(done.description)
+    assert page.index('<h2 id="accord-completed">Completed') < page.index(done.description)
     assert 'class="badge status-completed"' in page
     assert 'class="badge status-pending_handshake"' in page
 

@@ -168,6 +168,8 @@ def test_no_page_renders_inline_script_event_handlers_or_inline_styles(
     signed_in = [
         "/",
         "/dashboard/",
+        "/commitments/new",
+        "/accord/fragment",
         f"/commitments/{pending.pk}",
         f"/commitments/{draft.pk}",
         "/capture/",
