@@ -38,4 +38,9 @@ def send_test(test_id: str) -> str | None:
 @shared_task(name="delivery.tasks.sweep")
 def sweep() -> dict[str, int]:
     result = outbox_sweep()
-    return {"events": result.events, "deliveries": result.deliveries, "webhooks": result.webhooks}
+    return {
+        "events": result.events,
+        "deliveries": result.deliveries,
+        "webhooks": result.webhooks,
+        "tests": result.tests,
+    }

@@ -235,8 +235,8 @@ class DeliveryAttempt(models.Model):
 
 
 class ChannelTestStatus(models.TextChoices):
-    QUEUED = "queued", "Waiting for the worker"
-    SENDING = "sending", "Sending"
+    QUEUED = leasing.PENDING, "Waiting for the worker"
+    SENDING = leasing.SENDING, "Sending"
     SENT = "sent", "Accepted"
     FAILED = "failed", "Not accepted"
 
@@ -244,7 +244,12 @@ class ChannelTestStatus(models.TextChoices):
 class ChannelTest(models.Model):
     """One "send a test" a person asked for. The page writes it and queues
     it; a worker sends it through the person's channel at that moment and
-    writes the outcome, which the page shows when it is reloaded."""
+    writes the outcome, which the page shows (its script polls for it).
+
+    Sent like every other row workers send (`lib.leasing`): claimed with a
+    lease, so a worker that dies after the claim leaves a row the sweep
+    queues again once the lease has run out (at most TEST_MAX_ATTEMPTS
+    claims, then it is failed with the reason)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(
@@ -258,10 +263,28 @@ class ChannelTest(models.Model):
     detail = models.CharField(max_length=1000, blank=True)
     requested_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The lease (lib.leasing), as on Delivery.
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["-requested_at"]
-        indexes = [models.Index(fields=["user", "-requested_at"], name="channeltest_user_idx")]
+        indexes = [
+            models.Index(fields=["user", "-requested_at"], name="channeltest_user_idx"),
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=Q(status="pending"),
+                name="channeltest_pending_due_idx",
+            ),
+            models.Index(
+                fields=["claimed_until"],
+                condition=Q(status="sending"),
+                name="channeltest_sending_lease_idx",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"Test for {self.user_id} at {self.requested_at:%Y-%m-%d %H:%M:%S}: {self.status}"
