@@ -16,7 +16,8 @@ lost, late or delivered twice:
    and was never picked up: undispatched events, due nudges and webhook
    deliveries and those whose lease expired, claimed with SELECT ... FOR
    UPDATE SKIP LOCKED and stamped, so concurrent sweeps do not queue the same
-   row; channel tests ("send a test") too, leased the same way. It also forgets rotated-out webhook secrets whose 24 hours are over.
+   row; channel tests ("send a test") too, leased the same way. It also
+   forgets rotated-out webhook secrets whose 24 hours are over.
 """
 
 from __future__ import annotations
