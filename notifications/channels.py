@@ -97,9 +97,12 @@ def validate_webhook_url(url: str) -> str:
 
 
 @transaction.atomic
-def notification_channel_set(*, user, kind: str, webhook_url: str = "") -> NotificationChannel:
-    """Choose how `user` is nudged. For Slack or Teams an empty URL keeps the
-    stored one (the page never shows it back); saving clears a broken mark."""
+def notification_channel_set(
+    *, user, kind: str, webhook_url: str = "", reminders: bool | None = None
+) -> NotificationChannel:
+    """Choose how `user` is nudged, and whether they get reminders (None
+    keeps the choice). For Slack or Teams an empty URL keeps the stored one
+    (the page never shows it back); saving clears a broken mark."""
     if kind not in ChannelKind.values:
         raise ValidationError({"kind": "Choose e-mail, Slack or Microsoft Teams."})
     channel = NotificationChannel.objects.select_for_update().filter(user=user).first()
@@ -117,6 +120,8 @@ def notification_channel_set(*, user, kind: str, webhook_url: str = "") -> Notif
         channel.webhook_url = ""  # nothing secret kept that is not in use
     url_changed = channel.webhook_url != previous_url
     channel.kind = kind
+    if reminders is not None:
+        channel.reminders = reminders
     channel.broken_at = None
     channel.broken_reason = ""
     channel.save()
@@ -124,7 +129,7 @@ def notification_channel_set(*, user, kind: str, webhook_url: str = "") -> Notif
         actor=Actor.for_user(user),
         subject=channel,
         action="notification_channel_set",
-        payload={"kind": kind, "urlChanged": url_changed},
+        payload={"kind": kind, "urlChanged": url_changed, "reminders": channel.reminders},
     )
     return channel
 

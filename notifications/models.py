@@ -29,6 +29,8 @@ __all__ = [
     "DeliveryStatus",
     "NotificationChannel",
     "NudgePair",
+    "Reminder",
+    "ReminderKind",
 ]
 
 
@@ -68,6 +70,8 @@ class NotificationChannel(models.Model):
     # fall back to e-mail until the owner saves the channel again.
     broken_at = models.DateTimeField(null=True, blank=True)
     broken_reason = models.CharField(max_length=500, blank=True)
+    # Reminders (notifications.reminders): on unless the person turned them off.
+    reminders = models.BooleanField(default=True)
     # The last "send a test": tests are sent while the owner waits, so they
     # are spaced (NOTIFY_TEST_INTERVAL) by a conditional UPDATE of this column.
     last_test_at = models.DateTimeField(null=True, blank=True)
@@ -107,6 +111,47 @@ class DeliveryStatus(models.TextChoices):
     FAILED = "failed", "Failed"
     # Over the hourly cap: goes out inside its digest (`Delivery.digest`).
     HELD = "held", "Held for a digest"
+    # A reminder that was no longer due when its turn came (done, answered,
+    # its deadline changed, or its recipient turned reminders off).
+    CANCELLED = "cancelled", "Not sent, no longer due"
+
+
+class ReminderKind(models.TextChoices):
+    DUE_SOON = "due_soon", "Due within a day"
+    OVERDUE = "overdue", "Overdue"
+    HANDSHAKE_WAITING = "handshake_waiting", "Waiting for an answer"
+
+
+class Reminder(models.Model):
+    """One reminder about one commitment, made once (notifications.reminders).
+
+    The key is (commitment, kind, moment): `moment` is the deadline the
+    reminder is about, or, for a request waiting for its handshake, when the
+    request was sent. A scheduler that runs twice, two schedulers, or one
+    that crashed after writing cannot make a second row; a renegotiated
+    deadline (or a request sent again) is another moment, so it gets its
+    own reminders. Sent as a `Delivery` (its `reminder`), like a nudge.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    commitment = models.ForeignKey(
+        "commitments.Commitment", on_delete=models.CASCADE, related_name="+"
+    )
+    kind = models.CharField(max_length=24, choices=ReminderKind.choices)
+    moment = models.DateTimeField()
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["commitment", "kind", "moment"], name="reminder_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} reminder for {self.commitment_id}"
 
 
 class Delivery(models.Model):
@@ -119,8 +164,16 @@ class Delivery(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # What the message is about: an outbox event (a nudge) or a reminder.
     event = models.ForeignKey(
-        "commitments.OutboxEvent", on_delete=models.CASCADE, related_name="deliveries"
+        "commitments.OutboxEvent",
+        on_delete=models.CASCADE,
+        related_name="deliveries",
+        null=True,
+        blank=True,
+    )
+    reminder = models.OneToOneField(
+        Reminder, on_delete=models.CASCADE, related_name="delivery", null=True, blank=True
     )
     recipient = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="deliveries"
@@ -163,6 +216,11 @@ class Delivery(models.Model):
         constraints = [
             # Dispatching an event twice cannot send twice.
             models.UniqueConstraint(fields=["event", "recipient"], name="delivery_once_per_event"),
+            models.CheckConstraint(
+                condition=Q(event__isnull=False, reminder__isnull=True)
+                | Q(event__isnull=True, reminder__isnull=False),
+                name="delivery_event_or_reminder",
+            ),
         ]
         indexes = [
             models.Index(
@@ -184,7 +242,23 @@ class Delivery(models.Model):
         ]
 
     def __str__(self) -> str:
+        if self.reminder_id is not None:
+            return f"Reminder {self.reminder_id} to {self.recipient_id} ({self.status})"
         return f"Nudge of event {self.event_id} to {self.recipient_id} ({self.status})"
+
+    @property
+    def commitment(self):
+        """The commitment it is about (load `event__commitment` or
+        `reminder__commitment` with it)."""
+        source = self.reminder if self.reminder_id is not None else self.event
+        return source.commitment
+
+    @property
+    def about(self) -> str:
+        """What it is about, in a word or two, for pages and the admin."""
+        if self.reminder_id is not None:
+            return f"Reminder: {self.reminder.get_kind_display()}"
+        return self.event.get_kind_display()
 
 
 class NudgePair(models.Model):
@@ -212,6 +286,7 @@ class AttemptOutcome(models.TextChoices):
     TRANSIENT = "transient", "Failed, will retry"
     PERMANENT = "permanent", "Failed for good"
     INTERRUPTED = "interrupted", "Interrupted (worker lost)"
+    CANCELLED = "cancelled", "Not sent: the reminder was no longer due"
 
 
 class DeliveryAttempt(models.Model):

@@ -36,6 +36,14 @@ class ChannelForm(forms.Form):
             "keep the saved one."
         ),
     )
+    reminders = forms.BooleanField(
+        label="Send me reminders",
+        required=False,
+        help_text=(
+            "The day before a deadline of yours, when it passes, and when a request of "
+            "yours has waited two days for an answer; at most one message an hour."
+        ),
+    )
 
 
 @login_required
@@ -50,6 +58,7 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
                     user=request.user,
                     kind=form.cleaned_data["kind"],
                     webhook_url=form.cleaned_data["webhook_url"],
+                    reminders=form.cleaned_data["reminders"],
                 )
             except ValidationError as exc:
                 form.add_error(None, exc)
@@ -57,10 +66,15 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
                 messages.success(request, "Saved. Send a test to check it.")
                 return redirect("notification_settings")
     else:
-        form = ChannelForm(initial={"kind": channel.kind if channel else ChannelKind.EMAIL})
+        form = ChannelForm(
+            initial={
+                "kind": channel.kind if channel else ChannelKind.EMAIL,
+                "reminders": channel.reminders if channel else True,
+            }
+        )
     recent = (
         Delivery.objects.filter(recipient=request.user)
-        .select_related("event__commitment")
+        .select_related("event__commitment", "reminder__commitment")
         .order_by("-created_at")[:10]
     )
     return render(
