@@ -343,3 +343,43 @@ def test_two_schedulers_at_once_make_each_reminder_once(clock, worker, assigner,
     assert deliveries.filter(status=DeliveryStatus.PENDING, is_digest=False).count() == 1
     assert deliveries.filter(is_digest=True).count() == 1
     assert deliveries.filter(status=DeliveryStatus.HELD).count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reminders_are_listed_with_the_nudges_on_the_page_and_in_the_admin(
+    client, staff, clock, worker, assigner, assignee
+):
+    c = active(assigner, assignee, T0 + dt.timedelta(hours=3))
+    worker.remind(clock)
+    delivery = Delivery.objects.get(reminder__isnull=False)
+    client.force_login(assignee)
+    page = client.get("/settings/notifications/").content.decode()
+    assert "Reminder: Due within a day: Ship the quarterly report" in page
+    client.force_login(staff)
+    listing = client.get("/admin/notifications/delivery/")
+    assert listing.status_code == 200
+    assert "Reminder: Due within a day" in listing.content.decode()
+    change = client.get(f"/admin/notifications/delivery/{delivery.pk}/change/")
+    assert change.status_code == 200
+    assert str(c.pk) in change.content.decode()
+
+
+@pytest.mark.django_db
+def test_finding_what_is_due_takes_three_queries_however_many_there_are(
+    clock, assigner, assignee, make_user, django_assert_num_queries
+):
+    from notifications.selectors import reminders_due
+
+    for n in range(6):
+        active(assigner, assignee, T0 + dt.timedelta(hours=n + 1), f"Soon {n}")
+        active(assigner, assignee, T0 - dt.timedelta(hours=n + 1), f"Late {n}")
+        pending(assigner, make_user(), None, f"Waiting {n}")
+    clock.advance(days=2, minutes=1)
+    with django_assert_num_queries(3):
+        due = reminders_due(now=clock.now - dt.timedelta(days=2, minutes=1))
+    assert len(due) == 12
+    with django_assert_num_queries(3):
+        due = reminders_due(now=clock.now)
+    kinds = [d.kind for d in due]
+    assert kinds.count(ReminderKind.HANDSHAKE_WAITING) == 6
+    assert kinds.count(ReminderKind.OVERDUE) == 12
