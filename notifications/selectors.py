@@ -80,17 +80,16 @@ def reminders_due(*, now: dt.datetime, limit: int = 500) -> list[DueReminder]:
 def reminder_still_due(*, reminder: Reminder) -> bool:
     """Whether a reminder made earlier is still worth sending now (its
     commitment loaded fresh): the commitment is where the reminder found it,
-    with the same deadline or request, and the recipient has not turned
-    reminders off since."""
+    with the same deadline, or the same request still unanswered."""
     commitment = reminder.commitment
     if reminder.kind == ReminderKind.HANDSHAKE_WAITING:
-        relevant = (
+        return (
             commitment.status == Status.PENDING_HANDSHAKE
             and commitment.updated_at == reminder.moment
         )
-    else:
-        relevant = commitment.status == Status.ACTIVE and commitment.deadline == reminder.moment
-    turned_off = NotificationChannel.objects.filter(
-        user_id=reminder.recipient_id, reminders=False
-    ).exists()
-    return relevant and not turned_off
+    return commitment.status == Status.ACTIVE and commitment.deadline == reminder.moment
+
+
+def reminders_turned_off(*, user_id) -> bool:
+    """Whether the person unticked "Send me reminders" (Settings, Notifications)."""
+    return NotificationChannel.objects.filter(user_id=user_id, reminders=False).exists()

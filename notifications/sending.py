@@ -10,6 +10,12 @@ jitter, honouring `Retry-After`); a permanent one marks the chat channel
 broken and falls back to e-mail, as does running out of attempts on a chat
 channel. E-mail that runs out fails the delivery (visible in admin).
 
+Reminders (notifications.reminders) are deliveries too, with a `reminder`
+instead of an `event`, made by `reminder_delivery_create` under a cap of
+their own (one reminder message per person per REMINDER_CAP_WINDOW, the rest
+in a digest, by the same mechanism as the nudge cap below); one no longer
+due when its turn comes is not sent (`cancelled`).
+
 The one window in which a nudge can go out twice: after the request has left
 for the service (the HTTP body was sent, the SMTP server has the mail) and
 before the "delivered" UPDATE commits, which is the next statement. A worker
@@ -65,7 +71,7 @@ from notifications.nudges import (
     nudge_recipients,
     reminder_message,
 )
-from notifications.selectors import reminder_still_due
+from notifications.selectors import reminder_still_due, reminders_turned_off
 from notifications.transports import TransportError, transport_for
 
 log = logging.getLogger(__name__)
@@ -271,8 +277,9 @@ def nudge_send(*, delivery_id) -> str | None:
         if delivery.reminder_id is not None:
             # Only what is still due goes out; the rest is cancelled with it.
             due, left_out = [], []
+            turned_off = reminders_turned_off(user_id=delivery.recipient_id)
             for row in (delivery, *claim.held):
-                if reminder_still_due(reminder=row.reminder):
+                if not turned_off and reminder_still_due(reminder=row.reminder):
                     due.append(row.reminder)
                 else:
                     left_out.append(row.pk)

@@ -383,3 +383,21 @@ def test_finding_what_is_due_takes_three_queries_however_many_there_are(
     kinds = [d.kind for d in due]
     assert kinds.count(ReminderKind.HANDSHAKE_WAITING) == 6
     assert kinds.count(ReminderKind.OVERDUE) == 12
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_digest_leaves_out_a_reminder_whose_commitment_was_completed_meanwhile(
+    clock, worker, assigner, assignee
+):
+    active(assigner, assignee, T0 + dt.timedelta(hours=5), "First thing")
+    active(assigner, assignee, T0 + dt.timedelta(hours=6), "Second thing")
+    third = active(assigner, assignee, T0 + dt.timedelta(hours=7), "Third thing")
+    assert worker.remind(clock) == 3
+    services.commitment_complete(actor=Actor.for_user(assignee), commitment_id=third.pk)
+    clock.advance(hours=1, minutes=1)
+    worker.sweep(clock)
+    first_mail, second_mail = reminders_to("knight@example.com")
+    assert first_mail.subject == "Reminder: Due soon: First thing"
+    assert second_mail.subject == "Reminder: Due soon: Second thing"
+    assert "Third thing" not in second_mail.body
+    assert Delivery.objects.get(reminder__commitment=third).status == DeliveryStatus.CANCELLED
