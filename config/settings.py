@@ -498,6 +498,17 @@ NUDGE_CAP_WINDOW = 3600
 # New addresses without an account one person may invite (ask from the
 # New commitment page) in 24 hours: the form must not mail strangers in bulk.
 INVITATIONS_PER_DAY = env_int("INVITATIONS_PER_DAY", 20)
+# Reminders (notifications.reminders, docs/reminders.md), made by beat every
+# REMINDER_INTERVAL s: the assignee REMINDER_LEAD s before an Active
+# commitment's deadline and when it passes, the assigner when a request has
+# waited HANDSHAKE_REMINDER_AFTER s for its handshake. At most one reminder
+# message per person per REMINDER_CAP_WINDOW s (a digest then); a reminder
+# whose moment is more than REMINDER_LOOKBACK s past is not made at all.
+REMINDER_INTERVAL = 300
+REMINDER_LEAD = 24 * 3600
+HANDSHAKE_REMINDER_AFTER = 2 * 24 * 3600
+REMINDER_CAP_WINDOW = 3600
+REMINDER_LOOKBACK = 7 * 24 * 3600
 # Outbound HTTP (lib.outbound) to http:// URLs on loopback (127.0.0.0/8, ::1):
 # for development and tests only. Private, link-local, CGNAT, multicast and
 # metadata addresses stay refused even then.
@@ -511,6 +522,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(OUTBOX_SWEEP_INTERVAL),
         # A sweep queued while no worker ran is stale once the next is due.
         "options": {"expires": float(OUTBOX_SWEEP_INTERVAL)},
+    },
+    "reminders": {
+        "task": "delivery.tasks.remind",
+        "schedule": float(REMINDER_INTERVAL),
+        "options": {"expires": float(REMINDER_INTERVAL)},
     },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

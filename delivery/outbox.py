@@ -16,7 +16,8 @@ lost, late or delivered twice:
    and was never picked up: undispatched events, due nudges and webhook
    deliveries and those whose lease expired, claimed with SELECT ... FOR
    UPDATE SKIP LOCKED and stamped, so concurrent sweeps do not queue the same
-   row. It also forgets rotated-out webhook secrets whose 24 hours are over.
+   row; channel tests ("send a test") too, leased the same way. It also
+   forgets rotated-out webhook secrets whose 24 hours are over.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from commitments.outbox import (
     outbox_events_take_due,
 )
 from lib import jobs
+from notifications.channels import TEST_TASK, notification_tests_take_due
 from notifications.sending import SEND_TASK, nudge_deliveries_create, nudge_deliveries_take_due
 from webhooks.sending import SEND_TASK as WEBHOOK_SEND_TASK
 from webhooks.sending import webhook_deliveries_create, webhook_deliveries_take_due
@@ -78,6 +80,7 @@ class SweepResult:
     events: int
     deliveries: int
     webhooks: int = 0
+    tests: int = 0
 
 
 def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
@@ -97,6 +100,9 @@ def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
         webhook_ids = webhook_deliveries_take_due(
             now=now, requeue_after=requeue_after, limit=SWEEP_BATCH
         )
+        test_ids = notification_tests_take_due(
+            now=now, requeue_after=requeue_after, limit=SWEEP_BATCH
+        )
         webhook_endpoints_forget_old_secrets(now=now)
 
         def enqueue() -> None:
@@ -106,15 +112,22 @@ def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
                 jobs.enqueue(SEND_TASK, str(delivery_id))
             for delivery_id in webhook_ids:
                 jobs.enqueue(WEBHOOK_SEND_TASK, str(delivery_id))
+            for test_id in test_ids:
+                jobs.enqueue(TEST_TASK, str(test_id))
 
         transaction.on_commit(enqueue)
-    if event_ids or delivery_ids or webhook_ids:
+    if event_ids or delivery_ids or webhook_ids or test_ids:
         log.info(
-            "Sweep queued %d event(s), %d delivery(ies) and %d webhook delivery(ies).",
+            "Sweep queued %d event(s), %d delivery(ies), %d webhook delivery(ies) "
+            "and %d channel test(s).",
             len(event_ids),
             len(delivery_ids),
             len(webhook_ids),
+            len(test_ids),
         )
     return SweepResult(
-        events=len(event_ids), deliveries=len(delivery_ids), webhooks=len(webhook_ids)
+        events=len(event_ids),
+        deliveries=len(delivery_ids),
+        webhooks=len(webhook_ids),
+        tests=len(test_ids),
     )

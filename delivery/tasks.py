@@ -6,9 +6,11 @@ module that imports both Celery and the services."""
 from __future__ import annotations
 
 from celery import shared_task
+from django.utils import timezone
 
 from delivery.outbox import DISPATCH_TASK, outbox_event_dispatch, outbox_sweep
 from notifications.channels import TEST_TASK, notification_test_send
+from notifications.reminders import reminders_create_due
 from notifications.sending import SEND_TASK, nudge_send
 from webhooks.sending import SEND_TASK as WEBHOOK_SEND_TASK
 from webhooks.sending import webhook_send
@@ -38,4 +40,15 @@ def send_test(test_id: str) -> str | None:
 @shared_task(name="delivery.tasks.sweep")
 def sweep() -> dict[str, int]:
     result = outbox_sweep()
-    return {"events": result.events, "deliveries": result.deliveries, "webhooks": result.webhooks}
+    return {
+        "events": result.events,
+        "deliveries": result.deliveries,
+        "webhooks": result.webhooks,
+        "tests": result.tests,
+    }
+
+
+@shared_task(name="delivery.tasks.remind")
+def remind() -> int:
+    # Beat, every REMINDER_INTERVAL s (CELERY_BEAT_SCHEDULE["reminders"]).
+    return reminders_create_due(now=timezone.now())

@@ -34,6 +34,7 @@ class NotificationChannelAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.Mode
         "masked_url",
         "broken_at",
         "broken_reason",
+        "reminders",
         "created_at",
         "updated_at",
     )
@@ -90,14 +91,21 @@ class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
         "delivered_at",
     )
     list_filter = ("status", "channel", "is_digest", "created_at")
-    list_select_related = ("recipient", "event")
-    search_fields = ("recipient__email", "address", "=id", "=event__commitment__id")
+    list_select_related = ("recipient", "event", "reminder")
+    search_fields = (
+        "recipient__email",
+        "address",
+        "=id",
+        "=event__commitment__id",
+        "=reminder__commitment__id",
+    )
     search_help_text = "Recipient e-mail (or invited address), delivery id or commitment id."
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
     fields = (
         "id",
         "event",
+        "reminder",
         "commitment_id",
         "recipient",
         "address",
@@ -121,13 +129,14 @@ class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     inlines = [DeliveryAttemptInline]
     actions = ["retry_now"]
 
-    @admin.display(description="event", ordering="event__kind")
+    @admin.display(description="about", ordering="event__kind")
     def event_kind(self, obj: Delivery) -> str:
-        return obj.event.get_kind_display()
+        return obj.about
 
     @admin.display(description="commitment")
     def commitment_id(self, obj: Delivery) -> str:
-        return str(obj.event.commitment_id)
+        source = obj.reminder if obj.reminder_id is not None else obj.event
+        return str(source.commitment_id)
 
     def has_retry_now_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("notifications.change_delivery")

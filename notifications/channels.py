@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from audit.services import Actor, audit_event_record
-from lib import jobs, outbound
+from lib import jobs, leasing, outbound
 from lib.text import excerpt
 from notifications.models import (
     LOST_URL_REASON,
@@ -33,6 +33,13 @@ WEBHOOK_URL_MAX = 2000
 # The worker task that sends a test (delivery.tasks), named, not imported.
 TEST_TASK = "delivery.tasks.send_test"
 CHAT_KINDS = {ChannelKind.SLACK, ChannelKind.TEAMS}
+# Claims of one test (each by a worker that died before the outcome) before
+# it is failed: a test answers a person who is waiting, so it is not retried
+# for long.
+TEST_MAX_ATTEMPTS = 3
+TEST_INTERRUPTED = (
+    "The background worker stopped while sending the test, more than once; try again later."
+)
 
 
 @dataclass(frozen=True)
@@ -109,9 +116,12 @@ def check_slack_url(url: str) -> None:
 
 
 @transaction.atomic
-def notification_channel_set(*, user, kind: str, webhook_url: str = "") -> NotificationChannel:
-    """Choose how `user` is nudged. For Slack or Teams an empty URL keeps the
-    stored one (the page never shows it back); saving clears a broken mark."""
+def notification_channel_set(
+    *, user, kind: str, webhook_url: str = "", reminders: bool | None = None
+) -> NotificationChannel:
+    """Choose how `user` is nudged, and whether they get reminders (None
+    keeps the choice). For Slack or Teams an empty URL keeps the stored one
+    (the page never shows it back); saving clears a broken mark."""
     if kind not in ChannelKind.values:
         raise ValidationError({"kind": "Choose e-mail, Slack or Microsoft Teams."})
     channel = NotificationChannel.objects.select_for_update().filter(user=user).first()
@@ -131,6 +141,8 @@ def notification_channel_set(*, user, kind: str, webhook_url: str = "") -> Notif
         channel.webhook_url = ""  # nothing secret kept that is not in use
     url_changed = channel.webhook_url != previous_url
     channel.kind = kind
+    if reminders is not None:
+        channel.reminders = reminders
     channel.broken_at = None
     channel.broken_reason = ""
     channel.save()
@@ -138,7 +150,7 @@ def notification_channel_set(*, user, kind: str, webhook_url: str = "") -> Notif
         actor=Actor.for_user(user),
         subject=channel,
         action="notification_channel_set",
-        payload={"kind": kind, "urlChanged": url_changed},
+        payload={"kind": kind, "urlChanged": url_changed, "reminders": channel.reminders},
     )
     return channel
 
@@ -217,7 +229,10 @@ def notification_test_request(*, user) -> ChannelTest:
     (TestTooSoon)."""
     with transaction.atomic():
         _claim_test_slot(user=user)
-        test = ChannelTest.objects.create(user=user)
+        now = timezone.now()
+        test = ChannelTest.objects.create(
+            user=user, requested_at=now, next_attempt_at=now, enqueued_at=now, updated_at=now
+        )
 
         def enqueue() -> None:
             if not jobs.enqueue(TEST_TASK, str(test.pk), retry=False):
@@ -235,6 +250,22 @@ def notification_test_latest(*, user) -> ChannelTest | None:
     return ChannelTest.objects.filter(user=user).first()
 
 
+def notification_test_get(*, user, test_id) -> ChannelTest | None:
+    """One of `user`'s tests (None for someone else's or an unknown id)."""
+    return ChannelTest.objects.filter(user=user, pk=test_id).first()
+
+
+def notification_tests_take_due(
+    *, now: dt.datetime, requeue_after: dt.timedelta, limit: int
+) -> list:
+    """For the sweep: ids of tests whose publish was lost or whose worker
+    died after claiming them (the lease ran out), stamped as queued. Call
+    inside the sweep's transaction."""
+    return leasing.take_due(
+        ChannelTest.objects.all(), now=now, requeue_after=requeue_after, limit=limit
+    )
+
+
 def notification_test_send(*, test_id) -> str | None:
     """The worker's side of "send a test": send it through the channel the
     person has now and record how it went (audited as
@@ -242,14 +273,16 @@ def notification_test_send(*, test_id) -> str | None:
     A chat channel that answers for good that it is gone is marked broken;
     one that takes the test is cleared of a broken mark. Returns the outcome,
     or None when the test was already taken by another worker."""
-    taken = ChannelTest.objects.filter(pk=test_id, status=ChannelTestStatus.QUEUED).update(
-        status=ChannelTestStatus.SENDING
-    )
-    if not taken:
+    now = timezone.now()
+    lease = dt.timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
+    if not leasing.claim(ChannelTest.objects.all(), pk=test_id, now=now, lease=lease):
         return None
     test = ChannelTest.objects.select_related("user").get(pk=test_id)
     user = test.user
     channel = notification_channel_get(user=user)
+    if test.attempts > TEST_MAX_ATTEMPTS:
+        # Claimed again and again by workers that died before an outcome.
+        return _record_test(test, channel, kind="", ok=False, detail=TEST_INTERRUPTED)
     if channel is not None and channel.kind in CHAT_KINDS and channel.url_lost:
         _mark_url_lost(channel)
         return _record_test(test, channel, kind=channel.kind, ok=False, detail=LOST_URL_REASON)
@@ -283,8 +316,14 @@ def notification_test_send(*, test_id) -> str | None:
 def _record_test(test: ChannelTest, channel, *, kind: str, ok: bool, detail: str) -> str:
     status = ChannelTestStatus.SENT if ok else ChannelTestStatus.FAILED
     with transaction.atomic():
+        now = timezone.now()
         ChannelTest.objects.filter(pk=test.pk).update(
-            kind=kind, status=status, detail=excerpt(detail, 1000), finished_at=timezone.now()
+            kind=kind,
+            status=status,
+            detail=excerpt(detail, 1000),
+            finished_at=now,
+            claimed_until=None,
+            updated_at=now,
         )
         audit_event_record(
             actor=Actor.for_user(test.user),

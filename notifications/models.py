@@ -29,6 +29,8 @@ __all__ = [
     "DeliveryStatus",
     "NotificationChannel",
     "NudgePair",
+    "Reminder",
+    "ReminderKind",
 ]
 
 
@@ -68,6 +70,8 @@ class NotificationChannel(models.Model):
     # fall back to e-mail until the owner saves the channel again.
     broken_at = models.DateTimeField(null=True, blank=True)
     broken_reason = models.CharField(max_length=500, blank=True)
+    # Reminders (notifications.reminders): on unless the person turned them off.
+    reminders = models.BooleanField(default=True)
     # The last "send a test": tests are sent while the owner waits, so they
     # are spaced (NOTIFY_TEST_INTERVAL) by a conditional UPDATE of this column.
     last_test_at = models.DateTimeField(null=True, blank=True)
@@ -107,6 +111,47 @@ class DeliveryStatus(models.TextChoices):
     FAILED = "failed", "Failed"
     # Over the hourly cap: goes out inside its digest (`Delivery.digest`).
     HELD = "held", "Held for a digest"
+    # A reminder that was no longer due when its turn came (done, answered,
+    # its deadline changed, or its recipient turned reminders off).
+    CANCELLED = "cancelled", "Not sent, no longer due"
+
+
+class ReminderKind(models.TextChoices):
+    DUE_SOON = "due_soon", "Due within a day"
+    OVERDUE = "overdue", "Overdue"
+    HANDSHAKE_WAITING = "handshake_waiting", "Waiting for an answer"
+
+
+class Reminder(models.Model):
+    """One reminder about one commitment, made once (notifications.reminders).
+
+    The key is (commitment, kind, moment): `moment` is the deadline the
+    reminder is about, or, for a request waiting for its handshake, when the
+    request was sent. A scheduler that runs twice, two schedulers, or one
+    that crashed after writing cannot make a second row; a renegotiated
+    deadline (or a request sent again) is another moment, so it gets its
+    own reminders. Sent as a `Delivery` (its `reminder`), like a nudge.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    commitment = models.ForeignKey(
+        "commitments.Commitment", on_delete=models.CASCADE, related_name="+"
+    )
+    kind = models.CharField(max_length=24, choices=ReminderKind.choices)
+    moment = models.DateTimeField()
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["commitment", "kind", "moment"], name="reminder_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} reminder for {self.commitment_id}"
 
 
 class Delivery(models.Model):
@@ -119,8 +164,16 @@ class Delivery(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # What the message is about: an outbox event (a nudge) or a reminder.
     event = models.ForeignKey(
-        "commitments.OutboxEvent", on_delete=models.CASCADE, related_name="deliveries"
+        "commitments.OutboxEvent",
+        on_delete=models.CASCADE,
+        related_name="deliveries",
+        null=True,
+        blank=True,
+    )
+    reminder = models.OneToOneField(
+        Reminder, on_delete=models.CASCADE, related_name="delivery", null=True, blank=True
     )
     # Null only for an invitation: a request to an address nobody has an
     # account for yet (`address`), always by e-mail.
@@ -175,9 +228,16 @@ class Delivery(models.Model):
                 condition=Q(recipient__isnull=True),
                 name="delivery_invitation_once_per_event",
             ),
+            # An invitation has an address instead of a recipient.
             models.CheckConstraint(
                 condition=Q(recipient__isnull=False) | ~Q(address=""),
                 name="delivery_recipient_or_address",
+            ),
+            # A delivery is about an outbox event (a nudge) or a reminder.
+            models.CheckConstraint(
+                condition=Q(event__isnull=False, reminder__isnull=True)
+                | Q(event__isnull=True, reminder__isnull=False),
+                name="delivery_event_or_reminder",
             ),
         ]
         indexes = [
@@ -200,7 +260,23 @@ class Delivery(models.Model):
         ]
 
     def __str__(self) -> str:
+        if self.reminder_id is not None:
+            return f"Reminder {self.reminder_id} to {self.recipient_id} ({self.status})"
         return f"Nudge of event {self.event_id} to {self.recipient_id} ({self.status})"
+
+    @property
+    def commitment(self):
+        """The commitment it is about (load `event__commitment` or
+        `reminder__commitment` with it)."""
+        source = self.reminder if self.reminder_id is not None else self.event
+        return source.commitment
+
+    @property
+    def about(self) -> str:
+        """What it is about, in a word or two, for pages and the admin."""
+        if self.reminder_id is not None:
+            return f"Reminder: {self.reminder.get_kind_display()}"
+        return self.event.get_kind_display()
 
 
 class NudgePair(models.Model):
@@ -228,6 +304,7 @@ class AttemptOutcome(models.TextChoices):
     TRANSIENT = "transient", "Failed, will retry"
     PERMANENT = "permanent", "Failed for good"
     INTERRUPTED = "interrupted", "Interrupted (worker lost)"
+    CANCELLED = "cancelled", "Not sent: the reminder was no longer due"
 
 
 class DeliveryAttempt(models.Model):
@@ -251,8 +328,8 @@ class DeliveryAttempt(models.Model):
 
 
 class ChannelTestStatus(models.TextChoices):
-    QUEUED = "queued", "Waiting for the worker"
-    SENDING = "sending", "Sending"
+    QUEUED = leasing.PENDING, "Waiting for the worker"
+    SENDING = leasing.SENDING, "Sending"
     SENT = "sent", "Accepted"
     FAILED = "failed", "Not accepted"
 
@@ -260,7 +337,12 @@ class ChannelTestStatus(models.TextChoices):
 class ChannelTest(models.Model):
     """One "send a test" a person asked for. The page writes it and queues
     it; a worker sends it through the person's channel at that moment and
-    writes the outcome, which the page shows when it is reloaded."""
+    writes the outcome, which the page shows (its script polls for it).
+
+    Sent like every other row workers send (`lib.leasing`): claimed with a
+    lease, so a worker that dies after the claim leaves a row the sweep
+    queues again once the lease has run out (at most TEST_MAX_ATTEMPTS
+    claims, then it is failed with the reason)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(
@@ -274,10 +356,28 @@ class ChannelTest(models.Model):
     detail = models.CharField(max_length=1000, blank=True)
     requested_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The lease (lib.leasing), as on Delivery.
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["-requested_at"]
-        indexes = [models.Index(fields=["user", "-requested_at"], name="channeltest_user_idx")]
+        indexes = [
+            models.Index(fields=["user", "-requested_at"], name="channeltest_user_idx"),
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=Q(status="pending"),
+                name="channeltest_pending_due_idx",
+            ),
+            models.Index(
+                fields=["claimed_until"],
+                condition=Q(status="sending"),
+                name="channeltest_sending_lease_idx",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"Test for {self.user_id} at {self.requested_at:%Y-%m-%d %H:%M:%S}: {self.status}"

@@ -13,12 +13,14 @@ import datetime as dt
 import zoneinfo
 
 from django.conf import settings
+from django.urls import reverse
 
 from accounts.selectors import user_has_verified_primary_email
 from audit.models import ActorKind
 from commitments.models import Commitment, EventKind, OutboxEvent
 from commitments.selectors import commitment_decline_reason
 from lib.text import excerpt
+from notifications.models import Reminder, ReminderKind
 from notifications.transports import Message
 
 TELLS_ASSIGNEE = {EventKind.HANDSHAKE_REQUESTED, EventKind.RENEGOTIATED}
@@ -167,4 +169,68 @@ def digest_message(
     )
     return Message(
         subject=subject, text=text, url=f"{settings.SITE_URL}/", idempotency_key=idempotency_key
+    )
+
+
+# --- reminders (notifications.reminders) -----------------------------------------
+
+
+def reminder_url(commitment_id) -> str:
+    return settings.SITE_URL + reverse("commitment_detail", args=[commitment_id])
+
+
+def _reminder_lines(reminder: Reminder, tz_name: str) -> tuple[str, str]:
+    """A reminder's headline and its sentences, in the recipient's time zone."""
+    commitment = reminder.commitment
+    short = excerpt(commitment.description, 60)
+    due = format_deadline(commitment.deadline, tz_name)
+    if reminder.kind == ReminderKind.DUE_SOON:
+        return (
+            f"Due soon: {short}",
+            f"A reminder of what you committed to {commitment.assigner.name}: "
+            f"{commitment.description}\nDue: {due}.\nMark it completed in Commitments "
+            "once it is done.",
+        )
+    if reminder.kind == ReminderKind.OVERDUE:
+        return (
+            f"Overdue: {short}",
+            f"The deadline has passed for what you committed to {commitment.assigner.name}: "
+            f"{commitment.description}\nIt was due: {due}.\nComplete it, or agree a new "
+            f"deadline with {commitment.assigner.name}.",
+        )
+    since = format_deadline(reminder.moment, tz_name)
+    return (
+        f"Still waiting for {commitment.assignee.name}: {short}",
+        f"{commitment.assignee.name} has not answered your request since {since}: "
+        f"{commitment.description}\nBy: {due}.\nYou can change its description or deadline, "
+        "or ask them yourself.",
+    )
+
+
+def reminder_message(
+    *, recipient, reminders: list[Reminder], idempotency_key: str | None = None
+) -> Message:
+    """One reminder, or a digest of several that fell due within the hour
+    (REMINDER_CAP_WINDOW): each names its commitment, links it and says when
+    it is due in the recipient's time zone."""
+    tz_name = getattr(recipient, "timezone", "UTC")
+    if len(reminders) == 1:
+        (reminder,) = reminders
+        subject, text = _reminder_lines(reminder, tz_name)
+        return Message(
+            subject=f"Reminder: {subject}",
+            text=text,
+            url=reminder_url(reminder.commitment_id),
+            idempotency_key=idempotency_key,
+        )
+    parts = []
+    for reminder in reminders:
+        headline, _ = _reminder_lines(reminder, tz_name)
+        due = format_deadline(reminder.commitment.deadline, tz_name)
+        parts.append(f"- {headline}\n  Due: {due}.\n  {reminder_url(reminder.commitment_id)}")
+    return Message(
+        subject=f"{len(reminders)} reminders about your commitments",
+        text="Reminders that fell due within the hour, together:\n\n" + "\n".join(parts),
+        url=settings.SITE_URL + reverse("accord"),
+        idempotency_key=idempotency_key,
     )

@@ -10,6 +10,12 @@ jitter, honouring `Retry-After`); a permanent one marks the chat channel
 broken and falls back to e-mail, as does running out of attempts on a chat
 channel. E-mail that runs out fails the delivery (visible in admin).
 
+Reminders (notifications.reminders) are deliveries too, with a `reminder`
+instead of an `event`, made by `reminder_delivery_create` under a cap of
+their own (one reminder message per person per REMINDER_CAP_WINDOW, the rest
+in a digest, by the same mechanism as the nudge cap below); one no longer
+due when its turn comes is not sent (`cancelled`).
+
 The one window in which a nudge can go out twice: after the request has left
 for the service (the HTTP body was sent, the SMTP server has the mail) and
 before the "delivered" UPDATE commits, which is the next statement. A worker
@@ -56,6 +62,7 @@ from notifications.models import (
     DeliveryAttempt,
     DeliveryStatus,
     NudgePair,
+    Reminder,
 )
 from notifications.nudges import (
     TELLS_ASSIGNEE,
@@ -63,7 +70,9 @@ from notifications.nudges import (
     invitation_message,
     nudge_message,
     nudge_recipients,
+    reminder_message,
 )
+from notifications.selectors import reminder_still_due, reminders_turned_off
 from notifications.transports import TransportError, transport_for
 
 log = logging.getLogger(__name__)
@@ -131,12 +140,30 @@ def _capped(*, event: OutboxEvent, recipient, now: dt.datetime) -> dict[str, obj
     sender_id = event.commitment.assigner_id
     if event.kind not in TELLS_ASSIGNEE or sender_id == recipient.pk:
         return at_once
-    # One decision at a time per pair: whoever locks the row first decides first.
-    NudgePair.objects.bulk_create(
-        [NudgePair(sender_id=sender_id, recipient_id=recipient.pk)], ignore_conflicts=True
+    _lock_pair(sender_id=sender_id, recipient_id=recipient.pk)
+    return {"sender_id": sender_id} | _under_cap(
+        mine=Delivery.objects.filter(recipient=recipient, sender_id=sender_id),
+        cap=settings.NUDGE_CAP,
+        window=dt.timedelta(seconds=settings.NUDGE_CAP_WINDOW),
+        now=now,
     )
-    NudgePair.objects.select_for_update().get(sender_id=sender_id, recipient_id=recipient.pk)
-    mine = Delivery.objects.filter(recipient=recipient, sender_id=sender_id)
+
+
+def _lock_pair(*, sender_id, recipient_id) -> None:
+    """One decision at a time per pair: whoever locks the row first decides
+    first. (A person's own reminders lock the pair of them with themselves,
+    which no nudge uses: nobody is nudged about their own act.)"""
+    NudgePair.objects.bulk_create(
+        [NudgePair(sender_id=sender_id, recipient_id=recipient_id)], ignore_conflicts=True
+    )
+    NudgePair.objects.select_for_update().get(sender_id=sender_id, recipient_id=recipient_id)
+
+
+def _under_cap(*, mine, cap: int, window: dt.timedelta, now: dt.datetime) -> dict[str, object]:
+    """At most `cap` of the deliveries `mine` in any `window`: the fields of
+    a new one that goes at once, starts a digest, or is held in the waiting
+    digest. Call with the pair's lock held (`_lock_pair`)."""
+    at_once: dict[str, object] = {"next_attempt_at": now, "enqueued_at": now}
     # Locked, so a worker cannot claim it until this commits (then it sees
     # this one held); one already claimed is not pending any more.
     waiting = (
@@ -146,24 +173,44 @@ def _capped(*, event: OutboxEvent, recipient, now: dt.datetime) -> dict[str, obj
         .first()
     )
     if waiting is not None:
-        return {"sender_id": sender_id, "status": DeliveryStatus.HELD, "digest": waiting}
-    window = dt.timedelta(seconds=settings.NUDGE_CAP_WINDOW)
+        return {"status": DeliveryStatus.HELD, "digest": waiting}
     counted = list(
         mine.filter(counted_at__gt=now - window)
         .order_by("counted_at")
         .values_list("counted_at", flat=True)
     )
-    if len(counted) < settings.NUDGE_CAP:
-        return at_once | {"sender_id": sender_id, "counted_at": now}
+    if len(counted) < cap:
+        return at_once | {"counted_at": now}
     # Over the cap: a digest, due when the window lets one more nudge through.
-    due = max(now, counted[len(counted) - settings.NUDGE_CAP] + window)
+    due = max(now, counted[len(counted) - cap] + window)
     return {
-        "sender_id": sender_id,
         "is_digest": True,
         "counted_at": due,
         "next_attempt_at": due,
         "enqueued_at": None,  # the sweep queues it when it is due
     }
+
+
+def reminder_delivery_create(*, reminder: Reminder, now: dt.datetime) -> uuid.UUID | None:
+    """The delivery of a reminder just written (notifications.reminders), in
+    the same transaction: at once, or in the person's digest when a reminder
+    already went within REMINDER_CAP_WINDOW (one reminder message an hour).
+    Queued after commit; returns its id when it goes at once."""
+    recipient = reminder.recipient
+    _lock_pair(sender_id=recipient.pk, recipient_id=recipient.pk)
+    fields = _under_cap(
+        mine=Delivery.objects.filter(recipient=recipient, reminder__isnull=False),
+        cap=1,
+        window=dt.timedelta(seconds=settings.REMINDER_CAP_WINDOW),
+        now=now,
+    )
+    delivery = Delivery.objects.create(
+        reminder=reminder, recipient=recipient, channel=destination_for(recipient).kind, **fields
+    )
+    if delivery.status == DeliveryStatus.PENDING and delivery.enqueued_at is not None:
+        enqueue_on_commit([delivery.pk])
+        return delivery.pk
+    return None
 
 
 def nudge_deliveries_take_due(*, now: dt.datetime, requeue_after: dt.timedelta, limit: int) -> list:
@@ -199,6 +246,8 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
             "event__commitment__assigner",
             "event__commitment__assignee",
             "event__commitment__invitation",
+            "reminder__commitment__assigner",
+            "reminder__commitment__assignee",
         ).get(pk=delivery_id)
         # An attempt without an outcome belonged to a worker that died mid-send.
         delivery.attempt_log.filter(outcome="").update(
@@ -223,7 +272,11 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
         if delivery.is_digest:
             held = tuple(
                 delivery.held.filter(status=DeliveryStatus.HELD)
-                .select_related("event__commitment")
+                .select_related(
+                    "event__commitment",
+                    "reminder__commitment__assigner",
+                    "reminder__commitment__assignee",
+                )
                 .order_by("created_at", "id")
             )
     return _Claim(delivery, attempt.pk, delivery.attempts, kind, address, channel_id, held)
@@ -241,9 +294,27 @@ def nudge_send(*, delivery_id) -> str | None:
         return _record_failure(
             claim, TransportError("Too many attempts were interrupted."), started
         )
+    left_out: list[uuid.UUID] = []
     try:
         delivery = claim.delivery
-        if delivery.recipient is None:
+        if delivery.reminder_id is not None:
+            # Only what is still due goes out; the rest is cancelled with it.
+            due, left_out = [], []
+            turned_off = reminders_turned_off(user_id=delivery.recipient_id)
+            for row in (delivery, *claim.held):
+                if not turned_off and reminder_still_due(reminder=row.reminder):
+                    due.append(row.reminder)
+                else:
+                    left_out.append(row.pk)
+            if not due:
+                _record_cancelled(claim, started)
+                return AttemptOutcome.CANCELLED
+            message = reminder_message(
+                recipient=delivery.recipient,
+                reminders=due,
+                idempotency_key=f"nudge-{delivery.pk}",
+            )
+        elif delivery.recipient is None:
             message = invitation_message(
                 event=delivery.event, idempotency_key=f"nudge-{delivery.pk}"
             )
@@ -267,7 +338,7 @@ def nudge_send(*, delivery_id) -> str | None:
         log.exception("Delivery %s failed unexpectedly", delivery_id)
         return _record_failure(claim, TransportError(excerpt(repr(exc))), started)
     # Sent. From here until this commit is the duplicate window: keep it short.
-    _record_success(claim, status_code, started)
+    _record_success(claim, status_code, started, left_out=left_out)
     return AttemptOutcome.DELIVERED
 
 
@@ -275,7 +346,22 @@ def _elapsed_ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
-def _record_success(claim: _Claim, status_code: int | None, started: float) -> None:
+def _record_cancelled(claim: _Claim, started: float) -> None:
+    """A reminder (and the ones held in it) no longer due: nothing was sent."""
+    now = timezone.now()
+    with transaction.atomic():
+        Delivery.objects.filter(
+            pk__in=[claim.delivery.pk, *(h.pk for h in claim.held)],
+            status__in=[DeliveryStatus.SENDING, DeliveryStatus.HELD],
+        ).update(status=DeliveryStatus.CANCELLED, claimed_until=None, updated_at=now)
+        DeliveryAttempt.objects.filter(pk=claim.attempt_id).update(
+            outcome=AttemptOutcome.CANCELLED, duration_ms=_elapsed_ms(started)
+        )
+
+
+def _record_success(
+    claim: _Claim, status_code: int | None, started: float, *, left_out: list | None = None
+) -> None:
     now = timezone.now()
     with transaction.atomic():
         # Not fenced: whoever holds the row now, the message did go out.
@@ -293,6 +379,11 @@ def _record_success(claim: _Claim, status_code: int | None, started: float) -> N
             duration_ms=_elapsed_ms(started),
             status_code=status_code,
         )
+        if left_out:
+            # Held reminders no longer due: left out of this digest.
+            Delivery.objects.filter(pk__in=left_out, status=DeliveryStatus.HELD).update(
+                status=DeliveryStatus.CANCELLED, updated_at=now
+            )
         if claim.held:
             # They went out in this digest.
             Delivery.objects.filter(

@@ -7,10 +7,12 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from lib.api_errors import envelope
 from notifications import channels
 from notifications.models import ChannelKind, Delivery
 
@@ -34,6 +36,14 @@ class ChannelForm(forms.Form):
             "keep the saved one."
         ),
     )
+    reminders = forms.BooleanField(
+        label="Send me reminders",
+        required=False,
+        help_text=(
+            "The day before a deadline of yours, when it passes, and when a request of "
+            "yours has waited two days for an answer; at most one message an hour."
+        ),
+    )
 
 
 @login_required
@@ -48,6 +58,7 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
                     user=request.user,
                     kind=form.cleaned_data["kind"],
                     webhook_url=form.cleaned_data["webhook_url"],
+                    reminders=form.cleaned_data["reminders"],
                 )
             except ValidationError as exc:
                 form.add_error(None, exc)
@@ -55,10 +66,15 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
                 messages.success(request, "Saved. Send a test to check it.")
                 return redirect("notification_settings")
     else:
-        form = ChannelForm(initial={"kind": channel.kind if channel else ChannelKind.EMAIL})
+        form = ChannelForm(
+            initial={
+                "kind": channel.kind if channel else ChannelKind.EMAIL,
+                "reminders": channel.reminders if channel else True,
+            }
+        )
     recent = (
         Delivery.objects.filter(recipient=request.user)
-        .select_related("event__commitment")
+        .select_related("event__commitment", "reminder__commitment")
         .order_by("-created_at")[:10]
     )
     return render(
@@ -84,5 +100,29 @@ def notification_test(request: HttpRequest) -> HttpResponse:
     except channels.TestTooSoon as exc:
         messages.warning(request, str(exc))
     else:
-        messages.info(request, "Test queued. Reload this page in a moment to see how it went.")
+        messages.info(request, "Test queued. Its result appears below when it arrives.")
     return redirect("notification_settings")
+
+
+@require_GET
+def notification_test_status(request: HttpRequest, test_id) -> JsonResponse:
+    """Where a test stands, for the page's script (static/js/notification_test.js),
+    which polls it until the test is done: JSON, by the session (the person's
+    own tests only), with the page's fragment for it."""
+    if not request.user.is_authenticated:
+        return JsonResponse(envelope("unauthorized", "Sign in to see your tests.", {}), status=401)
+    test = channels.notification_test_get(user=request.user, test_id=test_id)
+    if test is None:
+        return JsonResponse(envelope("not_found", "No such test of yours.", {}), status=404)
+    html = render_to_string("notifications/_test_result.html", {"last_test": test})
+    return JsonResponse(
+        {
+            "id": str(test.pk),
+            "status": test.status,
+            "done": test.is_done,
+            "kind": test.kind,
+            "detail": test.detail,
+            "html": html,
+        },
+        headers={"Cache-Control": "no-store"},
+    )

@@ -191,7 +191,7 @@ def test_send_a_test_queues_it_for_the_worker_and_sends_nothing_in_the_request(
     (test,) = ChannelTest.objects.filter(user=assignee)
     assert queued == [("delivery.tasks.send_test", str(test.pk))]
     html = response.content.decode()
-    assert "Test queued. Reload this page in a moment" in html
+    assert "Test queued. Its result appears below when it arrives." in html
     assert "Waiting for the worker" in html
 
 

@@ -1,0 +1,95 @@
+"""Reads of the notifications app: which reminders are due."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db.models import Exists, OuterRef, QuerySet
+
+from accounts.selectors import users_with_verified_primary_email
+from commitments.models import Commitment, Status
+from notifications.models import NotificationChannel, Reminder, ReminderKind
+
+
+@dataclass(frozen=True)
+class DueReminder:
+    """A reminder to make: the key (commitment, kind, moment) and whom it is for."""
+
+    commitment: Commitment
+    kind: str
+    moment: dt.datetime
+    recipient_id: int
+
+
+def _people_reminded() -> QuerySet:
+    """Who may get reminders: a proved address, and reminders not turned off
+    (no channel row means the defaults: e-mail, reminders on)."""
+    off = NotificationChannel.objects.filter(user_id=OuterRef("pk"), reminders=False)
+    return users_with_verified_primary_email().exclude(Exists(off)).values("pk")
+
+
+def _not_made(kind: str, moment_field: str) -> Exists:
+    return Exists(
+        Reminder.objects.filter(
+            commitment_id=OuterRef("pk"), kind=kind, moment=OuterRef(moment_field)
+        )
+    )
+
+
+def reminders_due(*, now: dt.datetime, limit: int = 500) -> list[DueReminder]:
+    """The reminders due at `now` that were never made, at most `limit` of
+    each kind: the assignee's the day before an Active commitment's deadline
+    (REMINDER_LEAD) and once it has passed; the assigner's once a request has
+    waited HANDSHAKE_REMINDER_AFTER for its handshake (since it was last sent:
+    `updated_at`, the stamp of the move into Pending_Handshake). Nothing whose
+    moment is more than REMINDER_LOOKBACK past. Three queries."""
+    lead = dt.timedelta(seconds=settings.REMINDER_LEAD)
+    lookback = dt.timedelta(seconds=settings.REMINDER_LOOKBACK)
+    wait = dt.timedelta(seconds=settings.HANDSHAKE_REMINDER_AFTER)
+    people = _people_reminded()
+    active = Commitment.objects.filter(status=Status.ACTIVE, assignee__in=people)
+    due_soon = active.filter(deadline__gt=now, deadline__lte=now + lead).exclude(
+        _not_made(ReminderKind.DUE_SOON, "deadline")
+    )
+    overdue = active.filter(deadline__lte=now, deadline__gt=now - lookback).exclude(
+        _not_made(ReminderKind.OVERDUE, "deadline")
+    )
+    waiting = Commitment.objects.filter(
+        status=Status.PENDING_HANDSHAKE,
+        assigner__in=people,
+        updated_at__lte=now - wait,
+        updated_at__gt=now - wait - lookback,
+    ).exclude(_not_made(ReminderKind.HANDSHAKE_WAITING, "updated_at"))
+    found = [
+        DueReminder(c, ReminderKind.DUE_SOON, c.deadline, c.assignee_id)
+        for c in due_soon.order_by("deadline")[:limit]
+    ]
+    found += [
+        DueReminder(c, ReminderKind.OVERDUE, c.deadline, c.assignee_id)
+        for c in overdue.order_by("deadline")[:limit]
+    ]
+    found += [
+        DueReminder(c, ReminderKind.HANDSHAKE_WAITING, c.updated_at, c.assigner_id)
+        for c in waiting.order_by("updated_at")[:limit]
+    ]
+    return found
+
+
+def reminder_still_due(*, reminder: Reminder) -> bool:
+    """Whether a reminder made earlier is still worth sending now (its
+    commitment loaded fresh): the commitment is where the reminder found it,
+    with the same deadline, or the same request still unanswered."""
+    commitment = reminder.commitment
+    if reminder.kind == ReminderKind.HANDSHAKE_WAITING:
+        return (
+            commitment.status == Status.PENDING_HANDSHAKE
+            and commitment.updated_at == reminder.moment
+        )
+    return commitment.status == Status.ACTIVE and commitment.deadline == reminder.moment
+
+
+def reminders_turned_off(*, user_id) -> bool:
+    """Whether the person unticked "Send me reminders" (Settings, Notifications)."""
+    return NotificationChannel.objects.filter(user_id=user_id, reminders=False).exists()
