@@ -6,7 +6,6 @@ urlpatterns = [
     path("", views_accord.accord, name="accord"),
     path("accord/fragment", views_accord.accord_fragment, name="accord_fragment"),
     path("commitments/new", views_accord.commitment_new, name="commitment_new"),
-    path("", views.accord, name="accord"),
     path("dashboard/", views.dashboard, name="dashboard"),
     path("dashboard/day/<str:day>/", views.dashboard_day, name="dashboard_day"),
     # Nudges link to /commitments/<id> without a trailing slash; both forms work.

@@ -1,5 +1,6 @@
-"""Pages about commitments: the Accord (what others asked of you), the dashboard,
-and one commitment's detail page with its handshake buttons."""
+"""Pages about one commitment: its detail page with its handshake buttons, the
+terms form and the confirmations. The Accord and asking are in views_accord, the
+dashboard in views_dashboard."""
 
 from __future__ import annotations
 
@@ -29,27 +30,6 @@ from commitments.errors import (
     TermsChanged,
 )
 from commitments.models import DESCRIPTION_MAX, Commitment, Status
-
-# The Accord's sections, in the order a person acts on them.
-ACCORD_SECTIONS = [
-    ("waiting", "Waiting for your handshake", {Status.PENDING_HANDSHAKE}),
-    ("active", "In progress", {Status.ACTIVE}),
-    ("closed", "Closed", {Status.COMPLETED, Status.REFUSED}),
-]
-
-
-@login_required
-def accord(request: HttpRequest) -> HttpResponse:
-    commitments = list(selectors.commitment_list_for_assignee(user=request.user))
-    sections = [
-        {"key": key, "title": title, "rows": [c for c in commitments if c.status in statuses]}
-        for key, title, statuses in ACCORD_SECTIONS
-    ]
-    return render(
-        request,
-        "commitments/accord.html",
-        {"commitments": commitments, "sections": sections},
-    )
 
 
 @login_required

@@ -2,7 +2,7 @@
 a test tool downloads), against pytest-django's live server.
 
 Fixtures:
-- `browser`: one headless chromium for the session (skipped when chromium is
+- `browser`: one headless chromium for these tests (skipped when chromium is
   not installed, failed instead under REQUIRE_SERVICES=1, as in CI).
 - `viewport`: parametrizes a test over the phone (390x844) and desktop
   (1280x900) sizes; `page` opens a fresh context of that size on the live
@@ -67,7 +67,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="session")
+# Package scope: the browser (and Playwright's event loop in this thread, which
+# Django's async-safety guard sees) is gone, and the guard back, once the
+# browser tests are done; the tests that run after them see neither.
+@pytest.fixture(scope="package")
 def browser():
     if not Path(CHROMIUM).exists():
         message = "needs Debian's chromium (apt-get install chromium; ./scripts/test installs it)"

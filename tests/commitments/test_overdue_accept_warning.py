@@ -67,3 +67,21 @@ def test_the_include_works_in_any_list_with_its_own_variable(assigner, assignee)
 
     html = engines["django"].from_string(template).render({"items": [c]})
     assert WARNING in html
+
+
+def test_the_accord_warns_next_to_accept_on_a_request_past_its_deadline(client, assigner, assignee):
+    late = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee, deadline=past())
+    on_time = commitment_in(
+        Status.PENDING_HANDSHAKE,
+        assigner,
+        assignee,
+        deadline=timezone.now() + dt.timedelta(days=2),
+    )
+    client.force_login(assignee)
+
+    html = client.get("/").content.decode()
+
+    assert html.count(WARNING) == 1
+    assert f'aria-describedby="accept-warning-{late.pk}"' in html
+    assert f'id="accept-warning-{late.pk}"' in html
+    assert f"accept-warning-{on_time.pk}" not in html

@@ -169,6 +169,28 @@ def test_production_accepts_only_https_urls_that_are_not_local(knight, assignee,
     assert not NotificationChannel.objects.filter(user=assignee).exists()
 
 
+def test_a_url_whose_name_leads_inside_is_refused_without_saying_where(
+    knight, assignee, settings, monkeypatch, caplog
+):
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+
+    def resolves_privately(host, port, *args, **kwargs):
+        return [(2, 1, 6, "", ("10.20.30.40", port))]
+
+    monkeypatch.setattr("lib.outbound.socket.getaddrinfo", resolves_privately)
+    response = knight.post(
+        PAGE, {"kind": "teams", "webhook_url": "https://postgres.internal/workflows/1"}
+    )
+
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "must resolve to public internet addresses" in page
+    assert "10.20.30.40" not in page and "private" not in page
+    assert not NotificationChannel.objects.filter(user=assignee).exists()
+    # The detail is for the operator, in the server's log.
+    assert "10.20.30.40" in caplog.text
+
+
 def test_development_accepts_a_localhost_url(knight, assignee):
     response = knight.post(PAGE, {"kind": "slack", "webhook_url": "http://localhost:9000/hook"})
     assert response.status_code == 302
