@@ -74,6 +74,15 @@ class AddressRefused(OutboundRefused):
     tells how internal names resolve)."""
 
 
+# What a form says of a URL whose host name leads somewhere refused (or does
+# not resolve in time): one message for all, since the detail would tell anyone
+# how this service's internal names resolve. The detail goes to the log.
+HOST_REFUSED = (
+    "This URL cannot be used: its host name must resolve, in time, to public internet "
+    "addresses only. Check the URL."
+)
+
+
 class OutboundFailed(Exception):
     """The request did not get an answer (resolution, connection, timeout).
     Trying again later may help."""

@@ -94,18 +94,12 @@ def validate_webhook_url(url: str) -> str:
         # Where the name leads stays in the server's log: the form would tell
         # anyone how this service's internal names resolve.
         log.warning("A chat webhook URL was refused: %s", exc.message)
-        raise ValidationError(URL_HOST_REFUSED) from None
+        raise ValidationError(outbound.HOST_REFUSED) from None
     except outbound.OutboundRefused as exc:  # about the URL as written: said as it is
         raise ValidationError(exc.message) from None
     except outbound.OutboundFailed:
         pass
     return url
-
-
-URL_HOST_REFUSED = (
-    "This URL cannot be used: its host name must resolve to public internet addresses "
-    "only. Check the URL."
-)
 
 
 SLACK_URL_PREFIX = "https://hooks.slack.com/"

@@ -58,10 +58,7 @@ log = logging.getLogger(__name__)
 # One message for every refusal about where a host name leads (no such name,
 # no answer in time, a private or local address): which one it was would tell
 # the person how this service's internal names resolve.
-URL_HOST_REFUSED = (
-    "This URL cannot be used: its host name must resolve, in time, to public internet "
-    "addresses only. Check the URL."
-)
+URL_HOST_REFUSED = outbound.HOST_REFUSED
 
 
 def webhook_url_check(url: str) -> str:

@@ -113,7 +113,7 @@ def test_ask_someone_new_and_the_invitation_goes_out(page, sign_in, lead, settin
     mail.outbox = []
     sign_in(page, lead)
     page.goto("/")
-    page.get_by_role("navigation", name="Main").get_by_role("link", name="New commitment").click()
+    page.navigate("New commitment")
     expect(page.get_by_role("heading", name="New commitment")).to_be_visible()
     check_page(page, "new-commitment")
 

@@ -68,3 +68,32 @@ def test_capture_gathers_drafts_and_saves_the_chosen_ones(
     assert saved.status == Status.DRAFT
     assert saved.assignee.email == "knight@example.com"
     check_page(page, "capture-saved")
+
+
+def test_a_model_that_declines_is_shown_in_its_own_words_and_nothing_is_saved(
+    page, sign_in, make_user, fake_provider, check_page
+):
+    lead = make_user("lead@example.com", display_name="Lead")
+    give_key(lead)
+    words = "I'm sorry, but I can't help with <b>that</b> request."
+    fake_provider.refuse(words)
+    sign_in(page, lead)
+    page.goto("/capture/")
+    page.get_by_label("Text").fill(NOTES)
+    page.get_by_role("button", name="Gather drafts").click()
+
+    box = page.locator("#gather-refusal")
+    box.wait_for()
+    # The model's words, markup shown as text; no drafts, no "nothing found".
+    assert page.locator("#gather-refusal-words").inner_text() == words
+    assert page.locator("#gather-refusal-words b").count() == 0
+    assert page.locator("#draft-list > li").count() == 0
+    assert not page.get_by_text("No commitments found").is_visible()
+    check_page(page, "capture-refusal")
+    assert not Commitment.objects.exists()
+
+    # Gathering again, answered this time: the refusal goes away.
+    fake_provider.answer([draft("Water the plants", "Somebody should water the plants.")])
+    page.get_by_role("button", name="Gather drafts").click()
+    page.locator("#draft-list > li").first.wait_for()
+    assert box.is_hidden()

@@ -184,7 +184,7 @@ def test_a_url_whose_name_leads_inside_is_refused_without_saying_where(
 
     assert response.status_code == 400
     page = response.content.decode()
-    assert "must resolve to public internet addresses" in page
+    assert "to public internet addresses only" in page
     assert "10.20.30.40" not in page and "private" not in page
     assert not NotificationChannel.objects.filter(user=assignee).exists()
     # The detail is for the operator, in the server's log.
