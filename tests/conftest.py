@@ -141,3 +141,19 @@ def published(monkeypatch):
 
     monkeypatch.setattr(jobs, "enqueue", record)
     return sent
+
+
+@pytest.fixture
+def queued(monkeypatch):
+    """The broker, without a broker: what the code under test queued, as
+    (task name, argument) pairs, in order; a test runs them as a worker would."""
+    from lib import jobs
+
+    jobs_queued: list[tuple[str, str]] = []
+
+    def record(task_name, arg, *, retry=True):
+        jobs_queued.append((task_name, str(arg)))
+        return True
+
+    monkeypatch.setattr(jobs, "enqueue", record)
+    return jobs_queued

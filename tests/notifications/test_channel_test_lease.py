@@ -15,7 +15,6 @@ import pytest
 from django.core import mail
 
 from delivery.outbox import outbox_sweep
-from lib import jobs
 from notifications import channels
 from notifications.channels import (
     TEST_TASK,
@@ -38,18 +37,6 @@ from tests.webhooks.support import install_clock
 class WorkerDied(BaseException):
     """Stands for the worker process vanishing mid-send: nothing after it
     runs, not even the handler that records an unexpected error."""
-
-
-@pytest.fixture
-def queued(monkeypatch):
-    jobs_queued: list[tuple[str, str]] = []
-
-    def record(name, arg, *, retry=True):
-        jobs_queued.append((name, str(arg)))
-        return True
-
-    monkeypatch.setattr(jobs, "enqueue", record)
-    return jobs_queued
 
 
 @pytest.mark.django_db

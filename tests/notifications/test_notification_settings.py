@@ -34,20 +34,6 @@ def _settings(settings):
 
 
 @pytest.fixture
-def queued(monkeypatch):
-    """Jobs the code under test queued, as (task name, argument) pairs: the
-    broker, without a broker."""
-    jobs_queued: list[tuple[str, str]] = []
-
-    def record(task_name, arg, *, retry=True):
-        jobs_queued.append((task_name, str(arg)))
-        return True
-
-    monkeypatch.setattr(jobs, "enqueue", record)
-    return jobs_queued
-
-
-@pytest.fixture
 def worker(queued, django_capture_on_commit_callbacks):
     """Runs what was queued, as a worker would: the real Celery task, in this
     process. Returns the tasks' results."""

@@ -12,7 +12,6 @@ import pytest
 from django.core import mail
 from django.urls import reverse
 
-from lib import jobs
 from notifications.channels import notification_channel_set
 from notifications.models import ChannelKind, ChannelTest
 from tests.delivery.nudge_support import FakeService, Reply
@@ -29,18 +28,6 @@ def _settings(settings):
     settings.OUTBOUND_ALLOW_LOOPBACK = True
     settings.NOTIFY_HTTP_TIMEOUT = 2
     mail.outbox = []
-
-
-@pytest.fixture
-def queued(monkeypatch):
-    jobs_queued: list[tuple[str, str]] = []
-
-    def record(task_name, arg, *, retry=True):
-        jobs_queued.append((task_name, str(arg)))
-        return True
-
-    monkeypatch.setattr(jobs, "enqueue", record)
-    return jobs_queued
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import socket
 from django.utils import timezone
 
 from commitments.models import Commitment, Status
-from lib import jobs, outbound
+from lib import outbound
 from tests.commitments.support import commitment_in
 from webhooks import payloads, services
 from webhooks.models import WebhookDelivery, WebhookEndpoint, WebhookPayload
@@ -33,18 +33,6 @@ def resolve_every_name_to(monkeypatch, address: str = PUBLIC_ADDRESS) -> None:
         return [(family, socket.SOCK_STREAM, 6, "", (answer, port))]
 
     monkeypatch.setattr(outbound.socket, "getaddrinfo", getaddrinfo)
-
-
-def record_jobs(monkeypatch) -> list[tuple[str, str]]:
-    """The broker, without a broker: what was queued, as (task, argument)."""
-    queued: list[tuple[str, str]] = []
-
-    def enqueue(task_name, arg, *, retry=True):
-        queued.append((task_name, str(arg)))
-        return True
-
-    monkeypatch.setattr(jobs, "enqueue", enqueue)
-    return queued
 
 
 def endpoint_for(user, system: str = "jira", url: str = RECEIVER) -> WebhookEndpoint:

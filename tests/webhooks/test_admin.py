@@ -12,7 +12,6 @@ from tests.webhooks.pages_support import (
     delivery_row,
     endpoint_for,
     mapped_commitment,
-    record_jobs,
     resolve_every_name_to,
 )
 from webhooks import sending, services
@@ -89,9 +88,8 @@ def test_staff_cannot_add_change_or_delete_endpoints_or_deliveries(staff_client,
 
 
 def test_the_replay_action_replays_failed_deliveries_and_is_audited(
-    staff_client, staff, assigner, assignee, monkeypatch, django_capture_on_commit_callbacks
+    staff_client, staff, assigner, assignee, queued, django_capture_on_commit_callbacks
 ):
-    queued = record_jobs(monkeypatch)
     endpoint = endpoint_for(assigner)
     failed = delivery_row(endpoint, mapped_commitment(assigner, assignee), status="failed")
     delivered = delivery_row(endpoint, None, status="delivered", attempts=1)

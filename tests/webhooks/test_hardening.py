@@ -23,7 +23,6 @@ from tests.webhooks.pages_support import (
     delivery_row,
     endpoint_for,
     mapped_commitment,
-    record_jobs,
     resolve_every_name_to,
 )
 from tests.webhooks.support import Receiver
@@ -46,11 +45,6 @@ pytestmark = pytest.mark.django_db
 def _production_network(settings, monkeypatch):
     settings.OUTBOUND_ALLOW_LOOPBACK = False
     resolve_every_name_to(monkeypatch)
-
-
-@pytest.fixture
-def queued(monkeypatch):
-    return record_jobs(monkeypatch)
 
 
 @pytest.fixture
