@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
@@ -335,8 +336,7 @@ def commitment_ask(
         assignee = users_with_verified_primary_email().filter(email__iexact=email).first()
         invitation = None
         if assignee is None:
-            User = actor.user.__class__
-            if User.objects.filter(email__iexact=email, is_active=False).exists():
+            if get_user_model().objects.filter(email__iexact=email, is_active=False).exists():
                 raise AddressNotAskable("This address belongs to a closed account.")
             invitation = _invitation_for(assigner=actor.user, email=email, now=now)
         return _create(
