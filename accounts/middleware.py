@@ -1,10 +1,10 @@
-import zoneinfo
-
 from django.utils import timezone
+
+from accounts.timezones import user_zone
 
 
 class UserTimezoneMiddleware:
-    """Render times in the signed-in user's own time zone."""
+    """Render times in the signed-in user's own time zone (`accounts.timezones`)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -12,10 +12,7 @@ class UserTimezoneMiddleware:
     def __call__(self, request):
         user = getattr(request, "user", None)
         if user is not None and user.is_authenticated:
-            try:
-                timezone.activate(zoneinfo.ZoneInfo(user.timezone))
-            except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-                timezone.deactivate()
+            timezone.activate(user_zone(user))
         else:
             timezone.deactivate()
         return self.get_response(request)

@@ -29,12 +29,10 @@ from __future__ import annotations
 
 import math
 import time
-import zoneinfo
 from typing import Any
 
 from django.conf import settings
 from django.urls import reverse
-from django.utils import timezone
 from rest_framework import permissions
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import AuthenticationFailed
@@ -44,6 +42,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.timezones import user_now
 from gather import extraction, keys, schema
 from gather import selectors as gather_selectors
 from gather.api_docs import gather_schema
@@ -74,15 +73,6 @@ def model_keys_url() -> str:
 def minutes(seconds: int) -> str:
     count = max(1, math.ceil(seconds / 60))
     return f"{count} minute" if count == 1 else f"{count} minutes"
-
-
-def user_now(user: Any):
-    """Now, in the user's own time zone (UTC when theirs is unknown)."""
-    try:
-        zone = zoneinfo.ZoneInfo(user.timezone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        zone = zoneinfo.ZoneInfo("UTC")
-    return timezone.now().astimezone(zone)
 
 
 class GatherView(APIView):

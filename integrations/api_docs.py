@@ -150,7 +150,7 @@ INBOX_CREATED = OpenApiResponse(
 
 inbox_schema = extend_schema(
     operation_id="inbox_create",
-    tags=["Webhooks"],
+    tags=["Inbound API"],
     summary="Create a commitment from an external system",
     description=(
         "Creates a commitment in `Pending_Handshake` for the assignee to accept, records an "
@@ -256,7 +256,7 @@ SYNCED = OpenApiResponse(
 
 sync_schema = extend_schema(
     operation_id="sync_status",
-    tags=["Webhooks"],
+    tags=["Inbound API"],
     summary="Drive a status change from an external system",
     description=(
         "Moves the commitment with this external reference, among those whose assigner is "

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-import zoneinfo
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts.timezones import zone_named
 from audit.services import Actor, audit_event_record
 from integrations import tokens
 from integrations.models import ApiToken
@@ -41,11 +41,7 @@ def _clean_name(name: str) -> str:
 def expiry_at_end_of(day: dt.date, tz_name: str) -> dt.datetime:
     """The last moment of `day` in the time zone `tz_name` (23:59:59.999999): a token
     that "expires on" a day works through that day, and the page shows that day."""
-    try:
-        tz = zoneinfo.ZoneInfo(tz_name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        tz = dt.UTC
-    return dt.datetime.combine(day, dt.time.max, tzinfo=tz)
+    return dt.datetime.combine(day, dt.time.max, tzinfo=zone_named(tz_name))
 
 
 def _name_taken(name: str) -> ValidationError:

@@ -10,12 +10,12 @@ an external system's, still does).
 from __future__ import annotations
 
 import datetime as dt
-import zoneinfo
 
 from django.conf import settings
 from django.urls import reverse
 
 from accounts.selectors import user_has_verified_primary_email
+from accounts.timezones import zone_named
 from audit.models import ActorKind
 from commitments.models import Commitment, EventKind, OutboxEvent
 from commitments.selectors import commitment_decline_reason
@@ -54,10 +54,7 @@ def format_deadline(deadline: dt.datetime | None, tz_name: str) -> str:
     """The deadline as the recipient reads it, in their own time zone."""
     if deadline is None:
         return "no deadline"
-    try:
-        tz = zoneinfo.ZoneInfo(tz_name or "UTC")
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        tz = zoneinfo.ZoneInfo("UTC")
+    tz = zone_named(tz_name)
     local = deadline.astimezone(tz)
     return f"{local:%a} {local.day} {local:%b %Y, %H:%M} ({tz.key})"
 
