@@ -1,13 +1,13 @@
 from django.urls import path
 
-from commitments import views, views_accord
+from commitments import views, views_accord, views_dashboard
 
 urlpatterns = [
     path("", views_accord.accord, name="accord"),
     path("accord/fragment", views_accord.accord_fragment, name="accord_fragment"),
     path("commitments/new", views_accord.commitment_new, name="commitment_new"),
-    path("dashboard/", views.dashboard, name="dashboard"),
-    path("dashboard/day/<str:day>/", views.dashboard_day, name="dashboard_day"),
+    path("dashboard/", views_dashboard.dashboard, name="dashboard"),
+    path("dashboard/day/<str:day>/", views_dashboard.dashboard_day, name="dashboard_day"),
     # Nudges link to /commitments/<id> without a trailing slash; both forms work.
     path("commitments/<uuid:commitment_id>", views.commitment_detail, name="commitment_detail"),
     path("commitments/<uuid:commitment_id>/", views.commitment_detail),

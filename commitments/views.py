@@ -21,7 +21,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from audit.models import ActorKind
 from audit.services import Actor
-from commitments import selectors, services, views_dashboard
+from commitments import selectors, services
 from commitments.errors import (
     CommitmentNotFound,
     InvalidTransition,
@@ -30,20 +30,6 @@ from commitments.errors import (
     TermsChanged,
 )
 from commitments.models import DESCRIPTION_MAX, Commitment, Status
-
-
-@login_required
-def dashboard(request: HttpRequest) -> HttpResponse:
-    """commitments.views_dashboard has the page."""
-    return views_dashboard.dashboard_page(request)
-
-
-@require_safe
-@login_required
-def dashboard_day(request: HttpRequest, day: str) -> HttpResponse:
-    """What moved the Flow Score on one day: the chart's points link here."""
-    return views_dashboard.dashboard_day_page(request, day)
-
 
 # Audit actions as the timeline words them; anything else is shown as its name.
 TIMELINE_WORDS = {

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import datetime as dt
 
+from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.formats import date_format
+from django.views.decorators.http import require_safe
 
 from commitments import selectors, selectors_dashboard
 from commitments.models import Status
@@ -123,7 +125,8 @@ def flow_chart(points: list[DayPoint]) -> dict | None:
     }
 
 
-def dashboard_page(request: HttpRequest) -> HttpResponse:
+@login_required
+def dashboard(request: HttpRequest) -> HttpResponse:
     user = request.user
     now = timezone.now()
     counts = selectors_dashboard.dashboard_counts(user=user, now=now)
@@ -175,7 +178,10 @@ def dashboard_page(request: HttpRequest) -> HttpResponse:
     )
 
 
-def dashboard_day_page(request: HttpRequest, day: str) -> HttpResponse:
+@require_safe
+@login_required
+def dashboard_day(request: HttpRequest, day: str) -> HttpResponse:
+    """What moved the Flow Score on one day: the chart's points link here."""
     try:
         date = dt.date.fromisoformat(day)
     except ValueError:

@@ -15,7 +15,7 @@ from audit.models import AuditEvent
 from audit.services import Actor
 from commitments import services
 from commitments.models import AccordVisit, Commitment, Status
-from commitments.templatetags.accord_tags import due_phrase
+from commitments.templatetags.deadlines import due_phrase
 
 pytestmark = pytest.mark.django_db
 
