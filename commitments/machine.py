@@ -1,4 +1,4 @@
-"""The state machine of DECISIONS.md as data: where each move may start and
+"""The state machine (docs/api.md, "Statuses and moves") as data: where each move may start and
 who may make it. The services enforce it, under a row lock; pages read it to
 offer only the moves a person can make. One table, so the two cannot drift.
 

@@ -16,8 +16,8 @@ from django.utils import timezone
 
 class Status(models.TextChoices):
     """The stored (and API) value, then the word pages use. `Refused` is
-    "Declined" to people: the word of the button that reaches it (the
-    glossary in docs/pages.md)."""
+    "Declined" to people: the word of the button that reaches it
+    (docs/glossary.md)."""
 
     DRAFT = "Draft", "Draft"
     PENDING_HANDSHAKE = "Pending_Handshake", "Pending handshake"
@@ -62,8 +62,8 @@ class Commitment(models.Model):
         blank=True,
     )
     description = models.TextField(max_length=DESCRIPTION_MAX)
-    # NULL, not '', is meaningful here: DECISIONS.md stores raw_text as null for
-    # inbox rows, and the external pair is both-null or both-set (a constraint).
+    # NULL, not '', is meaningful here: raw_text is null for inbox rows
+    # (docs/api.md), and the external pair is both-null or both-set (a constraint).
     raw_text = models.TextField(null=True, blank=True)  # noqa: DJ001
     deadline = models.DateTimeField(null=True, blank=True)
     external_system = models.CharField(  # noqa: DJ001

@@ -1,8 +1,8 @@
 """Writes to commitments: one function per state-machine move.
 
 Each transition is one transaction that locks the row, checks who may act and
-whether the move may start from the current status (the table of DECISIONS.md,
-kept as data in `commitments.machine`), sets the transition time, and writes
+whether the move may start from the current status (the table in docs/api.md,
+"Statuses and moves", kept as data in `commitments.machine`), sets the transition time, and writes
 the audit row and the outbox row with it. The web interface and the API call
 these same functions: there is one path to every status.
 """

@@ -469,7 +469,7 @@ DELIVERY_MAX_ATTEMPTS = 10  # per channel, then fall back to e-mail or fail
 NOTIFY_HTTP_TIMEOUT = 10  # s, Slack and Teams webhooks
 NOTIFY_TEST_INTERVAL = 10  # s between one person's "send a test"
 # --- Outbound webhooks (webhooks) ---
-# Seconds an attempt may take, connect to last byte (DECISIONS.md: 10 s).
+# Seconds an attempt may take, connect to last byte (docs/webhooks.md).
 WEBHOOK_TIMEOUT = 10
 # Retries stop this long after a delivery's first attempt (one last attempt
 # then), and the previous secret of a rotation signs this long.

@@ -3,24 +3,9 @@ model provider key. Thin: parse, check, call `gather.extraction.extract`,
 validate, render. It writes no commitment (saving drafts is the capture
 page's separate step). The OpenAPI texts are in `gather.api_docs`.
 
-Order of checks, first failure wins (also in the operation's description):
-
-1. (middleware) plain HTTP off loopback in production: 403 https_required;
-   body over 1 MiB: 413 payload_too_large (`config.middleware`, before any
-   view, as for every API route).
-2. an `Authorization` header (a bearer token): 401 unauthorized, there is no
-   programmatic path; no signed-in session: 401 unauthorized; a session
-   without a valid CSRF token: 403 forbidden (DRF's SessionAuthentication).
-3. body: not a JSON object, `text` missing, not a string, blank, or over
-   100,000 characters after trimming: 400 invalid_payload (`details.text`).
-4. no usable provider key: 400 no_byok_key, naming the Model keys page.
-5. the per-user rate limit (a token bucket, `ratelimits.buckets`): 429
-   rate_limited with Retry-After. After the key, so that a caller who cannot
-   make an upstream call anyway (invalid body, no key) spends nothing.
-6. the upstream call: any provider failure is 502 upstream_failure, with the
-   provider's message as an opaque string. A model that declines is no
-   failure: 200 with `drafts: []`, the model, the usage, and its words in
-   `refusal` (null on every other answer).
+Order of checks, first failure wins: docs/api.md, "Order of checks" (the
+reasons too; also in the operation's OpenAPI description). A model that
+declines is no failure: 200 with `drafts: []` and its words in `refusal`.
 
 Neither the key nor the text is ever logged.
 """

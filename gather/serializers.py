@@ -7,7 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-TEXT_MAX = 100_000  # characters, after trimming (DECISIONS.md)
+TEXT_MAX = 100_000  # characters, after trimming (docs/api.md)
 
 
 class GatherSerializer(serializers.Serializer):

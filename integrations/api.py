@@ -4,23 +4,8 @@ Errors are raised, not rendered: `config.api_errors` answers them, the
 services' domain errors included. The OpenAPI texts are in
 `integrations.api_docs`.
 
-Order of checks on every operation, first failure wins:
-
-1. (middleware) plain HTTP off loopback in production: 403 https_required;
-   body over 1 MiB: 413 payload_too_large.
-2. bearer token: 401 unauthorized. Then, when API_RATE_BURST is set, the
-   token's rate limit (one bucket per token for both operations, shared by
-   every process, `ratelimits.buckets`): 429 rate_limited with Retry-After.
-3. body: not `application/json`, not JSON, not an object, or any field failing
-   its rule: 400 invalid_payload, all field errors at once in `details`.
-4. inbox: assignerEmail not the token owner: 403 forbidden; then assigneeEmail
-   not the verified address of an active user: 400 invalid_payload
-   (`details.assigneeEmail`), the same answer whether nobody, an unverified or a
-   deactivated account has it. Both addresses are resolved in one query; the
-   assignee is judged only once the caller has shown it may act as the assigner.
-5. inbox: the database's unique constraint refuses the external reference:
-   409 duplicate_external_ref. Sync: unknown reference among the owner's own
-   commitments: 404 not_found; impossible move: 409 invalid_transition.
+Order of checks, first failure wins: docs/api.md, "Order of checks" (the
+reasons too; the operations' OpenAPI descriptions say it to integrators).
 """
 
 from __future__ import annotations

@@ -3,10 +3,8 @@
 Keys come from settings.FIELD_ENCRYPTION_KEYS: Fernet keys (URL-safe base64
 of 32 bytes, as `Fernet.generate_key()` makes them), never derived from
 SECRET_KEY, so rotating SECRET_KEY after a leak leaves stored secrets
-readable. The first key encrypts, every key decrypts, so a key is rotated by
-prepending a new one, running `python manage.py reencrypt_secrets` (every
-encrypted column of every model, rewritten under the newest key), and then
-dropping the old key.
+readable. The first key encrypts, every key decrypts; how to rotate one:
+docs/security.md, "Encryption keys".
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Outbound HTTP: the one place that decides where this service may send a
-request, and that sends it. Every send path (Slack and Teams nudges now,
-integrators' webhooks next) and every form that takes a URL goes through here.
+request, and that sends it. Every send path (Slack and Teams nudges,
+integrators' outbound webhooks) and every form that takes a URL goes through
+here.
 
-The rules (DECISIONS.md, "Outbound webhooks"):
+The rules (for people: docs/security-webhooks.md):
 
 - `https://` only. `http://` only to a loopback address, and only while
   settings.OUTBOUND_ALLOW_LOOPBACK is on (development and tests).

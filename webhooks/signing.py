@@ -1,5 +1,5 @@
-"""Secrets and signatures of outbound webhooks (DECISIONS.md, "Outbound
-webhooks").
+"""Secrets and signatures of outbound webhooks (for receivers: docs/webhooks.md,
+"Headers" and "Secret rotation").
 
 - The secret is `whsec_` + base64 of 32 random bytes (the Standard Webhooks
   form).

@@ -1,4 +1,5 @@
-"""Every (status, action, actor) combination of the state machine in DECISIONS.md.
+"""Every (status, action, actor) combination of the state machine (docs/api.md,
+"Statuses and moves").
 
 Allowed moves change the status, stamp the transition time, and write exactly
 one audit row and the expected outbox row. Refused moves raise and change

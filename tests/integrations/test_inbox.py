@@ -1,5 +1,5 @@
-"""POST /api/v1/inbox: the contract of ../shared/spec/http-interface.md and
-DECISIONS.md, field by field, error by error."""
+"""POST /api/v1/inbox: the contract of docs/api.md, field by field, error by
+error."""
 
 from __future__ import annotations
 

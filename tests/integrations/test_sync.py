@@ -1,5 +1,5 @@
 """POST /api/v1/sync: complete a commitment by its external reference, among the
-token owner's own commitments as assigner (DECISIONS.md)."""
+token owner's own commitments as assigner (docs/api.md, "POST /api/v1/sync")."""
 
 from __future__ import annotations
 

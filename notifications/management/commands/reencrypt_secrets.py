@@ -1,9 +1,9 @@
 """python manage.py reencrypt_secrets
 
-Rotating FIELD_ENCRYPTION_KEYS: put the new key first (old keys after it),
-deploy, run this command, then drop the old keys. It rewrites every secret
-stored under an older key (webhook URLs now; webhook secrets and provider keys
-later) and fails if any value can be read by no key, naming the row.
+Rewrites every secret stored under an older key of FIELD_ENCRYPTION_KEYS
+(every encrypted column of every model, `lib.crypto.reencrypt_all`) and fails
+if any value can be read by no key, naming the row. When to run it, in a key
+rotation: docs/security.md, "Encryption keys".
 """
 
 from __future__ import annotations
