@@ -1,7 +1,8 @@
 """POST /api/gather: draft commitments from pasted text, with the caller's own
-model provider key. Thin: parse, check, call `gather.extraction.extract`,
-validate, render. It writes no commitment (saving drafts is the capture
-page's separate step). The OpenAPI texts are in `gather.api_docs`.
+model key. Thin: parse, check, call `gather.extraction.extract`, render (the
+drafts were checked where the provider's answer was parsed). It writes no
+commitment (saving drafts is the capture page's separate step). The OpenAPI
+texts are in `gather.api_docs`.
 
 Order of checks, first failure wins (also in the operation's description):
 
@@ -13,7 +14,7 @@ Order of checks, first failure wins (also in the operation's description):
    without a valid CSRF token: 403 forbidden (DRF's SessionAuthentication).
 3. body: not a JSON object, `text` missing, not a string, blank, or over
    100,000 characters after trimming: 400 invalid_payload (`details.text`).
-4. no usable provider key: 400 no_byok_key, naming the Model keys page.
+4. no usable model key: 400 no_byok_key, naming the Model keys page.
 5. the per-user rate limit (a token bucket, `ratelimits.buckets`): 429
    rate_limited with Retry-After. After the key, so that a caller who cannot
    make an upstream call anyway (invalid body, no key) spends nothing.
@@ -44,7 +45,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from gather import extraction, keys, schema
+from gather import extraction, keys
 from gather import selectors as gather_selectors
 from gather.api_docs import gather_schema
 from gather.serializers import GatherResultSerializer, GatherSerializer
@@ -130,21 +131,9 @@ class GatherView(APIView):
                 now=user_now(user),
                 collaborators=gather_selectors.collaborators_for(user=user),
             )
-            drafts = schema.validate_drafts({"drafts": result.drafts})
         except extraction.UpstreamFailure as exc:
             raise upstream_failure(str(exc)) from None
-        except ValueError as exc:
-            message = f"The model's answer did not fit the draft schema: {exc}"
-            raise upstream_failure(message) from None
-        body = GatherResultSerializer(
-            {
-                "drafts": drafts,
-                "model": result.model,
-                "usage": result.usage,
-                "refusal": result.refusal,
-            }
-        ).data
-        return Response(body, status=200)
+        return Response(GatherResultSerializer(result).data, status=200)
 
 
 def upstream_failure(message: str) -> ApiError:

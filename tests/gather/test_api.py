@@ -81,6 +81,7 @@ def test_it_answers_drafts_with_the_users_own_key_and_stores_nothing(
         "confidence",
         "sourceQuote",
     }
+    assert validate_drafts(body) == body["drafts"]  # the contract's rules, already met
     assert fake_provider.last.key == KEYS[provider]
     assert "revised budget" in fake_provider.last.user_text
     assert Commitment.objects.count() == 0
