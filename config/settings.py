@@ -331,7 +331,7 @@ SPECTACULAR_SETTINGS = {
 
 # --- Gather ---------------------------------------------------------------------
 # POST /api/gather calls the user's own provider with the user's own key
-# (gather.models.ProviderKey, Settings, Model keys); the service never reads
+# (gather.models.ModelKey, Settings, Model keys); the service never reads
 # OPENAI_API_KEY or ANTHROPIC_API_KEY from its environment. A stored key
 # without a model of its own uses its provider's default here: a current
 # small, cheap model, overridable by the environment.

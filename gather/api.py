@@ -106,7 +106,7 @@ class GatherView(APIView):
     def post(self, request: Request) -> Response:
         user = request.user
         text = validated_body(request, GatherSerializer)["text"]
-        key = keys.provider_key_for_gather(user=user)
+        key = keys.model_key_for_gather(user=user)
         if key is None:
             raise ApiError(
                 "You have no model provider key: add an OpenAI or Anthropic key on the "
