@@ -11,13 +11,12 @@ it keeps as the model's text for the guards (`gather.guards`) to decide.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
 
-from gather.schema import DESCRIPTION_MAX, DRAFT_FIELDS
+from gather.schema import CONFIDENCE_LEVELS, DESCRIPTION_MAX, DRAFT_FIELDS
 
-Confidence = Literal["high", "medium", "low"]
-CONFIDENCES: tuple[str, ...] = get_args(Confidence)
-CONFIDENCE_RANK = {level: rank for rank, level in enumerate(CONFIDENCES)}
+Confidence = Literal["high", "medium", "low"]  # gather.schema.CONFIDENCE_LEVELS
+CONFIDENCE_RANK = {level: rank for rank, level in enumerate(CONFIDENCE_LEVELS)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +80,10 @@ def parse_drafts(data: object) -> list[Draft]:
         if not isinstance(description, str) or not description.strip():
             raise ValueError(f"draft {index}: description must be a non-empty string")
         confidence = raw["confidence"]
-        if confidence not in CONFIDENCES:
-            raise ValueError(f"draft {index}: confidence must be one of {', '.join(CONFIDENCES)}")
+        if confidence not in CONFIDENCE_LEVELS:
+            raise ValueError(
+                f"draft {index}: confidence must be one of {', '.join(CONFIDENCE_LEVELS)}"
+            )
         quote = raw["sourceQuote"]
         if not isinstance(quote, str):
             raise ValueError(f"draft {index}: sourceQuote must be a string")

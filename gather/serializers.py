@@ -9,6 +9,8 @@ from typing import Any
 
 from rest_framework import serializers
 
+from gather.schema import CONFIDENCE_LEVELS
+
 TEXT_MAX = 100_000  # characters, after trimming (DECISIONS.md)
 
 
@@ -54,7 +56,7 @@ class DraftSerializer(serializers.Serializer):
         help_text='The deadline as the text says it ("by Friday"), or null.',
     )
     confidence = serializers.ChoiceField(
-        choices=["high", "medium", "low"], help_text="How sure the model is of this draft."
+        choices=list(CONFIDENCE_LEVELS), help_text="How sure the model is of this draft."
     )
     sourceQuote = serializers.CharField(
         source="source_quote", help_text="The passage of the text the draft comes from, verbatim."
