@@ -94,7 +94,7 @@ class ModelProvider:
     """A provider's API, called with a user's own key. Subclasses say how to
     ask (`ask`); the rest is shared."""
 
-    name: ClassVar[str]
+    name: ClassVar[str]  # as stored with a model key (gather.models.Provider)
     label: ClassVar[str]  # as people read it, in messages
     base_url_setting: ClassVar[str]
     default_base_url: ClassVar[str]
@@ -266,8 +266,7 @@ class AnthropicProvider(ModelProvider):
 
 
 PROVIDERS: dict[str, type[ModelProvider]] = {
-    OPENAI: OpenAIProvider,
-    ANTHROPIC: AnthropicProvider,
+    provider.name: provider for provider in (OpenAIProvider, AnthropicProvider)
 }
 
 

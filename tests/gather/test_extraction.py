@@ -11,7 +11,9 @@ import zoneinfo
 
 import pytest
 
+from gather import providers
 from gather.extraction import UpstreamFailure, extract
+from gather.models import Provider
 from gather.providers import ANTHROPIC, OPENAI, REFUSAL_MAX
 from gather.schema import DRAFT_LIST_SCHEMA
 from gather.selectors import Collaborator
@@ -334,6 +336,12 @@ def test_one_failing_chunk_fails_the_whole_call(fake_provider, provider, setting
 
     with pytest.raises(UpstreamFailure, match="quota"):
         run(provider, text=text)
+
+
+def test_every_provider_a_model_key_can_be_stored_for_has_a_class():
+    registry = providers.PROVIDERS
+    assert set(registry) == set(Provider.values)
+    assert [registry[name].name for name in Provider.values] == Provider.values
 
 
 def test_an_unknown_provider_is_an_upstream_failure(fake_provider):
