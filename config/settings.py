@@ -331,7 +331,7 @@ SPECTACULAR_SETTINGS = {
 
 # --- Gather ---------------------------------------------------------------------
 # POST /api/gather calls the user's own provider with the user's own key
-# (gather.models.ProviderKey, Settings, Model keys); the service never reads
+# (gather.models.ModelKey, Settings, Model keys); the service never reads
 # OPENAI_API_KEY or ANTHROPIC_API_KEY from its environment. A stored key
 # without a model of its own uses its provider's default here: a current
 # small, cheap model, overridable by the environment.
@@ -533,7 +533,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # --- Logging ------------------------------------------------------------------
 # Nothing may log a secret: a webhook URL (its path is the secret), a bearer
-# token, a session id, a webhook secret or a provider key. httpx logs every
+# token, a session id, a webhook secret or a model key. httpx logs every
 # request's full URL at INFO, and Django's SQL log (DEBUG=1 and LOG_LEVEL=DEBUG)
 # prints parameters, session keys among them: those loggers stay above what
 # they would leak at. Every handler also passes lib.redact's filter, which

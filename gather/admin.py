@@ -1,4 +1,4 @@
-"""Admin for provider keys: read-only. Staff see whose key it is, for which
+"""Admin for model keys: read-only. Staff see whose key it is, for which
 provider and model, whether it is the default and its last four characters;
 never the key. Keys are stored on Settings, Model keys or with
 `manage.py set_provider_key`."""
@@ -9,11 +9,11 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from audit.admin_mixins import AuditedAdminMixin
-from gather.models import ProviderKey
+from gather.models import ModelKey
 
 
-@admin.register(ProviderKey)
-class ProviderKeyAdmin(AuditedAdminMixin, admin.ModelAdmin):
+@admin.register(ModelKey)
+class ModelKeyAdmin(AuditedAdminMixin, admin.ModelAdmin):
     list_display = ("user", "provider", "model", "is_default", "last4", "readable", "updated_at")
     list_filter = ("provider", "is_default")
     list_select_related = ("user",)
@@ -25,7 +25,7 @@ class ProviderKeyAdmin(AuditedAdminMixin, admin.ModelAdmin):
     readonly_fields = fields
 
     @admin.display(boolean=True, description="readable")
-    def readable(self, obj: ProviderKey) -> bool:
+    def readable(self, obj: ModelKey) -> bool:
         return not obj.unreadable
 
     def has_add_permission(self, request: HttpRequest) -> bool:

@@ -1,7 +1,8 @@
 """POST /api/gather: draft commitments from pasted text, with the caller's own
-model provider key. Thin: parse, check, call `gather.extraction.extract`,
-validate, render. It writes no commitment (saving drafts is the capture
-page's separate step). The OpenAPI texts are in `gather.api_docs`.
+model key. Thin: parse, check, call `gather.extraction.extract`, render (the
+drafts were checked where the provider's answer was parsed). It writes no
+commitment (saving drafts is the capture page's separate step). The OpenAPI
+texts are in `gather.api_docs`.
 
 Order of checks, first failure wins: docs/api.md, "Order of checks" (the
 reasons too; also in the operation's OpenAPI description). A model that
@@ -28,7 +29,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.timezones import user_now
-from gather import extraction, keys, schema
+from gather import extraction, keys
 from gather import selectors as gather_selectors
 from gather.api_docs import gather_schema
 from gather.serializers import GatherResultSerializer, GatherSerializer
@@ -80,7 +81,7 @@ class GatherView(APIView):
     def post(self, request: Request) -> Response:
         user = request.user
         text = validated_body(request, GatherSerializer)["text"]
-        key = keys.provider_key_for_gather(user=user)
+        key = keys.model_key_for_gather(user=user)
         if key is None:
             raise ApiError(
                 "You have no model provider key: add an OpenAI or Anthropic key on the "
@@ -105,21 +106,9 @@ class GatherView(APIView):
                 now=user_now(user),
                 collaborators=gather_selectors.collaborators_for(user=user),
             )
-            drafts = schema.validate_drafts({"drafts": result.drafts})
         except extraction.UpstreamFailure as exc:
             raise upstream_failure(str(exc)) from None
-        except ValueError as exc:
-            message = f"The model's answer did not fit the draft schema: {exc}"
-            raise upstream_failure(message) from None
-        body = GatherResultSerializer(
-            {
-                "drafts": drafts,
-                "model": result.model,
-                "usage": result.usage,
-                "refusal": result.refusal,
-            }
-        ).data
-        return Response(body, status=200)
+        return Response(GatherResultSerializer(result).data, status=200)
 
 
 def upstream_failure(message: str) -> ApiError:

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.reauth import recent_sign_in_required
 from gather import keys
-from gather.models import MODEL_MAX, Provider, ProviderKey
+from gather.models import MODEL_MAX, ModelKey, Provider
 
 
 def _default_models_help() -> str:
@@ -30,7 +30,7 @@ def _default_models_help() -> str:
     return f"Leave it empty for the provider's default ({defaults})."
 
 
-class ProviderKeyForm(forms.Form):
+class ModelKeyForm(forms.Form):
     provider = forms.ChoiceField(choices=Provider.choices, widget=forms.RadioSelect)
     key = forms.CharField(
         label="API key",
@@ -63,8 +63,8 @@ def _provider_or_404(provider: str) -> str:
     return provider
 
 
-def _render(request: HttpRequest, form: ProviderKeyForm, status: int = 200) -> HttpResponse:
-    stored = keys.provider_keys_of(user=request.user)
+def _render(request: HttpRequest, form: ModelKeyForm, status: int = 200) -> HttpResponse:
+    stored = keys.model_keys_of(user=request.user)
     rows = [
         {"key": key, "model_form": KeyModelForm(initial={"model": key.model}, prefix=key.provider)}
         for key in stored
@@ -75,7 +75,7 @@ def _render(request: HttpRequest, form: ProviderKeyForm, status: int = 200) -> H
         {
             "form": form,
             "rows": rows,
-            "gather_key": keys.provider_key_for_gather(user=request.user),
+            "gather_key": keys.model_key_for_gather(user=request.user),
         },
         status=status,
     )
@@ -90,19 +90,19 @@ def _render(request: HttpRequest, form: ProviderKeyForm, status: int = 200) -> H
 def model_keys(request: HttpRequest) -> HttpResponse:
     """GET lists the stored keys; POST stores (or replaces) one, which becomes the default."""
     if request.method == "GET":
-        return _render(request, ProviderKeyForm())
-    form = ProviderKeyForm(request.POST)
+        return _render(request, ModelKeyForm())
+    form = ModelKeyForm(request.POST)
     if not form.is_valid():
-        return _render(request, ProviderKeyForm(_without_key(request.POST)), status=400)
+        return _render(request, ModelKeyForm(_without_key(request.POST)), status=400)
     try:
-        stored = keys.provider_key_set(
+        stored = keys.model_key_set(
             user=request.user,
             provider=form.cleaned_data["provider"],
             key=form.cleaned_data["key"],
             model=form.cleaned_data["model"],
         )
-    except keys.ProviderKeyError as exc:
-        refused = ProviderKeyForm(_without_key(request.POST))
+    except keys.ModelKeyError as exc:
+        refused = ModelKeyForm(_without_key(request.POST))
         refused.is_valid()
         refused.add_error(exc.field if exc.field in refused.fields else None, exc.message)
         return _render(request, refused, status=400)
@@ -130,12 +130,12 @@ def model_key_model(request: HttpRequest, provider: str) -> HttpResponse:
         messages.error(request, f"A model name has at most {MODEL_MAX} characters.")
         return redirect("model_keys")
     try:
-        stored = keys.provider_key_change_model(
+        stored = keys.model_key_change_model(
             user=request.user, provider=provider, model=form.cleaned_data["model"]
         )
-    except ProviderKey.DoesNotExist:
+    except ModelKey.DoesNotExist:
         raise Http404("No such key.") from None
-    except keys.ProviderKeyError as exc:
+    except keys.ModelKeyError as exc:
         messages.error(request, exc.message)
         return redirect("model_keys")
     messages.success(request, f"Your {stored.get_provider_display()} key calls {stored.model}.")
@@ -147,8 +147,8 @@ def model_key_model(request: HttpRequest, provider: str) -> HttpResponse:
 def model_key_default(request: HttpRequest, provider: str) -> HttpResponse:
     provider = _provider_or_404(provider)
     try:
-        stored = keys.provider_key_make_default(user=request.user, provider=provider)
-    except ProviderKey.DoesNotExist:
+        stored = keys.model_key_make_default(user=request.user, provider=provider)
+    except ModelKey.DoesNotExist:
         raise Http404("No such key.") from None
     messages.success(request, f"Capture uses your {stored.get_provider_display()} key now.")
     return redirect("model_keys")
@@ -159,13 +159,13 @@ def model_key_default(request: HttpRequest, provider: str) -> HttpResponse:
 def model_key_delete(request: HttpRequest, provider: str) -> HttpResponse:
     """GET asks for confirmation; POST deletes the key."""
     provider = _provider_or_404(provider)
-    stored = ProviderKey.objects.filter(user=request.user, provider=provider).first()
+    stored = ModelKey.objects.filter(user=request.user, provider=provider).first()
     if request.method == "GET":
         if stored is None:
             raise Http404("No such key.")
         return render(request, "gather/model_key_delete.html", {"key": stored})
     label = Provider(provider).label
-    if keys.provider_key_delete(user=request.user, provider=provider):
+    if keys.model_key_delete(user=request.user, provider=provider):
         messages.success(request, f"Deleted your {label} key.")
     else:
         messages.info(request, f"You have no {label} key stored.")

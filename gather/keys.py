@@ -1,8 +1,10 @@
-"""Services and selectors for the provider keys people store for capture.
+"""Services and selectors for the model keys people store for capture (a
+user's own OpenAI or Anthropic key).
 
-A key is stored encrypted (gather.models.ProviderKey.key) with its last four
+A key is stored encrypted (gather.models.ModelKey.key) with its last four
 characters beside it for display; the audit trail records that a key was
-set, replaced or deleted, never the key.
+set, replaced or deleted, never the key (its actions keep their first names,
+`provider_key_*`, so the trail reads the same before and after the rename).
 """
 
 from __future__ import annotations
@@ -12,20 +14,22 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from audit.services import Actor, audit_event_record
-from gather.models import MODEL_MAX, Provider, ProviderKey
+from gather.models import MODEL_MAX, ModelKey, Provider
 
 __all__ = [
-    "ProviderKeyError",
-    "provider_key_delete",
-    "provider_key_for_gather",
-    "provider_key_make_default",
-    "provider_key_set",
+    "ModelKeyError",
+    "model_key_change_model",
+    "model_key_delete",
+    "model_key_for_gather",
+    "model_key_make_default",
+    "model_key_set",
+    "model_keys_of",
 ]
 
 KEY_MAX = 1000
 
 
-class ProviderKeyError(ValueError):
+class ModelKeyError(ValueError):
     """A key, provider or model that cannot be stored; `message` is for people."""
 
     def __init__(self, message: str, *, field: str = "key") -> None:
@@ -37,9 +41,7 @@ class ProviderKeyError(ValueError):
 def _provider(provider: str) -> str:
     if provider not in Provider.values:
         choices = " or ".join(Provider.values)
-        raise ProviderKeyError(
-            f"Unknown provider {provider!r}: choose {choices}.", field="provider"
-        )
+        raise ModelKeyError(f"Unknown provider {provider!r}: choose {choices}.", field="provider")
     return provider
 
 
@@ -54,38 +56,36 @@ def _lock_keys_of(user) -> None:
     list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk"))
 
 
-def _make_default(user, key: ProviderKey) -> None:
+def _make_default(user, key: ModelKey) -> None:
     # The one-default-per-user constraint: clear the others first.
-    ProviderKey.objects.filter(user=user, is_default=True).exclude(pk=key.pk).update(
-        is_default=False
-    )
+    ModelKey.objects.filter(user=user, is_default=True).exclude(pk=key.pk).update(is_default=False)
     if not key.is_default:
         key.is_default = True
         key.save(update_fields=["is_default", "updated_at"])
 
 
-def provider_key_set(
+def model_key_set(
     *, user, provider: str, key: str, model: str | None = None, actor: Actor | None = None
-) -> ProviderKey:
+) -> ModelKey:
     """Store (or replace) the user's key for `provider`, with `model` (None or
     blank: settings.GATHER_DEFAULT_MODELS[provider]). The newest stored key
     becomes the user's default."""
     provider = _provider(provider)
     key = (key or "").strip()
     if not key:
-        raise ProviderKeyError("The key is empty.")
+        raise ModelKeyError("The key is empty.")
     if len(key) > KEY_MAX or any(ch.isspace() for ch in key):
-        raise ProviderKeyError("That does not look like an API key.")
+        raise ModelKeyError("That does not look like an API key.")
     model = (model or "").strip() or settings.GATHER_DEFAULT_MODELS[provider]
     if len(model) > MODEL_MAX:
-        raise ProviderKeyError(f"A model name has at most {MODEL_MAX} characters.", field="model")
+        raise ModelKeyError(f"A model name has at most {MODEL_MAX} characters.", field="model")
     with transaction.atomic():
         _lock_keys_of(user)
-        existing = ProviderKey.objects.select_for_update().filter(user=user, provider=provider)
+        existing = ModelKey.objects.select_for_update().filter(user=user, provider=provider)
         stored = existing.first()
         replaced = stored is not None
         if stored is None:
-            stored = ProviderKey(user=user, provider=provider)
+            stored = ModelKey(user=user, provider=provider)
         stored.key, stored.model, stored.last4 = key, model, key[-4:]
         stored.save()
         _make_default(user, stored)
@@ -98,17 +98,17 @@ def provider_key_set(
     return stored
 
 
-def provider_key_change_model(
+def model_key_change_model(
     *, user, provider: str, model: str | None, actor: Actor | None = None
-) -> ProviderKey:
+) -> ModelKey:
     """Call another model with the stored key (None or blank: the default model)."""
     provider = _provider(provider)
     model = (model or "").strip() or settings.GATHER_DEFAULT_MODELS[provider]
     if len(model) > MODEL_MAX:
-        raise ProviderKeyError(f"A model name has at most {MODEL_MAX} characters.", field="model")
+        raise ModelKeyError(f"A model name has at most {MODEL_MAX} characters.", field="model")
     with transaction.atomic():
         _lock_keys_of(user)
-        stored = ProviderKey.objects.select_for_update().get(user=user, provider=provider)
+        stored = ModelKey.objects.select_for_update().get(user=user, provider=provider)
         old = stored.model
         if old != model:
             stored.model = model
@@ -122,15 +122,13 @@ def provider_key_change_model(
     return stored
 
 
-def provider_key_delete(*, user, provider: str, actor: Actor | None = None) -> bool:
+def model_key_delete(*, user, provider: str, actor: Actor | None = None) -> bool:
     """Delete the user's key for `provider`; False when there was none. When
     it was the default, the other stored key (if any) becomes the default."""
     provider = _provider(provider)
     with transaction.atomic():
         _lock_keys_of(user)
-        stored = (
-            ProviderKey.objects.select_for_update().filter(user=user, provider=provider).first()
-        )
+        stored = ModelKey.objects.select_for_update().filter(user=user, provider=provider).first()
         if stored is None:
             return False
         audit_event_record(
@@ -142,19 +140,19 @@ def provider_key_delete(*, user, provider: str, actor: Actor | None = None) -> b
         was_default = stored.is_default
         stored.delete()
         if was_default:
-            other = ProviderKey.objects.filter(user=user).order_by("-updated_at").first()
+            other = ModelKey.objects.filter(user=user).order_by("-updated_at").first()
             if other is not None:
                 _make_default(user, other)
     return True
 
 
-def provider_key_make_default(*, user, provider: str, actor: Actor | None = None) -> ProviderKey:
-    """Make the user's key for `provider` the one gather uses (ProviderKey.DoesNotExist
+def model_key_make_default(*, user, provider: str, actor: Actor | None = None) -> ModelKey:
+    """Make the user's key for `provider` the one gather uses (ModelKey.DoesNotExist
     when there is none)."""
     provider = _provider(provider)
     with transaction.atomic():
         _lock_keys_of(user)
-        stored = ProviderKey.objects.select_for_update().get(user=user, provider=provider)
+        stored = ModelKey.objects.select_for_update().get(user=user, provider=provider)
         if not stored.is_default:
             _make_default(user, stored)
             audit_event_record(
@@ -166,15 +164,15 @@ def provider_key_make_default(*, user, provider: str, actor: Actor | None = None
     return stored
 
 
-def provider_keys_of(*, user) -> list[ProviderKey]:
-    return list(ProviderKey.objects.filter(user=user).order_by("provider"))
+def model_keys_of(*, user) -> list[ModelKey]:
+    return list(ModelKey.objects.filter(user=user).order_by("provider"))
 
 
-def provider_key_for_gather(*, user) -> ProviderKey | None:
+def model_key_for_gather(*, user) -> ModelKey | None:
     """The key gather uses: the user's default, or when that one cannot be
     read (stored under an encryption key no longer configured), their other
     readable key; None when they have no usable key."""
-    for stored in ProviderKey.objects.filter(user=user).order_by("-is_default", "-updated_at"):
+    for stored in ModelKey.objects.filter(user=user).order_by("-is_default", "-updated_at"):
         if stored.usable:
             return stored
     return None

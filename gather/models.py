@@ -1,4 +1,5 @@
-"""The language-model provider keys people store for capture (POST /api/gather).
+"""Model keys: the language-model provider keys people store for capture
+(POST /api/gather).
 
 One key per (user, provider), encrypted at rest (lib.crypto); only its last
 four characters are ever shown. One of a user's keys is their default: the
@@ -14,7 +15,7 @@ from django.db import models
 
 from lib.crypto import EncryptedTextField, is_undecryptable
 
-__all__ = ["Provider", "ProviderKey"]
+__all__ = ["ModelKey", "Provider"]
 
 MODEL_MAX = 100
 
@@ -24,15 +25,15 @@ class Provider(models.TextChoices):
     ANTHROPIC = "anthropic", "Anthropic"
 
 
-class ProviderKey(models.Model):
+class ModelKey(models.Model):
     """A user's own key for one provider, the model to call with it, and
     whether it is the one gather uses. A key no configured encryption key
     decrypts reads as `lib.crypto.Undecryptable`: shown as unreadable, never
-    used (gather.keys.provider_key_for_gather)."""
+    used (gather.keys.model_key_for_gather)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="provider_keys"
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="model_keys"
     )
     provider = models.CharField(max_length=16, choices=Provider.choices)
     key = EncryptedTextField()
@@ -45,12 +46,12 @@ class ProviderKey(models.Model):
     class Meta:
         ordering = ["provider"]
         constraints = [
-            models.UniqueConstraint(fields=["user", "provider"], name="provider_key_once_per_user"),
+            models.UniqueConstraint(fields=["user", "provider"], name="model_key_once_per_user"),
             # At most one default per user.
             models.UniqueConstraint(
                 fields=["user"],
                 condition=models.Q(is_default=True),
-                name="provider_key_one_default_per_user",
+                name="model_key_one_default_per_user",
             ),
         ]
 

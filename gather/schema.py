@@ -1,6 +1,9 @@
 """The draft-list schema: one JSON schema for both providers (OpenAI structured
-outputs in strict mode, Anthropic's forced tool call) and the check that every
-answer passes before it leaves the service."""
+outputs in strict mode, Anthropic's forced tool call), and `validate_drafts`,
+the contract's rules for drafts as JSON, which every answer of POST
+/api/gather meets (the tests hold the answers to it). The service itself
+checks a model's answer once, where it is parsed (`gather.drafts`), and
+builds what it answers from typed drafts."""
 
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ _NULLABLE_STRING = {"type": ["string", "null"]}
 
 # Strict mode (OpenAI) wants every property required and no extra properties;
 # "optional" is spelled as a null type. No `format` or length keywords: not
-# every model honours them, and validate_drafts checks what matters.
+# every model honours them; gather.drafts and gather.guards check what matters.
 DRAFT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -97,10 +100,11 @@ def _optional_string(draft: dict, name: str) -> str | None:
 
 
 def validate_drafts(data: Any) -> list[dict]:
-    """The drafts of `{"drafts": [...]}` checked against the draft-list schema,
-    as clean dicts holding exactly the draft fields (strings trimmed, empty
-    optional strings null). Raises ValueError on anything else; a deadline must
-    be an ISO-8601 date-time with an offset."""
+    """The drafts of `{"drafts": [...]}` (camelCase JSON, as the API answers
+    them) checked against the draft-list schema, as clean dicts holding
+    exactly the draft fields (strings trimmed, empty optional strings null).
+    Raises ValueError on anything else; a deadline must be an ISO-8601
+    date-time with an offset."""
     if not isinstance(data, dict) or not isinstance(data.get("drafts"), list):
         raise ValueError('expected an object {"drafts": [...]}')
     drafts: list[dict] = []

@@ -1,11 +1,15 @@
 """Input and output serializers of POST /api/gather. The OpenAPI document is
-generated from these same classes (gather.api_docs)."""
+generated from these same classes (gather.api_docs). The output serializers
+are the edge where a `gather.extraction.Extraction` and its typed drafts
+become the contract's camelCase JSON."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rest_framework import serializers
+
+from gather.schema import CONFIDENCE_LEVELS
 
 TEXT_MAX = 100_000  # characters, after trimming (docs/api.md)
 
@@ -30,9 +34,12 @@ class GatherSerializer(serializers.Serializer):
 class DraftSerializer(serializers.Serializer):
     description = serializers.CharField(help_text="What is to be done, as a commitment.")
     assigneeName = serializers.CharField(
-        allow_null=True, help_text="Who is asked, as the text names them; null when nobody is."
+        source="assignee_name",
+        allow_null=True,
+        help_text="Who is asked, as the text names them; null when nobody is.",
     )
     assigneeEmail = serializers.EmailField(
+        source="assignee_email",
         allow_null=True,
         help_text=(
             "Filled only when the name matches exactly one of your collaborators (people you "
@@ -44,19 +51,21 @@ class DraftSerializer(serializers.Serializer):
         help_text="The deadline resolved to ISO-8601 with your time zone's offset, or null.",
     )
     deadlineText = serializers.CharField(
-        allow_null=True, help_text='The deadline as the text says it ("by Friday"), or null.'
+        source="deadline_text",
+        allow_null=True,
+        help_text='The deadline as the text says it ("by Friday"), or null.',
     )
     confidence = serializers.ChoiceField(
-        choices=["high", "medium", "low"], help_text="How sure the model is of this draft."
+        choices=list(CONFIDENCE_LEVELS), help_text="How sure the model is of this draft."
     )
     sourceQuote = serializers.CharField(
-        help_text="The passage of the text the draft comes from, verbatim."
+        source="source_quote", help_text="The passage of the text the draft comes from, verbatim."
     )
 
 
 class UsageSerializer(serializers.Serializer):
-    inputTokens = serializers.IntegerField(min_value=0)
-    outputTokens = serializers.IntegerField(min_value=0)
+    inputTokens = serializers.IntegerField(source="input_tokens", min_value=0)
+    outputTokens = serializers.IntegerField(source="output_tokens", min_value=0)
 
 
 class GatherResultSerializer(serializers.Serializer):

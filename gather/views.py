@@ -46,7 +46,7 @@ def capture(request: HttpRequest) -> HttpResponse:
         "form": form,
         "drafts": drafts,
         "collaborators": gather_selectors.collaborators_for(user=request.user),
-        "has_key": keys.provider_key_for_gather(user=request.user) is not None,
+        "has_key": keys.model_key_for_gather(user=request.user) is not None,
         "model_keys_url": model_keys_path(),
     }
     return render(request, "gather/capture.html", context, status=status)

@@ -14,7 +14,7 @@ from django.contrib.sessions.backends.db import SessionStore
 from django.contrib.sessions.models import Session
 
 from accounts.reauth import STALE_POST_MESSAGE
-from gather.models import ProviderKey
+from gather.models import ModelKey
 from integrations.models import ApiToken
 from tests.integrations.api_support import PASSWORD, age_the_sign_in, sign_in
 from tests.webhooks.pages_support import RECEIVER, endpoint_for, resolve_every_name_to
@@ -94,7 +94,7 @@ def test_a_stale_post_is_refused_and_nothing_of_it_is_kept(stale, assigner):
         RECEIVER,
         "",
     )
-    assert not ProviderKey.objects.exists()
+    assert not ModelKey.objects.exists()
     assert not ApiToken.objects.exists()
 
 
@@ -108,12 +108,12 @@ def test_after_the_password_the_person_is_back_at_the_empty_form(stale, assigner
     form = stale.get(KEYS)
     assert form.status_code == 200
     assert PROVIDER_KEY not in form.content.decode()
-    assert not ProviderKey.objects.exists()  # the refused POST was not replayed
+    assert not ModelKey.objects.exists()  # the refused POST was not replayed
     assert_no_trace(PROVIDER_KEY)
 
     # The form, now sent within the limit, stores the key.
     assert stale.post(KEYS, {"provider": "openai", "key": PROVIDER_KEY}).status_code == 302
-    assert ProviderKey.objects.get(user=assigner).key == PROVIDER_KEY
+    assert ModelKey.objects.get(user=assigner).key == PROVIDER_KEY
     assert_no_trace(PROVIDER_KEY)
 
 
@@ -138,7 +138,7 @@ def test_a_session_without_a_recorded_sign_in_is_asked_too(client, assigner):
         client.post(KEYS, {"provider": "openai", "key": PROVIDER_KEY}), KEYS
     )
     assert_no_trace(PROVIDER_KEY)
-    assert not ProviderKey.objects.exists()
+    assert not ModelKey.objects.exists()
 
 
 def test_a_recent_sign_in_is_not_asked_again(client, assigner, settings):
@@ -147,7 +147,7 @@ def test_a_recent_sign_in_is_not_asked_again(client, assigner, settings):
 
     assert client.get(KEYS).status_code == 200
     assert client.post(KEYS, {"provider": "openai", "key": PROVIDER_KEY}).status_code == 302
-    assert ProviderKey.objects.get(user=assigner).key == PROVIDER_KEY
+    assert ModelKey.objects.get(user=assigner).key == PROVIDER_KEY
 
 
 def test_the_migration_takes_requests_parked_before_out_of_every_session(client, assigner):

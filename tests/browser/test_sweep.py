@@ -32,7 +32,7 @@ def lived_in(make_user, settings):
     model key, a webhook, commitments both ways."""
     from audit.services import Actor
     from commitments import services
-    from gather.keys import provider_key_set
+    from gather.keys import model_key_set
     from integrations.services import api_token_mint
     from webhooks.services import webhook_endpoint_create
 
@@ -40,7 +40,7 @@ def lived_in(make_user, settings):
     person = make_user("maximiliana@example.com", display_name=LONG_NAME, is_staff=True)
     colleague = make_user("colleague@example.com", display_name="Colleague")
     api_token_mint(user=person, name="Jira automation with a rather long name")
-    provider_key_set(user=person, provider="openai", key="sk-test-" + "x" * 40)
+    model_key_set(user=person, provider="openai", key="sk-test-" + "x" * 40)
     webhook_endpoint_create(
         user=person,
         external_system="jira",

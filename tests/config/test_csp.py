@@ -16,7 +16,7 @@ from django.urls import reverse
 from audit.services import Actor
 from commitments import services
 from commitments.models import Status
-from gather.keys import provider_key_set
+from gather.keys import model_key_set
 from tests.commitments.support import commitment_in
 from tests.integrations.api_support import sign_in
 
@@ -185,7 +185,7 @@ def test_no_page_renders_inline_script_event_handlers_or_inline_styles(
         "/no-such-page/",
     ]
     for person in (assigner, assignee):  # the Model keys page with a key in its list
-        provider_key_set(user=person, provider="openai", key="sk-csp-check-0000")
+        model_key_set(user=person, provider="openai", key="sk-csp-check-0000")
     rendered: dict[str, str] = {}
     for path in signed_out:
         rendered[f"signed out {path}"] = client.get(path)

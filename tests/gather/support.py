@@ -8,7 +8,7 @@ from typing import Any
 
 from django.test import Client
 
-from gather.keys import provider_key_set
+from gather.keys import model_key_set
 
 GATHER = "/api/gather"
 OPENAI_KEY = "sk-test-openai-0123456789abcdefWXYZ"
@@ -17,7 +17,7 @@ KEYS = {"openai": OPENAI_KEY, "anthropic": ANTHROPIC_KEY}
 
 
 def give_key(user, provider: str = "openai", **extra: Any):
-    return provider_key_set(user=user, provider=provider, key=KEYS[provider], **extra)
+    return model_key_set(user=user, provider=provider, key=KEYS[provider], **extra)
 
 
 def browser(user=None) -> Client:

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from audit.admin_mixins import AuditedAdminMixin
 from gather import keys
-from gather.models import ProviderKey
+from gather.models import ModelKey
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +19,7 @@ KEY = "sk-admin-visible-never-QR90"
 
 
 def test_it_is_audited_and_read_only(staff, rf):
-    model_admin = admin.site._registry[ProviderKey]
+    model_admin = admin.site._registry[ModelKey]
     assert type(model_admin).__mro__[1] is AuditedAdminMixin
     request = rf.get("/")
     request.user = staff
@@ -31,14 +31,14 @@ def test_it_is_audited_and_read_only(staff, rf):
 
 def test_the_list_and_the_page_show_last4_never_the_key(client, staff, assigner, settings):
     settings.FIELD_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]
-    lost = keys.provider_key_set(user=staff, provider="anthropic", key="sk-lost-ZZ11")
+    lost = keys.model_key_set(user=staff, provider="anthropic", key="sk-lost-ZZ11")
     settings.FIELD_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]
-    stored = keys.provider_key_set(user=assigner, provider="openai", key=KEY, model="gpt-m")
+    stored = keys.model_key_set(user=assigner, provider="openai", key=KEY, model="gpt-m")
     client.force_login(staff)
 
-    listing = client.get(reverse("admin:gather_providerkey_changelist"))
-    page = client.get(reverse("admin:gather_providerkey_change", args=[stored.pk]))
-    lost_page = client.get(reverse("admin:gather_providerkey_change", args=[lost.pk]))
+    listing = client.get(reverse("admin:gather_modelkey_changelist"))
+    page = client.get(reverse("admin:gather_modelkey_change", args=[stored.pk]))
+    lost_page = client.get(reverse("admin:gather_modelkey_change", args=[lost.pk]))
 
     assert listing.status_code == page.status_code == lost_page.status_code == 200
     for response in (listing, page):

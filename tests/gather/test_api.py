@@ -81,6 +81,7 @@ def test_it_answers_drafts_with_the_users_own_key_and_stores_nothing(
         "confidence",
         "sourceQuote",
     }
+    assert validate_drafts(body) == body["drafts"]  # the contract's rules, already met
     assert fake_provider.last.key == KEYS[provider]
     assert "revised budget" in fake_provider.last.user_text
     assert Commitment.objects.count() == 0
@@ -268,7 +269,7 @@ def test_a_body_over_one_mebibyte_is_413(fake_provider, assigner):
     assert fake_provider.requests == []
 
 
-def test_without_a_provider_key_it_is_400_naming_the_model_keys_page(
+def test_without_a_model_key_it_is_400_naming_the_model_keys_page(
     fake_provider, assigner, settings
 ):
     settings.SITE_URL = "https://commitments.example.com"

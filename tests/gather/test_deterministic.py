@@ -11,16 +11,10 @@ import zoneinfo
 
 import pytest
 
-from gather.extraction import (
-    OPENAI,
-    UpstreamFailure,
-    extract,
-    merge_drafts,
-    normalise_deadline,
-    normalise_for_quote,
-    quote_occurs,
-    split_text,
-)
+from gather.chunking import merge_drafts, split_text
+from gather.drafts import Draft, parse_drafts
+from gather.extraction import UpstreamFailure, extract
+from gather.guards import normalise_deadline, normalise_for_quote, quote_occurs
 from gather.matching import addresses_next_to, match_assignee
 from gather.prompt import (
     Fence,
@@ -30,6 +24,7 @@ from gather.prompt import (
     system_prompt,
     user_message,
 )
+from gather.providers import OPENAI
 from gather.schema import validate_drafts
 from gather.selectors import Collaborator
 from tests.gather.fake_provider import draft
@@ -74,6 +69,67 @@ def test_validate_drafts_refuses_a_missing_field_and_a_wrong_shape():
     for data in ({"drafts": [incomplete]}, {"drafts": "none"}, [], None):
         with pytest.raises(ValueError):
             validate_drafts(data)
+
+
+# -- the model's answer, parsed once ------------------------------------------------
+
+
+def typed(*drafts: dict) -> list[Draft]:
+    return parse_drafts({"drafts": list(drafts)})
+
+
+def test_an_answer_becomes_typed_drafts_trimmed_with_empty_strings_null():
+    (parsed,) = typed(
+        {**draft(" Send it ", " the quote ", assignee_name="  "), "deadlineText": " by Friday "}
+    )
+
+    assert parsed == Draft(
+        description="Send it",
+        assignee_name=None,
+        assignee_email=None,
+        deadline=None,
+        deadline_text="by Friday",
+        confidence="high",
+        source_quote="the quote",
+    )
+
+
+def test_a_deadline_or_address_the_model_botched_is_left_to_the_guards_not_fatal():
+    (parsed,) = typed({**draft("Send it", "q"), "deadline": 17, "assigneeEmail": ["x"]})
+    (kept,) = typed(draft("Send it", "q", deadline="Friday", assignee_email="not-an-address"))
+
+    assert (parsed.deadline, parsed.assignee_email) == (None, None)
+    assert (kept.deadline, kept.assignee_email) == ("Friday", "not-an-address")
+
+
+def test_a_description_longer_than_the_schema_allows_is_cut():
+    (parsed,) = typed(draft("x" * 2500, "q"))
+
+    assert len(parsed.description) == 2000
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"confidence": "certain"},
+        {"description": "   "},
+        {"description": None},
+        {"assigneeName": 3},
+        {"deadlineText": {"at": "noon"}},
+        {"sourceQuote": None},
+    ],
+)
+def test_an_answer_that_breaks_the_schema_is_refused(change):
+    with pytest.raises(ValueError):
+        typed({**draft("Send it", "quote"), **change})
+
+
+def test_an_answer_missing_a_field_or_of_the_wrong_shape_is_refused():
+    incomplete = draft("Send it", "quote")
+    del incomplete["sourceQuote"]
+    for data in ({"drafts": [incomplete]}, {"drafts": "none"}, {"drafts": ["x"]}, [], None):
+        with pytest.raises(ValueError):
+            parse_drafts(data)
 
 
 # -- prompt ---------------------------------------------------------------------
@@ -260,9 +316,9 @@ def test_merging_drops_duplicates_and_keeps_the_surer_with_any_deadline():
     }
     other_person = {**draft("Send the deck", "q4", assignee_name="Tom")}
 
-    merged = merge_drafts([[low], [high, other_person], [dated]])
+    merged = merge_drafts([typed(low), typed(high, other_person), typed(dated)])
 
-    assert [(d["sourceQuote"], d["deadline"]) for d in merged] == [
+    assert [(d.source_quote, d.deadline) for d in merged] == [
         ("q2", "2026-11-27T17:00:00+00:00"),
         ("q4", None),
     ]

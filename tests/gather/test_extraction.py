@@ -1,18 +1,23 @@
-"""gather.extraction through the real openai and anthropic SDK code, against
+"""gather.extraction (and gather.providers) through the real openai and anthropic SDK code, against
 the fake provider on loopback: each provider failure is one clean
 UpstreamFailure, and the user's key (never the server's) is what is sent."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import unicodedata
 import zoneinfo
 
 import pytest
 
-from gather.extraction import ANTHROPIC, OPENAI, REFUSAL_MAX, UpstreamFailure, extract
+from gather import providers
+from gather.extraction import UpstreamFailure, extract
+from gather.models import Provider
+from gather.providers import ANTHROPIC, OPENAI, REFUSAL_MAX
 from gather.schema import DRAFT_LIST_SCHEMA
 from gather.selectors import Collaborator
+from gather.serializers import GatherResultSerializer
 from tests.gather.fake_provider import answer_reply, draft, refusal_reply
 
 PROVIDERS = [OPENAI, ANTHROPIC]
@@ -24,6 +29,11 @@ TEXT = (
     "Standup notes.\n\nPriya: I'll send the revised budget to finance by Friday.\n\nNothing else."
 )
 PRIYA = Collaborator(name="Priya Natarajan", email="priya@example.com")
+
+
+def as_json(result) -> dict:
+    """An extraction as POST /api/gather answers it (the contract's camelCase JSON)."""
+    return json.loads(json.dumps(GatherResultSerializer(result).data))
 
 
 @pytest.fixture(autouse=True)
@@ -68,7 +78,7 @@ def test_it_extracts_drafts_through_the_sdk(fake_provider, provider):
 
     result = run(provider)
 
-    assert result.drafts == [
+    assert as_json(result)["drafts"] == [
         {
             "description": "Send the revised budget to finance",
             "assigneeName": "Priya",
@@ -80,7 +90,7 @@ def test_it_extracts_drafts_through_the_sdk(fake_provider, provider):
         }
     ]
     assert result.model == "small-model"
-    assert result.usage == {"inputTokens": 321, "outputTokens": 45}
+    assert as_json(result)["usage"] == {"inputTokens": 321, "outputTokens": 45}
     assert len(fake_provider.requests) == 1
     assert "Tuesday, 24 November 2026, 09:30" in fake_provider.last.system_text
     assert fake_provider.last.collaborators == [
@@ -141,7 +151,7 @@ def test_a_refusal_gives_no_drafts_the_models_words_and_the_usage_as_reported(
     assert result.drafts == []
     assert result.refusal == "I can't help with that."
     assert result.model == "small-model-2026-01"  # the provider's name for it, not ours
-    assert result.usage == {"inputTokens": 812, "outputTokens": 9}
+    assert as_json(result)["usage"] == {"inputTokens": 812, "outputTokens": 9}
     assert len(fake_provider.requests) == 1
 
 
@@ -212,9 +222,9 @@ def test_a_declined_part_of_a_long_text_keeps_the_drafts_of_the_rest(
     result = run(provider, text="\n\n".join(paragraphs))
 
     assert len(fake_provider.requests) == 3
-    assert [d["description"] for d in result.drafts] == ["Send the revised budget to finance"]
+    assert [d.description for d in result.drafts] == ["Send the revised budget to finance"]
     assert result.refusal == "Parts 2 and 3 of 3: Not this part."
-    assert result.usage == {"inputTokens": 130, "outputTokens": 20}
+    assert as_json(result)["usage"] == {"inputTokens": 130, "outputTokens": 20}
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -310,8 +320,8 @@ def test_long_text_goes_in_concurrent_chunks_and_the_drafts_are_merged(
 
     assert len(fake_provider.requests) > 2
     assert all(len(r.source_text) <= 200 for r in fake_provider.requests)
-    assert [d["description"] for d in result.drafts] == ["Send the revised budget to finance"]
-    assert result.usage == {
+    assert [d.description for d in result.drafts] == ["Send the revised budget to finance"]
+    assert as_json(result)["usage"] == {
         "inputTokens": 100 * len(fake_provider.requests),
         "outputTokens": 20 * len(fake_provider.requests),
     }
@@ -326,6 +336,12 @@ def test_one_failing_chunk_fails_the_whole_call(fake_provider, provider, setting
 
     with pytest.raises(UpstreamFailure, match="quota"):
         run(provider, text=text)
+
+
+def test_every_provider_a_model_key_can_be_stored_for_has_a_class():
+    registry = providers.PROVIDERS
+    assert set(registry) == set(Provider.values)
+    assert [registry[name].name for name in Provider.values] == Provider.values
 
 
 def test_an_unknown_provider_is_an_upstream_failure(fake_provider):

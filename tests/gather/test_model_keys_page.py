@@ -10,7 +10,7 @@ from cryptography.fernet import Fernet
 from django.urls import reverse
 
 from gather import keys
-from gather.models import ProviderKey
+from gather.models import ModelKey
 from tests.integrations.api_support import sign_in
 
 pytestmark = pytest.mark.django_db
@@ -50,7 +50,7 @@ def test_storing_both_keys_shows_only_their_last_four(signed_in, assigner, setti
     for secret in (OPENAI_KEY, ANTHROPIC_KEY, "secretpart", "sk-proj", "sk-ant"):
         assert secret not in page
     assert "small-openai" in page and "claude-chosen" in page
-    stored = {key.provider: key for key in ProviderKey.objects.filter(user=assigner)}
+    stored = {key.provider: key for key in ModelKey.objects.filter(user=assigner)}
     assert stored["openai"].key == OPENAI_KEY
     assert (stored["anthropic"].is_default, stored["openai"].is_default) == (True, False)
 
@@ -62,7 +62,7 @@ def test_the_page_requires_csrf(client, assigner):
     strict.force_login(assigner)
     response = strict.post(URL, {"provider": "openai", "key": OPENAI_KEY})
     assert response.status_code == 403
-    assert not ProviderKey.objects.exists()
+    assert not ModelKey.objects.exists()
 
 
 def test_storing_a_key_after_an_old_sign_in_asks_for_the_password_again(client, assigner):
@@ -75,7 +75,7 @@ def test_storing_a_key_after_an_old_sign_in_asks_for_the_password_again(client, 
 
     assert response.status_code == 302
     assert response["Location"] == asked["Location"]  # refused, back to the form after
-    assert not ProviderKey.objects.exists()
+    assert not ModelKey.objects.exists()
 
 
 def test_a_refused_form_never_renders_the_key_back(signed_in):
@@ -85,7 +85,7 @@ def test_a_refused_form_never_renders_the_key_back(signed_in):
     response = signed_in.post(URL, {"provider": "openai", "key": "has a space AB12"})
     assert response.status_code == 400
     assert "has a space" not in response.content.decode()
-    assert not ProviderKey.objects.exists()
+    assert not ModelKey.objects.exists()
 
 
 def test_replacing_a_key_and_switching_the_default(signed_in, assigner):
@@ -93,50 +93,50 @@ def test_replacing_a_key_and_switching_the_default(signed_in, assigner):
     signed_in.post(URL, {"provider": "anthropic", "key": ANTHROPIC_KEY})
     signed_in.post(URL, {"provider": "openai", "key": "sk-replaced-EF56"})
 
-    openai = ProviderKey.objects.get(user=assigner, provider="openai")
+    openai = ModelKey.objects.get(user=assigner, provider="openai")
     assert (openai.key, openai.last4, openai.is_default) == ("sk-replaced-EF56", "EF56", True)
 
     response = signed_in.post(reverse("model_key_default", args=["anthropic"]))
     assert response.status_code == 302
-    assert keys.provider_key_for_gather(user=assigner).provider == "anthropic"
+    assert keys.model_key_for_gather(user=assigner).provider == "anthropic"
 
     response = signed_in.post(
         reverse("model_key_model", args=["openai"]), {"openai-model": "gpt-other"}
     )
     assert response.status_code == 302
-    assert ProviderKey.objects.get(user=assigner, provider="openai").model == "gpt-other"
+    assert ModelKey.objects.get(user=assigner, provider="openai").model == "gpt-other"
 
 
 def test_delete_asks_for_confirmation_then_deletes(signed_in, assigner):
-    keys.provider_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
+    keys.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
     delete_url = reverse("model_key_delete", args=["openai"])
 
     confirm = signed_in.get(delete_url)
     assert confirm.status_code == 200
     page = confirm.content.decode()
     assert "…AB12" in page and OPENAI_KEY not in page and 'method="post"' in page
-    assert ProviderKey.objects.filter(user=assigner).exists()
+    assert ModelKey.objects.filter(user=assigner).exists()
 
     assert signed_in.post(delete_url).status_code == 302
-    assert not ProviderKey.objects.filter(user=assigner).exists()
+    assert not ModelKey.objects.filter(user=assigner).exists()
     assert signed_in.get(delete_url).status_code == 404
 
 
 def test_no_one_touches_another_persons_keys(signed_in, assignee):
-    keys.provider_key_set(user=assignee, provider="openai", key=OPENAI_KEY)
+    keys.model_key_set(user=assignee, provider="openai", key=OPENAI_KEY)
 
     assert signed_in.get(reverse("model_key_delete", args=["openai"])).status_code == 404
     signed_in.post(reverse("model_key_delete", args=["openai"]))
     assert signed_in.post(reverse("model_key_default", args=["openai"])).status_code == 404
     assert "AB12" not in signed_in.get(URL).content.decode()
-    assert ProviderKey.objects.filter(user=assignee).exists()
+    assert ModelKey.objects.filter(user=assignee).exists()
 
 
 def test_an_unreadable_key_is_shown_as_such_and_asks_to_be_entered_again(
     signed_in, assigner, settings
 ):
     settings.FIELD_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]
-    keys.provider_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
+    keys.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
     settings.FIELD_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]
 
     response = signed_in.get(URL)
@@ -144,9 +144,9 @@ def test_an_unreadable_key_is_shown_as_such_and_asks_to_be_entered_again(
     page = response.content.decode()
     assert "Unreadable" in page and "enter it again" in page
     assert signed_in.get(reverse("model_key_delete", args=["openai"])).status_code == 200
-    assert keys.provider_key_for_gather(user=assigner) is None
+    assert keys.model_key_for_gather(user=assigner) is None
 
     signed_in.post(URL, {"provider": "openai", "key": "sk-entered-again-GH78"})
     page = signed_in.get(URL).content.decode()
     assert "Unreadable" not in page and "…GH78" in page
-    assert keys.provider_key_for_gather(user=assigner).key == "sk-entered-again-GH78"
+    assert keys.model_key_for_gather(user=assigner).key == "sk-entered-again-GH78"

@@ -16,6 +16,7 @@ text inside its own fence."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import zoneinfo
 from pathlib import Path
@@ -26,8 +27,14 @@ import yaml
 from gather.extraction import extract
 from gather.schema import DRAFT_FIELDS
 from gather.selectors import Collaborator
+from gather.serializers import GatherResultSerializer
 
 SAMPLES = sorted((Path(__file__).parent / "samples").glob("*.yaml"))
+
+
+def as_json(result) -> dict:
+    """An extraction as POST /api/gather answers it (the contract's camelCase JSON)."""
+    return json.loads(json.dumps(GatherResultSerializer(result).data))
 
 
 def _squash(text: str) -> str:
@@ -83,7 +90,7 @@ def test_sample(path, fake_provider, settings):
         {**_as_model_answers(model[e["from"]]), **{k: v for k, v in e.items() if k != "from"}}
         for e in sample["expected"]
     ]
-    assert result.drafts == expected, sample["title"]
+    assert as_json(result)["drafts"] == expected, sample["title"]
 
     requests = fake_provider.requests
     assert len(requests) >= sample.get("min_requests", 1)

@@ -12,7 +12,7 @@ from django.core.management import base, call_command
 from audit.models import AuditEvent
 from gather import keys
 from gather.management.commands.set_provider_key import Command
-from gather.models import ProviderKey
+from gather.models import ModelKey
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +43,7 @@ def test_it_reads_the_key_from_stdin_and_confirms_with_the_last_four(assigner, m
     )
 
     assert status == 0
-    stored = ProviderKey.objects.get(user=assigner)
+    stored = ModelKey.objects.get(user=assigner)
     assert (stored.provider, stored.key, stored.is_default) == ("anthropic", KEY, True)
     assert "…WXYZ" in out and KEY not in out + err
     assert AuditEvent.objects.get(action="provider_key_set").actor_kind == "system"
@@ -54,7 +54,7 @@ def test_there_is_no_option_for_the_key_on_the_command_line(assigner, monkeypatc
         assigner.email, "--provider", "openai", "--key", KEY, stdin="", monkeypatch=monkeypatch
     )
     assert status != 0
-    assert not ProviderKey.objects.exists()
+    assert not ModelKey.objects.exists()
 
 
 def test_the_newest_key_becomes_the_default_with_the_model_given(assigner, monkeypatch):
@@ -69,11 +69,11 @@ def test_the_newest_key_becomes_the_default_with_the_model_given(assigner, monke
         monkeypatch=monkeypatch,
     )
     assert status == 0
-    chosen = keys.provider_key_for_gather(user=assigner)
+    chosen = keys.model_key_for_gather(user=assigner)
     assert (chosen.provider, chosen.model) == ("anthropic", "claude-picked")
 
     run(assigner.email, "--provider", "openai", stdin="sk-openai-3333\n", monkeypatch=monkeypatch)
-    chosen = keys.provider_key_for_gather(user=assigner)
+    chosen = keys.model_key_for_gather(user=assigner)
     assert (chosen.provider, chosen.key) == ("openai", "sk-openai-3333")
 
 
@@ -91,7 +91,7 @@ def test_clear_refusals_exit_1(assigner, monkeypatch, args, stdin, message):
     assert status == 1
     assert message in err
     assert KEY not in out + err
-    assert not ProviderKey.objects.exists()
+    assert not ModelKey.objects.exists()
 
 
 def test_call_command_takes_the_key_on_stdin(assigner):
@@ -99,5 +99,5 @@ def test_call_command_takes_the_key_on_stdin(assigner):
     call_command(
         "set_provider_key", assigner.email, provider="openai", stdin=io.StringIO(KEY), stdout=out
     )
-    assert ProviderKey.objects.get(user=assigner).key == KEY
+    assert ModelKey.objects.get(user=assigner).key == KEY
     assert "…WXYZ" in out.getvalue()

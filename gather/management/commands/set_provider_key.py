@@ -1,6 +1,6 @@
 """python manage.py set_provider_key EMAIL --provider openai|anthropic [--model M]
 
-Stores (or replaces) the user's own provider key, as Settings, Model keys
+Stores (or replaces) the user's own model key, as Settings, Model keys
 does. The key is read from standard input, never from the command line (which
 other users of the machine can see); the newest stored key becomes the
 user's default. Prints a confirmation with the key's last four characters.
@@ -46,10 +46,10 @@ class Command(BaseCommand):
         if not key:
             raise CommandError("No key on standard input (the key is read from there).")
         try:
-            stored = keys.provider_key_set(
+            stored = keys.model_key_set(
                 user=user, provider=provider, key=key, model=model, actor=Actor.system()
             )
-        except keys.ProviderKeyError as exc:
+        except keys.ModelKeyError as exc:
             raise CommandError(exc.message) from exc
         self.stdout.write(
             f"Stored the {stored.get_provider_display()} key …{stored.last4} of {user.email} "
