@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "delivery",
     "gather",
     "webhooks",
+    "trackers",
     "config.apps.ServiceConfig",  # deployment checks (config/checks.py)
 ]
 

@@ -19,6 +19,7 @@ urlpatterns = [
     # accounts' versions of some allauth pages first (no unverified primary address).
     path("accounts/", include("accounts.auth_urls")),
     path("accounts/", include("allauth.urls")),
+    path("api/v1/hooks/", include("trackers.api_urls")),
     path("api/v1/", include("integrations.api_urls")),
     path("api/", include("gather.urls")),
     # Plain application/json first, so browsers and curl get it by default.
