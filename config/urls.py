@@ -49,6 +49,7 @@ urlpatterns = [
     path("settings/", include("integrations.urls")),
     path("settings/notifications/", include("notifications.urls")),
     path("settings/webhooks/", include("webhooks.urls")),
+    path("settings/trackers/", include("trackers.urls")),
     path("settings/model-keys/", include("gather.key_urls")),
     path("settings/links/", include("commitments.link_urls")),
     path("capture/", include("gather.page_urls")),

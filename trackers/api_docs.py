@@ -86,6 +86,10 @@ hook_schema = extend_schema(
                 )
             ],
         ),
+        413: error_response(
+            "The body is over 1 MiB: nothing written.",
+            error_example("Too large", "payload_too_large", "The request body is too large."),
+        ),
         401: error_response(
             "The signature is missing or wrong, or the URL names no connection: nothing written.",
             error_example(

@@ -173,6 +173,34 @@ def tracker_connection_rotate_secret(
     return secret
 
 
+SECRET_MIN = 16
+SECRET_MAX = 200
+
+
+@transaction.atomic
+def tracker_connection_use_tracker_secret(
+    *, connection: TrackerConnection, secret: str, actor: Actor | None = None
+) -> None:
+    """Verify with the secret the tracker made, where it makes its own and lets
+    nobody choose it (Linear shows a signing secret on the webhook's page)."""
+    secret = (secret or "").strip()
+    if not SECRET_MIN <= len(secret) <= SECRET_MAX or any(ch.isspace() for ch in secret):
+        raise TrackerError(
+            f"Paste the tracker's signing secret ({SECRET_MIN} to {SECRET_MAX} characters, "
+            "no spaces).",
+            field="secret",
+        )
+    connection.secret = secret
+    connection.secret_rotated_at = timezone.now()
+    connection.save(update_fields=["secret", "secret_rotated_at"])
+    audit_event_record(
+        actor=_actor(connection, actor),
+        subject=connection,
+        action="tracker_connection_secret_replaced",
+        payload={"system": connection.system},
+    )
+
+
 @transaction.atomic
 def tracker_connection_set_identity_map(
     *, connection: TrackerConnection, identity_map: dict[str, str], actor: Actor | None = None
