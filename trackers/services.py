@@ -46,9 +46,14 @@ class TrackerError(Exception):
         self.field = field
 
 
+SECRET_PREFIX = "trk_"
+
+
 def secret_generate() -> str:
-    """64 hex characters: pasted as is into any tracker's secret field."""
-    return secrets.token_hex(32)
+    """`trk_` and 64 hex characters, pasted as is into any tracker's secret
+    field; the prefix lets secret scanners and the log filter (lib.redact)
+    recognise one."""
+    return SECRET_PREFIX + secrets.token_hex(32)
 
 
 def _actor(connection: TrackerConnection, actor: Actor | None) -> Actor:

@@ -281,3 +281,22 @@ def test_query_counts_of_a_hook_call(client, github):
     sql = [q["sql"] for q in again]
     # A redelivery: the connection, the refused insert (savepoint) and the first row.
     assert len(sql) <= 8, sql
+
+
+def test_the_signature_is_checked_before_the_body_is_read(client, github):
+    connection, _secret = github
+    before = written()
+    response = deliver(client, connection, "wrong", None, body=b"{not json")
+    assert response.status_code == 401
+    assert response.json()["error"] == "unauthorized"
+    assert written() == before
+
+
+def test_a_deactivated_owners_connection_is_refused(client, github):
+    connection, secret = github
+    connection.owner.is_active = False
+    connection.owner.save(update_fields=["is_active"])
+    response = deliver(client, connection, secret, issues_event("assigned"))
+    assert response.status_code == 401
+    assert Commitment.objects.count() == 0
+    assert TrackerEvent.objects.count() == 0

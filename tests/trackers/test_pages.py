@@ -16,7 +16,7 @@ from trackers.models import TrackerConnection, TrackerEvent
 
 pytestmark = pytest.mark.django_db
 PAGE = "/settings/trackers/"
-SECRET_RE = re.compile(r'<code id="shown-secret">([0-9a-f]{64})</code>')
+SECRET_RE = re.compile(r'<code id="shown-secret">(trk_[0-9a-f]{64})</code>')
 
 
 @pytest.fixture
