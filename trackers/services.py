@@ -16,10 +16,12 @@ import zoneinfo
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from rest_framework import serializers
 
 from audit.services import Actor, audit_event_record
 from commitments import selectors as commitment_selectors
@@ -76,9 +78,8 @@ def clean_system(value: str | None, *, kind: str) -> str:
     field_rule = InboxSerializer().fields["externalSystem"]
     try:
         return field_rule.run_validation(value)
-    except Exception as exc:  # DRF's ValidationError: its first message
-        detail = getattr(exc, "detail", [str(exc)])
-        raise TrackerError(f"externalSystem: {detail[0]}", field="system") from None
+    except serializers.ValidationError as exc:
+        raise TrackerError(f"externalSystem: {exc.detail[0]}", field="system") from None
 
 
 def parse_identity_lines(lines: list[str] | str) -> dict[str, str]:
@@ -134,8 +135,10 @@ def tracker_connection_add(
     taken = TrackerError(f"You have a connection for “{system}” already.", field="system")
     try:
         with transaction.atomic():
-            count = TrackerConnection.objects.select_for_update().filter(owner=owner).count()
-            if count >= MAX_CONNECTIONS:
+            # The owner's row, locked: one person's additions take turns, so
+            # two at once cannot both pass the count.
+            get_user_model().objects.select_for_update().filter(pk=owner.pk).exists()
+            if TrackerConnection.objects.filter(owner=owner).count() >= MAX_CONNECTIONS:
                 raise TrackerError(
                     f"You have {MAX_CONNECTIONS} connections, the most one person may have."
                 )

@@ -90,3 +90,14 @@ def test_a_second_connection_for_the_same_system_is_refused(assigner):
     with pytest.raises(CommandError, match="already"):
         run("lead@example.com", "--kind", "gitlab", "--system", "acme")
     assert TrackerConnection.objects.count() == 1
+
+
+def test_a_person_has_at_most_max_connections(assigner, monkeypatch):
+    from trackers import services
+
+    monkeypatch.setattr(services, "MAX_CONNECTIONS", 2)
+    run("lead@example.com", "--kind", "github")
+    run("lead@example.com", "--kind", "gitlab")
+    with pytest.raises(CommandError, match="the most one person may have"):
+        run("lead@example.com", "--kind", "jira")
+    assert TrackerConnection.objects.count() == 2

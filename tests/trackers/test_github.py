@@ -122,12 +122,17 @@ def test_an_assigned_issue_becomes_a_commitment_for_the_mapped_assignee(client, 
 
 
 def test_the_commitment_page_links_the_issue_and_names_the_connection(client, github, assignee):
+    from commitments.services import link_template_add
+
     connection, secret = github
     deliver(client, connection, secret, issues_event("assigned"))
     commitment = Commitment.objects.get()
+    # The issue's own link wins over a link template for the system.
+    link_template_add(owner=assignee, system="acme", template="https://x.example/{externalId}")
     client.force_login(assignee)
     page = client.get(f"/commitments/{commitment.pk}").content.decode()
     assert 'href="https://github.com/acme/app/issues/123"' in page
+    assert "x.example" not in page
     assert "via GitHub connection “acme”" in page
 
 
