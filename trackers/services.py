@@ -380,8 +380,7 @@ def _sentence(entry: dict[str, Any]) -> str:
 
 NOTHING_FOR = {
     payloads.REOPENED: "Reopened: nothing done (a completed commitment stays completed).",
-    payloads.UNASSIGNED: "Unassigned: nothing done (the assignee's commitment stays; "
-    "the assigner may change it on its page).",
+    payloads.UNASSIGNED: "Unassigned: nothing done (the assignee's commitment stays as it is).",
 }
 
 
