@@ -45,6 +45,7 @@ COPY notifications ./notifications
 COPY delivery ./delivery
 COPY gather ./gather
 COPY webhooks ./webhooks
+COPY trackers ./trackers
 COPY templates ./templates
 COPY static ./static
 # The receiver documentation, served at /settings/webhooks/docs.md.

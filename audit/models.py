@@ -29,6 +29,10 @@ class ActorKind(models.TextChoices):
     USER = "user", "User"
     API_TOKEN = "api_token", "API token"
     SYSTEM = "system", "System"
+    # A tracker connection (app `trackers`) acting for its owner: the row's
+    # token_id is the connection's id and token_name its label as it was
+    # ("GitHub connection “acme”").
+    TRACKER = "tracker", "Tracker connection"
 
 
 class AuditEventQuerySet(models.QuerySet):
@@ -54,7 +58,8 @@ class AuditEvent(models.Model):
         related_name="+",
         help_text="The acting user, or the token's owner for api_token events.",
     )
-    # The token is named by id, display prefix and name, not by a foreign key, so
+    # The token (or the tracker connection, for actor_kind "tracker") is named
+    # by id, display prefix and name, not by a foreign key, so
     # the audit trail outlives a token and `audit` does not depend on
     # `integrations`. The name (as it was when the token acted) is what pages
     # show other people; the prefix is shown only to the token's owner.
@@ -80,6 +85,10 @@ class AuditEvent(models.Model):
             models.CheckConstraint(
                 condition=~models.Q(actor_kind="api_token") | models.Q(token_id__isnull=False),
                 name="audit_api_token_has_token",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(actor_kind="tracker") | models.Q(token_id__isnull=False),
+                name="audit_tracker_has_connection",
             ),
         ]
 

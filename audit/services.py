@@ -12,7 +12,9 @@ from audit.models import ActorKind, AuditEvent
 
 @dataclass(frozen=True)
 class Actor:
-    """Who did something: a user, a user through one of their API tokens, or the system."""
+    """Who did something: a user, a user through one of their API tokens or
+    tracker connections (`token_id` is then the connection's id, `token_name`
+    its label), or the system."""
 
     kind: str
     user: Any = None
@@ -37,6 +39,12 @@ class Actor:
         )
 
     @classmethod
+    def for_tracker(cls, *, user, connection_id: uuid.UUID, label: str) -> Actor:
+        """The owner of a tracker connection, through it (the assigner's rights,
+        like the owner's API token)."""
+        return cls(kind=ActorKind.TRACKER, user=user, token_id=connection_id, token_name=label)
+
+    @classmethod
     def system(cls) -> Actor:
         return cls(kind=ActorKind.SYSTEM)
 
@@ -47,6 +55,8 @@ class Actor:
         }
         if self.kind == ActorKind.API_TOKEN:
             data["tokenId"] = str(self.token_id)
+        elif self.kind == ActorKind.TRACKER:
+            data["connectionId"] = str(self.token_id)
         return data
 
 

@@ -73,6 +73,7 @@ def _may(move: Move, actor: Actor, assigner_id, assignee_id) -> bool:
         if actor.user.pk == assignee_id:
             roles.add(ASSIGNEE)
         return bool(roles & move.by)
-    if actor.kind == ActorKind.API_TOKEN and actor.token_id is not None:
+    # A tracker connection acts as its owner's token does (create, complete).
+    if actor.kind in (ActorKind.API_TOKEN, ActorKind.TRACKER) and actor.token_id is not None:
         return move.by_assigner_token and actor.user.pk == assigner_id
     return False

@@ -29,6 +29,7 @@ class Status(models.TextChoices):
 DESCRIPTION_MAX = 2000
 EXTERNAL_SYSTEM_MAX = 32
 EXTERNAL_ID_MAX = 128
+LINK_URL_MAX = 500
 
 
 def overdue(now) -> Q:
@@ -72,6 +73,10 @@ class Commitment(models.Model):
     external_id = models.CharField(  # noqa: DJ001
         max_length=EXTERNAL_ID_MAX, null=True, blank=True
     )
+    # The source's own web address of what this commitment tracks (a tracker
+    # connection's issue URL): the commitment page links it in preference to
+    # the per-system link templates. Null for everything else.
+    link_url = models.URLField(max_length=LINK_URL_MAX, null=True, blank=True)  # noqa: DJ001
     created_at = models.DateTimeField(auto_now_add=True)
     # Set by the services, so a transition's stamp, updated_at and the outbox
     # row's occurred_at are one and the same instant.

@@ -177,7 +177,11 @@ def commitment_deep_link(*, viewer, commitment: Commitment) -> str | None:
     """The link to the commitment's external reference in its system: through
     the viewer's own template for that system (they know where they look
     things up), else the assigner's (who connected that system); None when
-    neither has one, or the commitment has no external reference. One query."""
+    neither has one, or the commitment has no external reference. One query.
+    A commitment that carries its own link (a tracker connection's issue URL,
+    `link_url`) is linked there, with no query."""
+    if commitment.link_url:
+        return commitment.link_url
     if not commitment.has_external_ref:
         return None
     owners = {viewer.pk, commitment.assigner_id}
@@ -290,3 +294,15 @@ def commitment_terms_move_for(*, user, commitment: Commitment) -> str | None:
     or None."""
     allowed = _allowed_now(("edit_draft", "renegotiate"), user=user, commitment=commitment)
     return allowed[0] if allowed else None
+
+
+def commitments_for_external_item(*, assigner, external_system: str, key: str) -> list[Commitment]:
+    """The assigner's commitments about one external item: the one whose
+    externalId is `key`, and those whose externalId is `key` followed by
+    " (" (a tracker issue's further assignees, `trackers.services`). Oldest
+    first; one query."""
+    return list(
+        Commitment.objects.filter(assigner=assigner, external_system=external_system)
+        .filter(Q(external_id=key) | Q(external_id__startswith=f"{key} ("))
+        .order_by("created_at")
+    )

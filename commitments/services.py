@@ -197,6 +197,7 @@ def _create(
     external_system: str | None,
     external_id: str | None,
     invitation: Invitation | None = None,
+    link_url: str | None = None,
 ) -> Commitment:
     if not may_create(actor=actor, assigner_id=assigner.pk):
         raise NotPermitted(action=action, reason="only the assigner creates a commitment")
@@ -215,6 +216,7 @@ def _create(
                 raw_text=raw_text,
                 external_system=external_system,
                 external_id=external_id,
+                link_url=link_url,
             )
             _record(
                 commitment,
@@ -246,10 +248,12 @@ def commitment_create_pending(
     external_system: str | None = None,
     external_id: str | None = None,
     raw_text: str | None = None,
+    link_url: str | None = None,
 ) -> Commitment:
-    """Create a commitment straight into Pending_Handshake (the inbox path) and
-    request the assignee's handshake. Raises DuplicateExternalRef when the
-    (external_system, external_id, assigner) constraint refuses the row."""
+    """Create a commitment straight into Pending_Handshake (the inbox path, and
+    a tracker connection's) and request the assignee's handshake. Raises
+    DuplicateExternalRef when the (external_system, external_id, assigner)
+    constraint refuses the row. `link_url`: the source's own link to it."""
     return _create(
         actor=actor,
         status=Status.PENDING_HANDSHAKE,
@@ -262,6 +266,7 @@ def commitment_create_pending(
         raw_text=raw_text,
         external_system=external_system,
         external_id=external_id,
+        link_url=link_url,
     )
 
 

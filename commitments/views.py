@@ -57,6 +57,9 @@ def _timeline_who(event, *, viewer) -> dict:
             "token_name": event.token_name,
             "token_prefix": event.token_prefix if viewer.pk == event.user_id else "",
         }
+    if event.actor_kind == ActorKind.TRACKER:
+        # token_name holds the connection's label as it was ("GitHub connection “acme”").
+        return {"kind": "tracker", "user": event.user, "label": event.token_name}
     return {"kind": "user", "user": event.user}
 
 

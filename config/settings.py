@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "delivery",
     "gather",
     "webhooks",
+    "trackers",
     "config.apps.ServiceConfig",  # deployment checks (config/checks.py)
 ]
 
@@ -307,6 +308,9 @@ SPECTACULAR_SETTINGS = {
         'API Tokens). Every error answers `{"error", "message"}` with a stable `error` '
         "name, plus `details` for validation errors. Retry only on 5xx: a 4xx is the same "
         "for the same payload. Production accepts HTTPS only.\n\n"
+        "A tracker connection's receiving URL, `POST /api/v1/hooks/{hook_id}`, takes GitHub's, "
+        "GitLab's, Linear's or Jira's own webhook, authenticated by that tracker's signature "
+        "rather than a token.\n\n"
         "`POST /api/gather` (the capture surface) takes the session cookie of a signed-in "
         "user and the CSRF header, never a token, and turns pasted text into draft "
         "commitments with the user's own OpenAI or Anthropic key: each call, *Try it out* "

@@ -19,6 +19,7 @@ urlpatterns = [
     # accounts' versions of some allauth pages first (no unverified primary address).
     path("accounts/", include("accounts.auth_urls")),
     path("accounts/", include("allauth.urls")),
+    path("api/v1/hooks/", include("trackers.api_urls")),
     path("api/v1/", include("integrations.api_urls")),
     path("api/", include("gather.urls")),
     # Plain application/json first, so browsers and curl get it by default.
@@ -48,6 +49,7 @@ urlpatterns = [
     path("settings/", include("integrations.urls")),
     path("settings/notifications/", include("notifications.urls")),
     path("settings/webhooks/", include("webhooks.urls")),
+    path("settings/trackers/", include("trackers.urls")),
     path("settings/model-keys/", include("gather.key_urls")),
     path("settings/links/", include("commitments.link_urls")),
     path("capture/", include("gather.page_urls")),

@@ -6,7 +6,8 @@ the SQL log, which prints parameters such as session keys, at INFO), but a
 line that does anyway, from our code or a library's, an exception message or
 a traceback, is redacted before any handler writes it. Recognised:
 
-- API tokens (`svc_...`), webhook signing secrets (`whsec_...`), provider
+- API tokens (`svc_...`), webhook signing secrets (`whsec_...`), tracker
+  connection secrets (`trk_...`), provider
   keys (`sk-...`, `sk-ant-...`);
 - `Bearer ...` credentials, and `sessionid=` / `csrftoken=` cookie values;
 - the path and query of every http(s) URL (a Slack or Teams webhook URL is a
@@ -29,6 +30,7 @@ REDACTED = "[redacted]"
 SECRET_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bsvc_[A-Za-z0-9]{8,}"), "svc_" + REDACTED),
     (re.compile(r"\bwhsec_[A-Za-z0-9+/=_-]{8,}"), "whsec_" + REDACTED),
+    (re.compile(r"\btrk_[0-9a-f]{8,}"), "trk_" + REDACTED),
     (re.compile(r"\bsk-ant-[A-Za-z0-9_-]{8,}"), "sk-ant-" + REDACTED),
     (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), "sk-" + REDACTED),
     (re.compile(r"(?i)\b(bearer)\s+[^\s'\",;]+"), r"\1 " + REDACTED),

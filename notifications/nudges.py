@@ -63,6 +63,9 @@ def _completed_by(event: OutboxEvent, commitment: Commitment) -> str:
     if event.actor_kind == ActorKind.API_TOKEN:
         system = commitment.external_system or "an integration"
         return f"{system} (through an API token)"
+    if event.actor_kind == ActorKind.TRACKER:
+        system = commitment.external_system or "a tracker"
+        return f"{system} (through a tracker connection)"
     if event.actor_user_id == commitment.assignee_id:
         return commitment.assignee.name
     if event.actor_user_id == commitment.assigner_id:

@@ -40,11 +40,15 @@ def encode(envelope: dict[str, Any]) -> str:
 
 def event_envelope(event: OutboxEvent, *, event_name: str) -> dict[str, Any]:
     commitment = event.commitment
+    # The contract's kinds are user, api_token and system: a tracker connection
+    # (the owner's credential on the inbound API, like a token) is reported as
+    # `api_token` with the connection's id as tokenId (docs/trackers.md).
+    kind = "api_token" if event.actor_kind == "tracker" else event.actor_kind
     actor: dict[str, Any] = {
-        "kind": event.actor_kind,
+        "kind": kind,
         "userId": str(event.actor_user_id) if event.actor_user_id else None,
     }
-    if event.actor_kind == "api_token":
+    if kind == "api_token":
         actor["tokenId"] = str(event.actor_token_id) if event.actor_token_id else None
     # The transition's stamp and the outbox row's occurred_at are one instant
     # (commitments.services), written in the transaction of the change.

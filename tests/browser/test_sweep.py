@@ -13,6 +13,7 @@ SIGNED_IN_PAGES = [
     ("settings-tokens", "/settings/tokens/"),
     ("settings-notifications", "/settings/notifications/"),
     ("settings-webhooks", "/settings/webhooks/"),
+    ("settings-trackers", "/settings/trackers/"),
     ("settings-model-keys", "/settings/model-keys/"),
     ("settings-email", "/accounts/email/"),
     ("settings-password", "/accounts/password/change/"),

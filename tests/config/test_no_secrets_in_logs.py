@@ -173,6 +173,7 @@ def test_a_full_flow_logs_none_of_the_secrets_it_created(
         ("token svc_0123456789abcdefghijABCDEFGHIJ123456 used", "0123456789abcdefghij"),
         ("Authorization: Bearer abc.def-ghi", "abc.def-ghi"),
         ("signing with whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=", "c2VjcmV0LXNlY3JldC1zZWNyZXQ"),
+        ("X-Gitlab-Token: trk_0123456789abcdef0123456789abcdef", "0123456789abcdef0123"),
         ("key sk-ant-api03-AbCdEfGhIjKlMnOp", "api03-AbCdEfGhIjKlMnOp"),
         ("key sk-proj-AbCdEfGhIjKlMnOpQrSt", "proj-AbCdEfGhIjKlMnOpQrSt"),
         ("Cookie: sessionid=q1w2e3r4t5y6u7i8o9p0; csrftoken=zz", "q1w2e3r4t5y6u7i8o9p0"),

@@ -1,0 +1,93 @@
+"""Helpers of the tracker connection tests: a connection, deliveries signed as
+each tracker signs them, and what a request may have written."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import hmac
+import json
+import time
+import uuid
+from typing import Any
+
+from django.test import Client
+
+from audit.models import AuditEvent
+from commitments.models import Commitment, OutboxEvent
+from trackers import services
+from trackers.models import TrackerConnection, TrackerEvent
+
+
+def connect(owner, kind: str, *, system: str | None = None, **identities: str):
+    """A connection of `owner` and its secret; `identities`: login=email."""
+    connection, secret = services.tracker_connection_add(
+        owner=owner, kind=kind, system=system, identity_map=identities
+    )
+    return connection, secret
+
+
+def hook_path(connection: TrackerConnection) -> str:
+    return f"/api/v1/hooks/{connection.hook_id}"
+
+
+def hmac_hex(secret: str, body: bytes) -> str:
+    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def deliver(
+    client: Client,
+    connection: TrackerConnection,
+    secret: str | None,
+    payload: Any,
+    *,
+    event: str = "",
+    delivery: str | None = None,
+    body: bytes | None = None,
+    **extra: str,
+):
+    """POST `payload` as the connection's tracker does: its headers, signed
+    with `secret` (None: unsigned), with a delivery id (fresh unless given)."""
+    raw = body if body is not None else json.dumps(payload).encode()
+    delivery = delivery or str(uuid.uuid4())
+    headers: dict[str, str] = {}
+    kind = connection.kind
+    if kind == "github":
+        headers.update({"X-GitHub-Event": event or "issues", "X-GitHub-Delivery": delivery})
+        if secret is not None:
+            headers["X-Hub-Signature-256"] = "sha256=" + hmac_hex(secret, raw)
+    elif kind == "gitlab":
+        headers.update({"X-Gitlab-Event": event or "Issue Hook", "Idempotency-Key": delivery})
+        headers["X-Gitlab-Event-UUID"] = str(uuid.uuid4())
+        if secret is not None:
+            headers["X-Gitlab-Token"] = secret
+    elif kind == "linear":
+        headers.update({"Linear-Event": event or "Issue", "Linear-Delivery": delivery})
+        if secret is not None:
+            headers["Linear-Signature"] = hmac_hex(secret, raw)
+    elif kind == "jira":
+        headers["X-Atlassian-Webhook-Identifier"] = delivery
+        if secret is not None:
+            headers["X-Hub-Signature"] = "sha256=" + hmac_hex(secret, raw)
+    headers.update(extra)
+    return client.post(
+        hook_path(connection), data=raw, content_type="application/json", headers=headers
+    )
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def written() -> tuple[int, int, int, int]:
+    """Commitments, audit events, outbox rows, tracker events."""
+    return (
+        Commitment.objects.count(),
+        AuditEvent.objects.count(),
+        OutboxEvent.objects.count(),
+        TrackerEvent.objects.count(),
+    )
+
+
+def deep(data: dict[str, Any]) -> dict[str, Any]:
+    return copy.deepcopy(data)

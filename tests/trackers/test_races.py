@@ -1,0 +1,28 @@
+"""The same delivery twice at the same instant (a tracker's retry racing the
+first attempt): one commitment, one log row, and the other answer says it was
+a redelivery."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from commitments.models import Commitment
+from tests.support import race
+from tests.trackers.support import connect, deliver
+from tests.trackers.test_github import issues_event
+from trackers.models import TrackerEvent
+
+
+@pytest.mark.postgres
+def test_two_copies_of_one_delivery_at_once_act_once(assigner, assignee):
+    connection, secret = connect(assigner, "github", **{"knight-gh": "knight@example.com"})
+    payload = issues_event("assigned")
+
+    def send():
+        return deliver(Client(), connection, secret, payload, delivery="same").json()
+
+    answers = race([send, send, send])
+    assert sorted(a["redelivery"] for a in answers) == [False, True, True]
+    assert Commitment.objects.count() == 1
+    assert TrackerEvent.objects.count() == 1

@@ -1,0 +1,103 @@
+"""The OpenAPI description of POST /api/v1/hooks/{hookId}: one operation whose
+body is the tracker's own (documented by each tracker, not here)."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+
+from lib.api_errors import error_example, error_response
+
+
+class HookActionSerializer(serializers.Serializer):
+    who = serializers.CharField(
+        help_text="The tracker's user name, or the commitment's externalId."
+    )
+    did = serializers.ChoiceField(
+        choices=["created", "completed", "kept", "skipped"], help_text="What was done."
+    )
+    why = serializers.CharField(required=False, help_text="Why, when nothing was done.")
+    email = serializers.CharField(required=False, help_text="The assignee's address used.")
+    commitmentId = serializers.UUIDField(required=False)
+    externalId = serializers.CharField(required=False)
+
+
+class HookResultSerializer(serializers.Serializer):
+    changed = serializers.BooleanField(help_text="Whether commitments were created or completed.")
+    redelivery = serializers.BooleanField(
+        help_text="True when this delivery id was received before: nothing was done again."
+    )
+    event = serializers.CharField(allow_blank=True, help_text="The tracker's event, as read.")
+    externalId = serializers.CharField(allow_blank=True, help_text="The issue's key.")
+    summary = serializers.CharField(help_text="What was done and why, in words.")
+    actions = HookActionSerializer(many=True)
+
+
+hook_schema = extend_schema(
+    operation_id="tracker_hook",
+    tags=["Tracker connections"],
+    summary="Receive a tracker connection's webhook (GitHub, GitLab, Linear, Jira)",
+    description=(
+        "The receiving URL of a tracker connection (Settings, Tracker connections, or "
+        "`manage.py add_tracker_connection`). The body is the tracker's own webhook payload; "
+        "the delivery is authenticated by the tracker's signature with the connection's "
+        "secret, checked before the body is read: GitHub `X-Hub-Signature-256`, GitLab "
+        "`X-Gitlab-Token`, Linear `Linear-Signature` (and `webhookTimestamp` within a "
+        "minute), Jira `X-Hub-Signature`. An authentic delivery is always answered 2xx, "
+        "saying what was done; its delivery id (`X-GitHub-Delivery`, `Idempotency-Key`, "
+        "`Linear-Delivery`, `X-Atlassian-Webhook-Identifier`) makes a redelivery a no-op. "
+        "What each event does: docs/trackers.md."
+    ),
+    auth=[],
+    parameters=[
+        OpenApiParameter(
+            "hook_id",
+            OpenApiTypes.STR,
+            OpenApiParameter.PATH,
+            description="The connection's random id, the last segment of its receiving URL.",
+        )
+    ],
+    request={"application/json": OpenApiTypes.OBJECT},
+    responses={
+        200: OpenApiResponse(HookResultSerializer, description="Commitments were changed."),
+        202: OpenApiResponse(
+            HookResultSerializer,
+            description="Authentic, and nothing was done (see `summary`).",
+            examples=[
+                OpenApiExample(
+                    "Unmapped assignee",
+                    value={
+                        "changed": False,
+                        "redelivery": False,
+                        "event": "issues.assigned",
+                        "externalId": "acme/app#123",
+                        "summary": "Skipped octocat: not in the identity map, and the tracker "
+                        "sent no e-mail.",
+                        "actions": [
+                            {
+                                "who": "octocat",
+                                "did": "skipped",
+                                "why": "not in the identity map, and the tracker sent no e-mail",
+                            }
+                        ],
+                    },
+                    response_only=True,
+                )
+            ],
+        ),
+        413: error_response(
+            "The body is over 1 MiB: nothing written.",
+            error_example("Too large", "payload_too_large", "The request body is too large."),
+        ),
+        401: error_response(
+            "The signature is missing or wrong, or the URL names no connection: nothing written.",
+            error_example(
+                "Bad signature",
+                "unauthorized",
+                "The delivery is not signed with "
+                "this connection's secret (or the address is not a connection's).",
+            ),
+        ),
+    },
+)

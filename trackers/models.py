@@ -1,0 +1,107 @@
+"""Tracker connections: a GitHub, GitLab, Linear or Jira webhook that creates
+and completes its owner's commitments, and the log of what each delivery did.
+
+The secret is made by the service and shown once; it is stored encrypted
+(lib.crypto), not as a digest, because checking an HMAC needs the plaintext.
+The receiving URL carries `hook_id`, random and unguessable; the secret, not
+the URL, is what proves a delivery authentic.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from commitments.models import EXTERNAL_ID_MAX, EXTERNAL_SYSTEM_MAX
+from lib.crypto import EncryptedTextField, is_undecryptable
+
+
+class Kind(models.TextChoices):
+    GITHUB = "github", "GitHub"
+    GITLAB = "gitlab", "GitLab"
+    LINEAR = "linear", "Linear"
+    JIRA = "jira", "Jira"
+
+
+DELIVERY_ID_MAX = 200
+LOGIN_MAX = 200
+
+
+class TrackerConnection(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tracker_connections"
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # The externalSystem of the commitments it creates (default: the kind).
+    system = models.CharField(max_length=EXTERNAL_SYSTEM_MAX)
+    # The last path segment of the receiving URL (/api/v1/hooks/<hook_id>).
+    hook_id = models.CharField(max_length=64, unique=True, editable=False)
+    secret = EncryptedTextField()
+    # The tracker's user names (GitHub/GitLab login, Linear name, Jira account
+    # id or name) -> e-mail addresses; a payload's own e-mail wins.
+    identity_map = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    secret_rotated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            # Its commitments are told apart by (system, externalId, assigner):
+            # two connections of one owner must not share a system.
+            models.UniqueConstraint(fields=["owner", "system"], name="tracker_owner_system_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        """How pages and the timeline name it: GitHub connection “acme”."""
+        return f"{self.get_kind_display()} connection “{self.system}”"
+
+    @property
+    def secret_lost(self) -> bool:
+        return is_undecryptable(self.secret)
+
+
+class Outcome(models.TextChoices):
+    CHANGED = "changed", "Changed commitments"
+    NOTHING = "nothing", "Nothing done"
+
+
+class TrackerEvent(models.Model):
+    """One authentic delivery, as received once (a redelivery of the same
+    delivery id writes nothing): what the tracker said and what it did."""
+
+    id = models.BigAutoField(primary_key=True)
+    connection = models.ForeignKey(
+        TrackerConnection, on_delete=models.CASCADE, related_name="events"
+    )
+    delivery_id = models.CharField(max_length=DELIVERY_ID_MAX)
+    received_at = models.DateTimeField(default=timezone.now)
+    # The tracker's name of the event, e.g. "issues.assigned", "Issue Hook.close".
+    event = models.CharField(max_length=100, blank=True)
+    external_id = models.CharField(max_length=EXTERNAL_ID_MAX, blank=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    # What was done and why, in words (shown on the connection's page).
+    summary = models.TextField()
+    # One entry per person considered: {"who", "did", "why", "commitmentId"}.
+    actions = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["connection", "delivery_id"], name="tracker_event_delivery_unique"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["connection", "-received_at"], name="tracker_event_recent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} {self.external_id} ({self.outcome})"
