@@ -15,8 +15,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from audit.services import Actor, audit_event_record
-from lib import jobs, leasing, outbound
+from lib import deliveries, jobs, outbound
 from lib.text import excerpt
+from notifications import tasks
 from notifications.models import (
     LOST_URL_REASON,
     ChannelKind,
@@ -30,8 +31,6 @@ from notifications.transports import TransportError, transport_for
 log = logging.getLogger(__name__)
 
 WEBHOOK_URL_MAX = 2000
-# The worker task that sends a test (delivery.tasks), named, not imported.
-TEST_TASK = "delivery.tasks.send_test"
 CHAT_KINDS = {ChannelKind.SLACK, ChannelKind.TEAMS}
 # Claims of one test (each by a worker that died before the outcome) before
 # it is failed: a test answers a person who is waiting, so it is not retried
@@ -61,13 +60,10 @@ def notification_channel_get(*, user) -> NotificationChannel | None:
 
 
 def destination_for(user, *, channel: NotificationChannel | None = None) -> Destination:
-    """Where a nudge to `user` goes now. A chat channel whose stored URL no
-    configured key decrypts goes to e-mail, and is marked broken here the
-    first time it is met (page, dispatch or send), so its owner and staff see
-    why."""
+    """Where a nudge to `user` goes now (reads only): their chat channel, or
+    e-mail when they chose none or it is broken (a URL no configured key
+    decrypts included). Pass `channel` when it is loaded already."""
     channel = channel if channel is not None else notification_channel_get(user=user)
-    if channel is not None and channel.kind in CHAT_KINDS and channel.url_lost:
-        _mark_url_lost(channel)
     if (
         channel is not None
         and channel.kind in CHAT_KINDS
@@ -76,6 +72,19 @@ def destination_for(user, *, channel: NotificationChannel | None = None) -> Dest
     ):
         return Destination(kind=channel.kind, address=channel.webhook_url, channel=channel)
     return Destination(kind=ChannelKind.EMAIL, address=user.email, channel=channel)
+
+
+def notification_channel_url_lost_record(
+    *, user, channel: NotificationChannel | None = None
+) -> NotificationChannel | None:
+    """The person's channel, marked broken (once, on the audit trail) when
+    it is a chat channel whose stored URL no configured key decrypts, so its
+    owner and staff see why nudges go by e-mail. Called where the channel is
+    met: the Notifications page, dispatch and send."""
+    channel = channel if channel is not None else notification_channel_get(user=user)
+    if channel is not None and channel.kind in CHAT_KINDS and channel.url_lost:
+        _mark_url_lost(channel)
+    return channel
 
 
 def validate_webhook_url(url: str) -> str:
@@ -240,7 +249,7 @@ def notification_test_request(*, user) -> ChannelTest:
         )
 
         def enqueue() -> None:
-            if not jobs.enqueue(TEST_TASK, str(test.pk), retry=False):
+            if not jobs.enqueue(tasks.send_channel_test, str(test.pk), retry=False):
                 ChannelTest.objects.filter(pk=test.pk, status=ChannelTestStatus.QUEUED).update(
                     status=ChannelTestStatus.FAILED,
                     detail="The background worker could not be reached; try again later.",
@@ -266,7 +275,7 @@ def notification_tests_take_due(
     """For the sweep: ids of tests whose publish was lost or whose worker
     died after claiming them (the lease ran out), stamped as queued. Call
     inside the sweep's transaction."""
-    return leasing.take_due(
+    return deliveries.take_due(
         ChannelTest.objects.all(), now=now, requeue_after=requeue_after, limit=limit
     )
 
@@ -278,9 +287,7 @@ def notification_test_send(*, test_id) -> str | None:
     A chat channel that answers for good that it is gone is marked broken;
     one that takes the test is cleared of a broken mark. Returns the outcome,
     or None when the test was already taken by another worker."""
-    now = timezone.now()
-    lease = dt.timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
-    if not leasing.claim(ChannelTest.objects.all(), pk=test_id, now=now, lease=lease):
+    if not deliveries.claim(ChannelTest.objects.all(), pk=test_id, now=timezone.now()):
         return None
     test = ChannelTest.objects.select_related("user").get(pk=test_id)
     user = test.user

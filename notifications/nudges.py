@@ -20,7 +20,8 @@ from audit.models import ActorKind
 from commitments.models import Commitment, EventKind, OutboxEvent
 from commitments.selectors import commitment_decline_reason
 from lib.text import excerpt
-from notifications.models import Reminder, ReminderKind
+from notifications.models import Delivery, Reminder, ReminderKind
+from notifications.selectors import reminder_still_due, reminders_turned_off
 from notifications.transports import Message
 
 TELLS_ASSIGNEE = {EventKind.HANDSHAKE_REQUESTED, EventKind.RENEGOTIATED}
@@ -234,3 +235,38 @@ def reminder_message(
         url=settings.SITE_URL + reverse("accord"),
         idempotency_key=idempotency_key,
     )
+
+
+# --- one delivery's message (notifications.sending) ---------------------------------
+
+
+def delivery_message(delivery: Delivery, *, held=()) -> tuple[Message | None, list]:
+    """What a claimed delivery sends (with the deliveries `held` in its
+    digest), and the ids of held reminders left out because they are no
+    longer due. No message when nothing in it is still due (a reminder)."""
+    key = f"nudge-{delivery.pk}"
+    if delivery.reminder_id is not None:
+        # Only what is still due goes out; the rest is cancelled with it.
+        due, left_out = [], []
+        turned_off = reminders_turned_off(user_id=delivery.recipient_id)
+        for row in (delivery, *held):
+            if not turned_off and reminder_still_due(reminder=row.reminder):
+                due.append(row.reminder)
+            else:
+                left_out.append(row.pk)
+        if not due:
+            return None, left_out
+        message = reminder_message(recipient=delivery.recipient, reminders=due, idempotency_key=key)
+        return message, left_out
+    if delivery.recipient is None:
+        return invitation_message(event=delivery.event, idempotency_key=key), []
+    if delivery.is_digest:
+        message = digest_message(
+            recipient=delivery.recipient,
+            sender=delivery.event.commitment.assigner,
+            events=[delivery.event, *(h.event for h in held)],
+            idempotency_key=key,
+        )
+        return message, []
+    message = nudge_message(event=delivery.event, recipient=delivery.recipient, idempotency_key=key)
+    return message, []

@@ -77,6 +77,8 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
         .select_related("event__commitment", "reminder__commitment")
         .order_by("-created_at")[:10]
     )
+    # A chat URL no key decrypts any more is marked broken when first met.
+    channels.notification_channel_url_lost_record(user=request.user, channel=channel)
     return render(
         request,
         "notifications/settings.html",

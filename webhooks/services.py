@@ -28,9 +28,10 @@ from django.utils import timezone
 
 from audit.services import Actor, audit_event_record
 from commitments.models import EXTERNAL_SYSTEM_MAX
-from lib import leasing, outbound
+from lib import deliveries, outbound
 from ratelimits.buckets import take
 from webhooks import payloads
+from webhooks.dispatch import webhooks_queue_on_commit
 from webhooks.errors import (
     WebhookEndpointExists,
     WebhookEndpointLimit,
@@ -50,7 +51,6 @@ from webhooks.models import (
     WebhookPayload,
     masked_url,
 )
-from webhooks.sending import enqueue_on_commit
 from webhooks.signing import secret_generate
 
 log = logging.getLogger(__name__)
@@ -284,7 +284,7 @@ def webhook_test_send(*, endpoint: WebhookEndpoint, actor: Actor | None = None) 
             action="webhook_test_sent",
             payload={"delivery": str(delivery.pk)},
         )
-        enqueue_on_commit([delivery.pk])
+        webhooks_queue_on_commit([delivery.pk])
     return delivery
 
 
@@ -302,8 +302,9 @@ def webhook_delivery_replay(*, delivery: WebhookDelivery, actor: Actor) -> Webho
             raise WebhookNotReplayable("Only a delivery that failed for good can be replayed.")
         if delivery.endpoint.is_paused and not delivery.is_test:
             raise WebhookEndpointPaused("The endpoint is paused; resume it, then replay.")
-        WebhookDelivery.objects.filter(pk=delivery.pk).update(
-            **leasing.fresh_start(now),
+        deliveries.restart(
+            WebhookDelivery.objects.filter(pk=delivery.pk),
+            now=now,
             first_attempt_at=None,
             failed_at=None,
             replays=1 + delivery.replays,
@@ -314,7 +315,7 @@ def webhook_delivery_replay(*, delivery: WebhookDelivery, actor: Actor) -> Webho
             action="webhook_delivery_replayed",
             payload={"delivery": str(delivery.pk), "event": delivery.event_name},
         )
-        enqueue_on_commit([delivery.pk])
+        webhooks_queue_on_commit([delivery.pk])
     delivery.refresh_from_db()
     return delivery
 

@@ -16,6 +16,7 @@ from audit.models import AuditEvent
 from lib import jobs
 from notifications.channels import notification_channel_mark_broken, notification_channel_set
 from notifications.models import ChannelKind, ChannelTest, NotificationChannel
+from notifications.tasks import send_channel_test
 from tests.delivery.nudge_support import FakeService, Reply, new_request_nudge
 
 PAGE = "/settings/notifications/"
@@ -37,15 +38,12 @@ def _settings(settings):
 def worker(queued, django_capture_on_commit_callbacks):
     """Runs what was queued, as a worker would: the real Celery task, in this
     process. Returns the tasks' results."""
-    from celery import current_app
-
-    import delivery.tasks  # noqa: F401 (registers the tasks)
 
     def run() -> list:
         results = []
         while queued:
-            name, arg = queued.pop(0)
-            results.append(current_app.tasks[name](arg))
+            task, arg = queued.pop(0)
+            results.append(task(arg))
         return results
 
     return run
@@ -197,7 +195,7 @@ def test_send_a_test_queues_it_for_the_worker_and_sends_nothing_in_the_request(
         response = knight.post(TEST, follow=True)
     assert mail.outbox == []  # nothing left the machine during the request
     (test,) = ChannelTest.objects.filter(user=assignee)
-    assert queued == [("delivery.tasks.send_test", str(test.pk))]
+    assert queued == [(send_channel_test, str(test.pk))]
     html = response.content.decode()
     assert "Test queued. Its result appears below when it arrives." in html
     assert "Waiting for the worker" in html

@@ -37,13 +37,9 @@ def knight(client, assignee):
 
 
 def run_worker(queued) -> None:
-    from celery import current_app
-
-    import delivery.tasks  # noqa: F401 (registers the tasks)
-
     while queued:
-        name, arg = queued.pop(0)
-        current_app.tasks[name](arg)
+        task, arg = queued.pop(0)
+        task(arg)
 
 
 def press_send_a_test(knight, django_capture_on_commit_callbacks) -> ChannelTest:

@@ -15,7 +15,6 @@ from django.utils import timezone
 from audit.services import Actor
 from commitments import services
 from commitments.models import EventKind, OutboxEvent
-from delivery import outbox
 from notifications import sending
 from notifications.channels import notification_channel_set
 from notifications.models import (
@@ -25,6 +24,7 @@ from notifications.models import (
     DeliveryStatus,
     NotificationChannel,
 )
+from relay import outbox
 from tests.delivery.nudge_support import FakeService, Reply
 from tests.support import race
 
@@ -185,7 +185,7 @@ def test_an_inbox_creation_nudges_the_assignee_once(assigner, assignee, publishe
     assert event.dispatch_attempts == 1
     assert outbox.outbox_event_dispatch(event_id=event.pk) == []  # a second run: nothing
     assert Delivery.objects.count() == 1
-    assert published == [("deliver", str(delivery.pk))]
+    assert published == [("deliver_nudge", str(delivery.pk))]
 
 
 def test_a_nudge_is_planned_on_the_channel_the_recipient_chose(
@@ -336,7 +336,7 @@ def test_a_permanent_failure_marks_the_channel_broken_and_falls_back_to_email(
     delivery.refresh_from_db()
     assert delivery.channel == ChannelKind.EMAIL
     assert delivery.status == DeliveryStatus.PENDING
-    assert published == [("deliver", str(delivery.pk))]  # the fallback goes at once
+    assert published == [("deliver_nudge", str(delivery.pk))]  # the fallback goes at once
 
     assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
     assert len(slack.requests) == 1  # no retries against a dead webhook
