@@ -9,7 +9,6 @@ of their own (migration integrations 0004 / notifications 0001 moved them).
 from __future__ import annotations
 
 import uuid
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import models
@@ -19,6 +18,7 @@ from django.utils import timezone
 from lib import leasing
 from lib.crypto import EncryptedTextField, is_undecryptable
 from lib.deliveries import Attempt, AttemptOutcome, LeasedDelivery, LeasedRow, lease_indexes
+from lib.outbound import masked_url
 
 __all__ = [
     "AttemptOutcome",
@@ -42,19 +42,9 @@ class ChannelKind(models.TextChoices):
 
 
 LOST_URL_REASON = (
-    "The webhook URL was stored with an encryption key that is no longer configured; "
+    "The chat URL was stored with an encryption key that is no longer configured; "
     "enter the URL again."
 )
-
-
-def mask_url(url: str) -> str:
-    """Scheme and host of a webhook URL; the path (the secret part) is hidden."""
-    if is_undecryptable(url):
-        return "(unreadable)"
-    if not url:
-        return ""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or '?'}/…"
 
 
 class NotificationChannel(models.Model):
@@ -65,8 +55,9 @@ class NotificationChannel(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification_channel"
     )
     kind = models.CharField(max_length=16, choices=ChannelKind.choices, default=ChannelKind.EMAIL)
-    # A Slack or Teams webhook URL is a bearer secret: encrypted at rest.
-    webhook_url = EncryptedTextField(blank=True, default="")
+    # The chat URL (Slack's incoming webhook, a Teams workflow) a nudge is
+    # posted to is a bearer secret: encrypted at rest.
+    chat_url = EncryptedTextField(blank=True, default="")
     # Set when the service answered that the URL is gone for good; nudges then
     # fall back to e-mail until the owner saves the channel again.
     broken_at = models.DateTimeField(null=True, blank=True)
@@ -87,7 +78,7 @@ class NotificationChannel(models.Model):
         """The stored URL is there but no configured key decrypts it
         (lib.crypto.Undecryptable): the channel cannot work until the owner
         enters the URL again."""
-        return is_undecryptable(self.webhook_url)
+        return is_undecryptable(self.chat_url)
 
     @property
     def is_broken(self) -> bool:
@@ -102,7 +93,7 @@ class NotificationChannel(models.Model):
 
     @property
     def masked_url(self) -> str:
-        return mask_url(self.webhook_url)
+        return masked_url(self.chat_url)
 
 
 class DeliveryStatus(models.TextChoices):

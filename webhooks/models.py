@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import models
@@ -23,6 +22,7 @@ from commitments.models import EXTERNAL_SYSTEM_MAX
 from lib import leasing
 from lib.crypto import EncryptedTextField, is_undecryptable
 from lib.deliveries import Attempt, AttemptOutcome, LeasedDelivery, lease_indexes
+from lib.outbound import masked_url
 
 __all__ = [
     "AttemptOutcome",
@@ -48,23 +48,6 @@ OWNER_INACTIVE_REASON = (
     "Its owner's account is deactivated: nothing is sent to it. Once the account is "
     "active again, its owner resumes it."
 )
-
-
-def masked_url(url) -> str:
-    """`https://host/…`: enough to tell where events go, nothing of the path
-    or query (they often carry the receiver's token). For the audit trail,
-    the admin and messages; the full URL is shown only to its owner, on the
-    form that edits it."""
-    if is_undecryptable(url):
-        return "(unreadable)"
-    parts = urlsplit(url or "")
-    if not parts.scheme or not parts.netloc:
-        return "—"
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}/…"
 
 
 class WebhookEndpoint(models.Model):

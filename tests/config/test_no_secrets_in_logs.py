@@ -114,9 +114,7 @@ def test_a_full_flow_logs_none_of_the_secrets_it_created(
         session_id = browser.cookies["sessionid"].value
 
         # A Slack channel, through the page.
-        saved = browser.post(
-            "/settings/notifications/", {"kind": "slack", "webhook_url": slack_url}
-        )
+        saved = browser.post("/settings/notifications/", {"kind": "slack", "chat_url": slack_url})
         assert saved.status_code == 302
         assert NotificationChannel.objects.get(user=assignee).kind == ChannelKind.SLACK
 
@@ -250,7 +248,7 @@ def test_a_real_worker_at_debug_logs_none_of_the_secrets(
             "/accounts/login/", {"login": assignee.email, "password": "correct horse battery"}
         )
         session_id = browser.cookies["sessionid"].value
-        browser.post("/settings/notifications/", {"kind": "slack", "webhook_url": slack_url})
+        browser.post("/settings/notifications/", {"kind": "slack", "chat_url": slack_url})
         token = mint(assigner)
         response = post_json(Client(), INBOX, inbox_body(), token=token)
         assert response.status_code == 201, response.content

@@ -112,7 +112,7 @@ def test_a_worker_killed_in_the_middle_of_a_test_does_not_leave_it_sending(tmp_p
     purge_queue(os.environ["REDIS_URL"])
     env = subprocess_env(tmp_path, TEST_DELIVERY_LEASE_SECONDS="3", TEST_NOTIFY_HTTP_TIMEOUT="20")
     with FakeService() as slack:
-        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
         held = threading.Event()
         slack.reply_with(Reply(200, "ok", hold=held))  # the first request hangs
 

@@ -280,7 +280,7 @@ def test_the_reminder_says_when_it_is_due_in_the_recipients_time_zone_by_email_a
     )
 
     with FakeService() as slack:
-        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
         clock.advance_to(deadline + dt.timedelta(minutes=1))
         worker.remind(clock)
         (request,) = slack.wait_for_requests(1)

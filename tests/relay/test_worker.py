@@ -218,7 +218,7 @@ def test_a_worker_killed_in_the_middle_of_a_delivery_does_not_lose_the_nudge(
 ):
     redis_env.update({"TEST_DELIVERY_LEASE_SECONDS": "3", "TEST_NOTIFY_HTTP_TIMEOUT": "20"})
     with FakeService() as slack:
-        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
         held = threading.Event()
         slack.reply_with(Reply(200, "ok", hold=held))  # the first request hangs
 

@@ -2,7 +2,7 @@
 
 Rotating FIELD_ENCRYPTION_KEYS: put the new key first (old keys after it),
 deploy, run this command, then drop the old keys. It rewrites every secret
-stored under an older key (webhook URLs now; webhook secrets and provider keys
+stored under an older key (chat URLs now; webhook secrets and provider keys
 later) and fails if any value can be read by no key, naming the row.
 """
 
