@@ -27,12 +27,7 @@ from django.utils import timezone
 from lib import deliveries, leasing
 from lib.text import excerpt
 from notifications import channels, dispatch
-from notifications.models import (
-    AttemptOutcome,
-    ChannelKind,
-    Delivery,
-    DeliveryStatus,
-)
+from notifications.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
 from notifications.nudges import delivery_message
 from notifications.transports import TransportError, transport_for
 
