@@ -125,7 +125,7 @@ class HttpTransport(Transport):
         code = response.status_code
         if response.is_redirect:
             raise TransportError(
-                f"The webhook answered {code} with a redirect, which is not followed; "
+                f"The chat URL answered {code} with a redirect, which is not followed; "
                 "save the channel's current URL.",
                 permanent=True,
                 status_code=code,
