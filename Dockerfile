@@ -42,7 +42,7 @@ COPY audit ./audit
 COPY commitments ./commitments
 COPY integrations ./integrations
 COPY notifications ./notifications
-COPY delivery ./delivery
+COPY relay ./relay
 COPY gather ./gather
 COPY webhooks ./webhooks
 COPY trackers ./trackers

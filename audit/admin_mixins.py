@@ -17,7 +17,7 @@ What an event holds (`payload`):
   fields, and `changes`: for each of them its old and new value, or for a
   many-to-many field (groups, permissions) what was added and removed.
   Permissions are written `app_label.codename`. A field that holds a secret
-  (a password, a key, a token, a webhook URL) is named in `fields` but its
+  (a password, a key, a token, a chat URL) is named in `fields` but its
   values are never written.
 
 The subject is the changed object when its primary key is a UUID (users,
@@ -39,7 +39,7 @@ from django.http import HttpRequest
 
 from audit.services import Actor, audit_event_record
 
-SECRET_MARKERS = ("password", "secret", "token", "key", "digest", "webhook_url")
+SECRET_MARKERS = ("password", "secret", "token", "key", "digest", "chat_url", "webhook_url")
 _CHANGES_ATTR = "_audit_admin_changes"
 
 

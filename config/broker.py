@@ -11,7 +11,7 @@ although its connection is fine (seen under load with `CLIENT PAUSE`).
 Here the slot is freed whatever Redis answered. A message whose removal did
 fail stays in Redis's unacked index and is restored to the queue after the
 visibility timeout, so its task runs once more; every task tolerates that
-(delivery.tasks).
+(relay.tasks, notifications.tasks, webhooks.tasks).
 
 Selected by `CELERY_BROKER_TRANSPORT` in config/settings.py when REDIS_URL is
 set.

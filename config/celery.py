@@ -3,7 +3,8 @@
 Configuration is Django's CELERY_* settings (config/settings.py): Redis from
 REDIS_URL, else the embedded filesystem broker under VAR_DIR; late acks,
 requeue on a lost worker, prefetch one, bounded publishes and time limits;
-beat runs the outbox sweep (delivery.tasks.sweep).
+beat runs the outbox sweep (relay.tasks.sweep) and the reminders
+(notifications.tasks.remind); each app's tasks.py is autodiscovered.
 
 Run: `python manage.py run_worker` (a worker with beat inside), or, with Redis
 and several workers, `celery -A config worker` processes plus one

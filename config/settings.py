@@ -72,7 +72,7 @@ INSTALLED_APPS = [
     "commitments",
     "integrations",
     "notifications",
-    "delivery",
+    "relay",
     "gather",
     "webhooks",
     "trackers",
@@ -359,10 +359,10 @@ ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL") or None
 GATHER_MAX_CHUNK_CHARS = 12_000
 
 # --- Background work ----------------------------------------------------------
-# Called (by dotted path, so `commitments` imports no delivery code) with the id
+# Called (by dotted path, so `commitments` imports no relay code) with the id
 # of every outbox row once its transaction commits. The row is the truth: a
 # publish that fails or never happens only waits for the next sweep.
-OUTBOX_PUBLISHER = "delivery.outbox.outbox_publish_event"
+OUTBOX_PUBLISHER = "relay.outbox.outbox_publish_event"
 # Celery carries only row ids. The rows (commitments.OutboxEvent,
 # notifications.Delivery) are the truth, and a periodic sweep re-enqueues what
 # the broker lost; so a publish may fail, and it is bounded: a request never
@@ -432,7 +432,7 @@ else:
     }
 # Publishes from workers and beat retry a little (a pooled connection may be
 # stale after a Redis restart); the sweep is the real retry. Requests publish
-# without retries (delivery.outbox). Workers and beat wait for the broker
+# without retries (relay.outbox). Workers and beat wait for the broker
 # at start and reconnect as long as it takes.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 2,
@@ -458,7 +458,7 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 
-# --- Nudges and the outbox (delivery, notifications) -------------------------
+# --- Nudges and the outbox (relay, notifications) ----------------------------
 # Tuning, not configuration: fixed here, not read from the environment (tests
 # override them through Django's settings).
 OUTBOX_SWEEP_INTERVAL = 30  # s between sweeps (beat)
@@ -494,7 +494,9 @@ WEBHOOK_TEST_INTERVAL = 10
 # their own (run_worker starts one; compose.yaml runs `webhook-worker`), so a
 # slow or dead receiver never holds up a nudge.
 WEBHOOK_QUEUE = "webhooks"
-CELERY_TASK_ROUTES = {"delivery.tasks.deliver_webhook": {"queue": WEBHOOK_QUEUE}}
+# Tasks are named here by string (config is the top layer; the apps import
+# them); tests/config/test_celery_tasks.py checks every name is a task.
+CELERY_TASK_ROUTES = {"webhooks.tasks.deliver_webhook": {"queue": WEBHOOK_QUEUE}}
 # At most NUDGE_CAP nudges to one assignee about one assigner's requests in
 # any NUDGE_CAP_WINDOW seconds; what is over it waits for one digest nudge.
 NUDGE_CAP = env_int("NUDGE_CAP", 30)
@@ -522,13 +524,13 @@ OUTBOUND_ALLOW_LOOPBACK = env_bool("OUTBOUND_ALLOW_LOOPBACK", DEBUG)
 OUTBOUND_RESOLVE_TIMEOUT = 5
 CELERY_BEAT_SCHEDULE = {
     "outbox-sweep": {
-        "task": "delivery.tasks.sweep",
+        "task": "relay.tasks.sweep",
         "schedule": float(OUTBOX_SWEEP_INTERVAL),
         # A sweep queued while no worker ran is stale once the next is due.
         "options": {"expires": float(OUTBOX_SWEEP_INTERVAL)},
     },
     "reminders": {
-        "task": "delivery.tasks.remind",
+        "task": "notifications.tasks.remind",
         "schedule": float(REMINDER_INTERVAL),
         "options": {"expires": float(REMINDER_INTERVAL)},
     },

@@ -1,10 +1,10 @@
-"""Queue background jobs by name.
+"""Queue a background job: a Celery task, named by import.
 
-Apps hand work to the workers through here, naming the task, so no app
-imports the module that defines the tasks (and the tasks module can import
-the apps' services without a cycle). Celery carries only row ids: the rows
-are the truth, and a periodic sweep queues again whatever a lost publish
-left behind, so a publish may fail and is only logged.
+Each app queues its own tasks (`notifications.tasks`, `webhooks.tasks`,
+`relay.tasks`), through `lib.deliveries.queue_on_commit` or here. Celery
+carries only row ids: the rows are the truth, and a periodic sweep queues
+again whatever a lost publish left behind, so a publish may fail and is only
+logged.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from celery import current_app
 log = logging.getLogger(__name__)
 
 
-def enqueue(task_name: str, arg: int | str, *, retry: bool = True) -> bool:
-    """Queue `task_name(arg)`; False when the broker did not take it. Never
-    raises. The publish is bounded (BROKER_TIMEOUT and the publish retry
-    policy); `retry=False` tries once, for requests that must not wait on a
-    broker that does not answer."""
+def enqueue(task, arg: int | str, *, retry: bool = True) -> bool:
+    """Queue `task(arg)` (a Celery task); False when the broker did not take
+    it. Never raises. The publish is bounded (BROKER_TIMEOUT and the publish
+    retry policy); `retry=False` tries once, for requests that must not wait
+    on a broker that does not answer."""
     try:
-        current_app.send_task(task_name, args=[arg], retry=retry)
+        current_app.send_task(task.name, args=[arg], retry=retry)
     except Exception:
         log.warning(
-            "Could not queue %s(%s); the sweep will pick it up.", task_name, arg, exc_info=True
+            "Could not queue %s(%s); the sweep will pick it up.", task.name, arg, exc_info=True
         )
         return False
     return True

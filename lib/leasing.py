@@ -1,9 +1,11 @@
 """Leases, claims and back-off for rows that background workers send.
 
-A row that workers send (a nudge delivery now, a webhook delivery next) has
-`status`, `attempts`, `next_attempt_at`, `claimed_until`, `enqueued_at` and
-`updated_at`. `pending` rows are due at `next_attempt_at`; a worker claims one
-by a conditional UPDATE to `sending` with a lease (`claimed_until`), so two
+A row that workers send (a nudge delivery, a webhook delivery, a channel
+test: the columns are `lib.deliveries.LeasedRow`'s, and the protocol built on
+these primitives is `lib.deliveries`) has `status`, `attempts`,
+`next_attempt_at`, `claimed_until`, `enqueued_at` and `updated_at`.
+`pending` rows are due at `next_attempt_at`; a worker claims one by a
+conditional UPDATE to `sending` with a lease (`claimed_until`), so two
 workers never take the same row; a lease that runs out means the worker died,
 and the row may be claimed again. `enqueued_at` only keeps the sweep from
 queueing the same row over and over.

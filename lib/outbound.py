@@ -1,7 +1,7 @@
 """Outbound HTTP: the one place that decides where this service may send a
-request, and that sends it. Every send path (Slack and Teams nudges,
-integrators' outbound webhooks) and every form that takes a URL goes through
-here.
+request, and that sends it. Every send path (chat nudges, integrators'
+webhooks) and every form that takes a URL (`url_to_store`) goes through here,
+and every page shows a stored URL masked (`masked_url`).
 
 The rules (for people: docs/security-webhooks.md):
 
@@ -47,6 +47,7 @@ import httpcore
 import httpx
 from django.conf import settings
 
+from lib.crypto import is_undecryptable
 from lib.text import excerpt
 
 USER_AGENT = "commitments/1.0"
@@ -256,6 +257,74 @@ def check_destination(
         timeout = float(getattr(settings, "OUTBOUND_RESOLVE_TIMEOUT", RESOLVE_TIMEOUT))
     resolve(parts.hostname or "", port, allow_loopback=allow_loopback, timeout=timeout)
     return parts
+
+
+# --- URLs that forms store ----------------------------------------------------------
+
+
+class UrlRefused(OutboundRefused):
+    """A URL a form must not store. `message` is for the person who typed it;
+    `detail`, when set, is for the server's log only (where the name led)."""
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+def url_to_store(url: str, *, max_length: int, empty: str) -> str:
+    """The URL a form stores (trimmed, in the exact form a request will be
+    made to it: `canonical_url`), or UrlRefused saying why. The one rule for
+    every form that takes a URL (webhook endpoints, chat URLs):
+
+    - the URL as written must pass `check_url` (said as it is: scheme,
+      credentials, characters, an address typed in it);
+    - its host is resolved now, for at most OUTBOUND_RESOLVE_TIMEOUT, and a
+      name any of whose addresses is refused is refused with HOST_REFUSED
+      (the detail, where it led, in `detail` for the log);
+    - a name that does not resolve from here, or not in time, is accepted: a
+      chat service's name may resolve only where the workers run (in a
+      sandbox without DNS, hooks.slack.com does not), and every send checks
+      the address it connects to again (`post`), which is what protects.
+    """
+    url = (url or "").strip()
+    if not url:
+        raise UrlRefused(empty)
+    too_long = f"At most {max_length} characters."
+    if len(url) > max_length:
+        raise UrlRefused(too_long)
+    try:
+        url = canonical_url(url)
+        if len(url) > max_length:
+            raise UrlRefused(too_long)
+        check_destination(url)
+    except AddressRefused as exc:
+        raise UrlRefused(HOST_REFUSED, detail=exc.message) from None
+    except OutboundRefused as exc:  # about the URL as written: said as it is
+        raise UrlRefused(exc.message) from None
+    except OutboundFailed:
+        pass  # does not resolve from here (or not in time): the send judges it
+    return url
+
+
+def masked_url(url) -> str:
+    """`https://host/…`: enough to tell where messages go, nothing of the
+    path or query (they often carry the receiver's token: a chat URL's path
+    is its secret). For pages, the admin, the audit trail and messages; the
+    full URL is shown only to its owner, on the form that edits it. An
+    unreadable stored URL (lib.crypto.Undecryptable) is "(unreadable)"."""
+    if is_undecryptable(url):
+        return "(unreadable)"
+    parts = urlsplit(url or "")
+    if not parts.scheme or not parts.netloc:
+        return "—"
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{host}{port}/…"
 
 
 # --- sending ------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Admin for notification channels, deliveries and their attempts.
 
-Read-only windows: a webhook URL is a secret and is shown masked (scheme and
+Read-only windows: a chat URL is a secret and is shown masked (scheme and
 host only); deliveries change only through `notifications.sending`. Two actions:
 clear a channel's broken mark, and send failed deliveries again; each is
 audited per row, with the staff user as actor.
@@ -26,7 +26,7 @@ class NotificationChannelAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.Mode
     list_select_related = ("user",)
     search_fields = ("user__email",)
     ordering = ("-updated_at",)
-    # `webhook_url` itself is deliberately absent.
+    # `chat_url` itself is deliberately absent.
     fields = (
         "id",
         "user",
@@ -41,7 +41,7 @@ class NotificationChannelAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.Mode
     readonly_fields = fields
     actions = ["clear_broken"]
 
-    @admin.display(description="webhook URL")
+    @admin.display(description="chat URL")
     def masked_url(self, obj: NotificationChannel) -> str:
         return obj.masked_url or "—"
 

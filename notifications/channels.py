@@ -15,8 +15,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from audit.services import Actor, audit_event_record
-from lib import jobs, leasing, outbound
+from lib import deliveries, jobs, outbound
 from lib.text import excerpt
+from notifications import tasks
 from notifications.models import (
     LOST_URL_REASON,
     ChannelKind,
@@ -29,9 +30,7 @@ from notifications.transports import TransportError, transport_for
 
 log = logging.getLogger(__name__)
 
-WEBHOOK_URL_MAX = 2000
-# The worker task that sends a test (delivery.tasks), named, not imported.
-TEST_TASK = "delivery.tasks.send_test"
+CHAT_URL_MAX = 2000
 CHAT_KINDS = {ChannelKind.SLACK, ChannelKind.TEAMS}
 # Claims of one test (each by a worker that died before the outcome) before
 # it is failed: a test answers a person who is waiting, so it is not retried
@@ -48,7 +47,7 @@ class Destination:
     e-mail when they chose none or the one they chose is broken."""
 
     kind: str
-    address: str  # e-mail address or webhook URL
+    address: str  # e-mail address or chat URL
     channel: NotificationChannel | None = None
 
     @property
@@ -61,52 +60,49 @@ def notification_channel_get(*, user) -> NotificationChannel | None:
 
 
 def destination_for(user, *, channel: NotificationChannel | None = None) -> Destination:
-    """Where a nudge to `user` goes now. A chat channel whose stored URL no
-    configured key decrypts goes to e-mail, and is marked broken here the
-    first time it is met (page, dispatch or send), so its owner and staff see
-    why."""
+    """Where a nudge to `user` goes now (reads only): their chat channel, or
+    e-mail when they chose none or it is broken (a URL no configured key
+    decrypts included). Pass `channel` when it is loaded already."""
     channel = channel if channel is not None else notification_channel_get(user=user)
-    if channel is not None and channel.kind in CHAT_KINDS and channel.url_lost:
-        _mark_url_lost(channel)
     if (
         channel is not None
         and channel.kind in CHAT_KINDS
-        and channel.webhook_url
+        and channel.chat_url
         and not channel.is_broken
     ):
-        return Destination(kind=channel.kind, address=channel.webhook_url, channel=channel)
+        return Destination(kind=channel.kind, address=channel.chat_url, channel=channel)
     return Destination(kind=ChannelKind.EMAIL, address=user.email, channel=channel)
 
 
-def validate_webhook_url(url: str) -> str:
-    """The URL trimmed, or ValidationError: the rules of `lib.outbound`, the
-    host resolved now (every address checked) and again at send time. A name
-    that does not resolve from here is left to the send to judge: a chat
-    service's name may only resolve where the workers run."""
-    url = (url or "").strip()
-    if not url:
-        raise ValidationError("Paste the webhook URL.")
-    if len(url) > WEBHOOK_URL_MAX:
-        raise ValidationError(f"At most {WEBHOOK_URL_MAX} characters.")
+def notification_channel_url_lost_record(
+    *, user, channel: NotificationChannel | None = None
+) -> NotificationChannel | None:
+    """The person's channel, marked broken (once, on the audit trail) when
+    it is a chat channel whose stored URL no configured key decrypts, so its
+    owner and staff see why nudges go by e-mail. Called where the channel is
+    met: the Notifications page, dispatch and send."""
+    channel = channel if channel is not None else notification_channel_get(user=user)
+    if channel is not None and channel.kind in CHAT_KINDS and channel.url_lost:
+        _mark_url_lost(channel)
+    return channel
+
+
+def chat_url_check(url: str) -> str:
+    """The chat URL to store, or ValidationError: lib.outbound's one rule for
+    URLs forms store (`url_to_store`); where a refused name led is logged."""
     try:
-        outbound.check_destination(url)
-    except outbound.AddressRefused as exc:
-        # Where the name leads stays in the server's log: the form would tell
-        # anyone how this service's internal names resolve.
-        log.warning("A chat webhook URL was refused: %s", exc.message)
-        raise ValidationError(outbound.HOST_REFUSED) from None
-    except outbound.OutboundRefused as exc:  # about the URL as written: said as it is
+        return outbound.url_to_store(url, max_length=CHAT_URL_MAX, empty="Paste the chat URL.")
+    except outbound.UrlRefused as exc:
+        if exc.detail:
+            log.warning("A chat URL was refused: %s", exc.detail)
         raise ValidationError(exc.message) from None
-    except outbound.OutboundFailed:
-        pass
-    return url
 
 
 SLACK_URL_PREFIX = "https://hooks.slack.com/"
 
 
 def check_slack_url(url: str) -> None:
-    """A Slack channel's URL must be one of Slack's incoming webhooks
+    """A Slack chat URL must be one of Slack's incoming webhooks
     (https://hooks.slack.com/...); a receiver on this machine stands in for
     Slack only where loopback is allowed (development and tests)."""
     if url.startswith(SLACK_URL_PREFIX):
@@ -115,14 +111,14 @@ def check_slack_url(url: str) -> None:
     if settings.OUTBOUND_ALLOW_LOOPBACK and outbound.is_loopback_host(host):
         return
     raise ValidationError(
-        "A Slack webhook URL starts with https://hooks.slack.com/ (Slack, Apps, "
+        "A Slack chat URL starts with https://hooks.slack.com/ (Slack, Apps, "
         "Incoming Webhooks, Add New Webhook)."
     )
 
 
 @transaction.atomic
 def notification_channel_set(
-    *, user, kind: str, webhook_url: str = "", reminders: bool | None = None
+    *, user, kind: str, chat_url: str = "", reminders: bool | None = None
 ) -> NotificationChannel:
     """Choose how `user` is nudged, and whether they get reminders (None
     keeps the choice). For Slack or Teams an empty URL keeps the stored one
@@ -131,20 +127,20 @@ def notification_channel_set(
         raise ValidationError({"kind": "Choose e-mail, Slack or Microsoft Teams."})
     channel = NotificationChannel.objects.select_for_update().filter(user=user).first()
     channel = channel or NotificationChannel(user=user)
-    previous_url = channel.webhook_url
+    previous_url = channel.chat_url
     if kind in CHAT_KINDS:
-        if webhook_url.strip():
+        if chat_url.strip():
             try:
-                channel.webhook_url = validate_webhook_url(webhook_url)
+                channel.chat_url = chat_url_check(chat_url)
                 if kind == ChannelKind.SLACK:
-                    check_slack_url(channel.webhook_url)
+                    check_slack_url(channel.chat_url)
             except ValidationError as exc:
-                raise ValidationError({"webhook_url": exc.messages}) from None
-        elif not (channel.kind == kind and channel.webhook_url):
-            raise ValidationError({"webhook_url": "Paste the webhook URL."})
+                raise ValidationError({"chat_url": exc.messages}) from None
+        elif not (channel.kind == kind and channel.chat_url):
+            raise ValidationError({"chat_url": "Paste the chat URL."})
     else:
-        channel.webhook_url = ""  # nothing secret kept that is not in use
-    url_changed = channel.webhook_url != previous_url
+        channel.chat_url = ""  # nothing secret kept that is not in use
+    url_changed = channel.chat_url != previous_url
     channel.kind = kind
     if reminders is not None:
         channel.reminders = reminders
@@ -165,7 +161,7 @@ def notification_channel_mark_broken(*, channel_id, failed_url: str, reason: str
     Does nothing if the owner has since saved another URL or kind."""
     with transaction.atomic():
         channel = NotificationChannel.objects.select_for_update().filter(pk=channel_id).first()
-        if channel is None or channel.kind not in CHAT_KINDS or channel.webhook_url != failed_url:
+        if channel is None or channel.kind not in CHAT_KINDS or channel.chat_url != failed_url:
             return False
         if channel.is_broken:
             return True
@@ -240,7 +236,7 @@ def notification_test_request(*, user) -> ChannelTest:
         )
 
         def enqueue() -> None:
-            if not jobs.enqueue(TEST_TASK, str(test.pk), retry=False):
+            if not jobs.enqueue(tasks.send_channel_test, str(test.pk), retry=False):
                 ChannelTest.objects.filter(pk=test.pk, status=ChannelTestStatus.QUEUED).update(
                     status=ChannelTestStatus.FAILED,
                     detail="The background worker could not be reached; try again later.",
@@ -266,7 +262,7 @@ def notification_tests_take_due(
     """For the sweep: ids of tests whose publish was lost or whose worker
     died after claiming them (the lease ran out), stamped as queued. Call
     inside the sweep's transaction."""
-    return leasing.take_due(
+    return deliveries.take_due(
         ChannelTest.objects.all(), now=now, requeue_after=requeue_after, limit=limit
     )
 
@@ -278,9 +274,7 @@ def notification_test_send(*, test_id) -> str | None:
     A chat channel that answers for good that it is gone is marked broken;
     one that takes the test is cleared of a broken mark. Returns the outcome,
     or None when the test was already taken by another worker."""
-    now = timezone.now()
-    lease = dt.timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
-    if not leasing.claim(ChannelTest.objects.all(), pk=test_id, now=now, lease=lease):
+    if not deliveries.claim(ChannelTest.objects.all(), pk=test_id, now=timezone.now()):
         return None
     test = ChannelTest.objects.select_related("user").get(pk=test_id)
     user = test.user
@@ -291,8 +285,8 @@ def notification_test_send(*, test_id) -> str | None:
     if channel is not None and channel.kind in CHAT_KINDS and channel.url_lost:
         _mark_url_lost(channel)
         return _record_test(test, channel, kind=channel.kind, ok=False, detail=LOST_URL_REASON)
-    if channel is not None and channel.kind in CHAT_KINDS and channel.webhook_url:
-        kind, address = channel.kind, channel.webhook_url
+    if channel is not None and channel.kind in CHAT_KINDS and channel.chat_url:
+        kind, address = channel.kind, channel.chat_url
     else:
         kind, address = ChannelKind.EMAIL, user.email
     try:

@@ -9,7 +9,6 @@ of their own (migration integrations 0004 / notifications 0001 moved them).
 from __future__ import annotations
 
 import uuid
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import models
@@ -18,6 +17,8 @@ from django.utils import timezone
 
 from lib import leasing
 from lib.crypto import EncryptedTextField, is_undecryptable
+from lib.deliveries import Attempt, AttemptOutcome, LeasedDelivery, LeasedRow, lease_indexes
+from lib.outbound import masked_url
 
 __all__ = [
     "AttemptOutcome",
@@ -41,19 +42,9 @@ class ChannelKind(models.TextChoices):
 
 
 LOST_URL_REASON = (
-    "The webhook URL was stored with an encryption key that is no longer configured; "
+    "The chat URL was stored with an encryption key that is no longer configured; "
     "enter the URL again."
 )
-
-
-def mask_url(url: str) -> str:
-    """Scheme and host of a webhook URL; the path (the secret part) is hidden."""
-    if is_undecryptable(url):
-        return "(unreadable)"
-    if not url:
-        return ""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or '?'}/…"
 
 
 class NotificationChannel(models.Model):
@@ -64,8 +55,9 @@ class NotificationChannel(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification_channel"
     )
     kind = models.CharField(max_length=16, choices=ChannelKind.choices, default=ChannelKind.EMAIL)
-    # A Slack or Teams webhook URL is a bearer secret: encrypted at rest.
-    webhook_url = EncryptedTextField(blank=True, default="")
+    # The chat URL (Slack's incoming webhook, a Teams workflow) a nudge is
+    # posted to is a bearer secret: encrypted at rest.
+    chat_url = EncryptedTextField(blank=True, default="")
     # Set when the service answered that the URL is gone for good; nudges then
     # fall back to e-mail until the owner saves the channel again.
     broken_at = models.DateTimeField(null=True, blank=True)
@@ -86,7 +78,7 @@ class NotificationChannel(models.Model):
         """The stored URL is there but no configured key decrypts it
         (lib.crypto.Undecryptable): the channel cannot work until the owner
         enters the URL again."""
-        return is_undecryptable(self.webhook_url)
+        return is_undecryptable(self.chat_url)
 
     @property
     def is_broken(self) -> bool:
@@ -101,7 +93,7 @@ class NotificationChannel(models.Model):
 
     @property
     def masked_url(self) -> str:
-        return mask_url(self.webhook_url)
+        return masked_url(self.chat_url)
 
 
 class DeliveryStatus(models.TextChoices):
@@ -154,14 +146,10 @@ class Reminder(models.Model):
         return f"{self.get_kind_display()} reminder for {self.commitment_id}"
 
 
-class Delivery(models.Model):
-    """One message to one recipient for one outbox event, and its progress.
-
-    `pending` rows are due at `next_attempt_at`; a worker claims one by moving
-    it to `sending` with a lease (`claimed_until`); a lease that runs out means
-    the worker died, and the row may be claimed again. `enqueued_at` only
-    keeps the sweep from queueing the same row over and over.
-    """
+class Delivery(LeasedDelivery):
+    """One message to one recipient for one outbox event or reminder, and its
+    progress, sent by the leased-send protocol (lib.deliveries); `attempts`
+    counts the claims on the current channel."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # What the message is about: an outbox event (a nudge) or a reminder.
@@ -191,12 +179,6 @@ class Delivery(models.Model):
     status = models.CharField(
         max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
     )
-    attempts = models.PositiveIntegerField(default=0)  # claims on the current channel
-    next_attempt_at = models.DateTimeField(default=timezone.now)
-    claimed_until = models.DateTimeField(null=True, blank=True)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    delivered_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.CharField(max_length=1000, blank=True)
     # The nudge cap (settings.NUDGE_CAP per NUDGE_CAP_WINDOW) counts the nudges
     # to an assignee about one assigner's requests: `sender` is that assigner
     # (null for nudges the cap does not count), `counted_at` when this one
@@ -241,16 +223,7 @@ class Delivery(models.Model):
             ),
         ]
         indexes = [
-            models.Index(
-                fields=["next_attempt_at"],
-                condition=Q(status="pending"),
-                name="delivery_pending_due_idx",
-            ),
-            models.Index(
-                fields=["claimed_until"],
-                condition=Q(status="sending"),
-                name="delivery_sending_lease_idx",
-            ),
+            *lease_indexes("delivery"),
             models.Index(fields=["recipient", "-created_at"], name="delivery_recipient_idx"),
             models.Index(
                 fields=["recipient", "sender", "counted_at"],
@@ -299,29 +272,12 @@ class NudgePair(models.Model):
         return f"{self.sender_id} to {self.recipient_id}"
 
 
-class AttemptOutcome(models.TextChoices):
-    DELIVERED = "delivered", "Delivered"
-    TRANSIENT = "transient", "Failed, will retry"
-    PERMANENT = "permanent", "Failed for good"
-    INTERRUPTED = "interrupted", "Interrupted (worker lost)"
-    CANCELLED = "cancelled", "Not sent: the reminder was no longer due"
-
-
-class DeliveryAttempt(models.Model):
-    """One try at sending a delivery. Written when the send starts; its outcome
-    is filled in when it ends, or marked interrupted by the next claimer when
-    the worker died in between."""
+class DeliveryAttempt(Attempt):
+    """One try at sending a nudge delivery (lib.deliveries.Attempt), through
+    `channel`."""
 
     delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_log")
     channel = models.CharField(max_length=16, choices=ChannelKind.choices)
-    started_at = models.DateTimeField(default=timezone.now)
-    duration_ms = models.PositiveIntegerField(null=True, blank=True)
-    outcome = models.CharField(max_length=16, choices=AttemptOutcome.choices, blank=True)
-    status_code = models.PositiveIntegerField(null=True, blank=True)
-    error = models.CharField(max_length=1000, blank=True)
-
-    class Meta:
-        ordering = ["started_at", "id"]
 
     def __str__(self) -> str:
         return f"{self.channel} at {self.started_at:%Y-%m-%d %H:%M:%S}: {self.outcome or '…'}"
@@ -334,12 +290,12 @@ class ChannelTestStatus(models.TextChoices):
     FAILED = "failed", "Not accepted"
 
 
-class ChannelTest(models.Model):
+class ChannelTest(LeasedRow):
     """One "send a test" a person asked for. The page writes it and queues
     it; a worker sends it through the person's channel at that moment and
     writes the outcome, which the page shows (its script polls for it).
 
-    Sent like every other row workers send (`lib.leasing`): claimed with a
+    Sent like every other row workers send (`lib.deliveries`): claimed with a
     lease, so a worker that dies after the claim leaves a row the sweep
     queues again once the lease has run out (at most TEST_MAX_ATTEMPTS
     claims, then it is failed with the reason)."""
@@ -356,27 +312,13 @@ class ChannelTest(models.Model):
     detail = models.CharField(max_length=1000, blank=True)
     requested_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # The lease (lib.leasing), as on Delivery.
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(default=timezone.now)
-    claimed_until = models.DateTimeField(null=True, blank=True)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["-requested_at"]
         indexes = [
             models.Index(fields=["user", "-requested_at"], name="channeltest_user_idx"),
-            models.Index(
-                fields=["next_attempt_at"],
-                condition=Q(status="pending"),
-                name="channeltest_pending_due_idx",
-            ),
-            models.Index(
-                fields=["claimed_until"],
-                condition=Q(status="sending"),
-                name="channeltest_sending_lease_idx",
-            ),
+            *lease_indexes("channeltest"),
         ]
 
     def __str__(self) -> str:

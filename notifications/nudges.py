@@ -20,7 +20,8 @@ from audit.models import ActorKind
 from commitments.models import Commitment, EventKind, OutboxEvent
 from commitments.selectors import commitment_decline_reason
 from lib.text import excerpt
-from notifications.models import Reminder, ReminderKind
+from notifications.models import Delivery, Reminder, ReminderKind
+from notifications.selectors import reminder_still_due, reminders_turned_off
 from notifications.transports import Message
 
 TELLS_ASSIGNEE = {EventKind.HANDSHAKE_REQUESTED, EventKind.RENEGOTIATED}
@@ -46,8 +47,14 @@ def nudge_recipients(event: OutboxEvent) -> list:
     return [recipient]
 
 
+def site_url(name: str, *args) -> str:
+    """The absolute link to a page of the site (`reverse` plus SITE_URL),
+    for messages read outside it."""
+    return settings.SITE_URL + reverse(name, args=args)
+
+
 def commitment_url(commitment_id) -> str:
-    return f"{settings.SITE_URL}/commitments/{commitment_id}"
+    return site_url("commitment_detail", commitment_id)
 
 
 def format_deadline(deadline: dt.datetime | None, tz_name: str) -> str:
@@ -129,7 +136,7 @@ def invitation_message(*, event: OutboxEvent, idempotency_key: str | None = None
     return Message(
         subject=subject,
         text=text,
-        url=f"{settings.SITE_URL}/accounts/signup/",
+        url=site_url("account_signup"),
         idempotency_key=idempotency_key,
     )
 
@@ -140,7 +147,7 @@ def sample_message(user) -> Message:
         text=(
             f"Hello {user.name}, this is a test. Nudges about your commitments will arrive here."
         ),
-        url=f"{settings.SITE_URL}/settings/notifications/",
+        url=site_url("notification_settings"),
     )
 
 
@@ -168,15 +175,11 @@ def digest_message(
         + "\n\nAccept or decline each in Commitments."
     )
     return Message(
-        subject=subject, text=text, url=f"{settings.SITE_URL}/", idempotency_key=idempotency_key
+        subject=subject, text=text, url=site_url("accord"), idempotency_key=idempotency_key
     )
 
 
 # --- reminders (notifications.reminders) -----------------------------------------
-
-
-def reminder_url(commitment_id) -> str:
-    return settings.SITE_URL + reverse("commitment_detail", args=[commitment_id])
 
 
 def _reminder_lines(reminder: Reminder, tz_name: str) -> tuple[str, str]:
@@ -220,17 +223,52 @@ def reminder_message(
         return Message(
             subject=f"Reminder: {subject}",
             text=text,
-            url=reminder_url(reminder.commitment_id),
+            url=commitment_url(reminder.commitment_id),
             idempotency_key=idempotency_key,
         )
     parts = []
     for reminder in reminders:
         headline, _ = _reminder_lines(reminder, tz_name)
         due = format_deadline(reminder.commitment.deadline, tz_name)
-        parts.append(f"- {headline}\n  Due: {due}.\n  {reminder_url(reminder.commitment_id)}")
+        parts.append(f"- {headline}\n  Due: {due}.\n  {commitment_url(reminder.commitment_id)}")
     return Message(
         subject=f"{len(reminders)} reminders about your commitments",
         text="Reminders that fell due within the hour, together:\n\n" + "\n".join(parts),
-        url=settings.SITE_URL + reverse("accord"),
+        url=site_url("accord"),
         idempotency_key=idempotency_key,
     )
+
+
+# --- one delivery's message (notifications.sending) ---------------------------------
+
+
+def delivery_message(delivery: Delivery, *, held=()) -> tuple[Message | None, list]:
+    """What a claimed delivery sends (with the deliveries `held` in its
+    digest), and the ids of held reminders left out because they are no
+    longer due. No message when nothing in it is still due (a reminder)."""
+    key = f"nudge-{delivery.pk}"
+    if delivery.reminder_id is not None:
+        # Only what is still due goes out; the rest is cancelled with it.
+        due, left_out = [], []
+        turned_off = reminders_turned_off(user_id=delivery.recipient_id)
+        for row in (delivery, *held):
+            if not turned_off and reminder_still_due(reminder=row.reminder):
+                due.append(row.reminder)
+            else:
+                left_out.append(row.pk)
+        if not due:
+            return None, left_out
+        message = reminder_message(recipient=delivery.recipient, reminders=due, idempotency_key=key)
+        return message, left_out
+    if delivery.recipient is None:
+        return invitation_message(event=delivery.event, idempotency_key=key), []
+    if delivery.is_digest:
+        message = digest_message(
+            recipient=delivery.recipient,
+            sender=delivery.event.commitment.assigner,
+            events=[delivery.event, *(h.event for h in held)],
+            idempotency_key=key,
+        )
+        return message, []
+    message = nudge_message(event=delivery.event, recipient=delivery.recipient, idempotency_key=key)
+    return message, []

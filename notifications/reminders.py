@@ -1,6 +1,6 @@
 """Reminders: the scheduler's side (docs/reminders.md).
 
-Beat runs `delivery.tasks.remind` every REMINDER_INTERVAL seconds, which
+Beat runs `notifications.tasks.remind` every REMINDER_INTERVAL seconds, which
 calls `reminders_create_due`: each reminder the selector finds due
 (`notifications.selectors.reminders_due`) is written once, keyed by
 (commitment, kind, moment) in the database, in the same transaction as its
@@ -19,9 +19,9 @@ import logging
 
 from django.db import transaction
 
+from notifications import dispatch
 from notifications.models import Reminder
 from notifications.selectors import reminders_due
-from notifications.sending import reminder_delivery_create
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def reminders_create_due(*, now: dt.datetime) -> int:
                 defaults={"recipient_id": due.recipient_id, "created_at": now},
             )
             if created:
-                reminder_delivery_create(reminder=reminder, now=now)
+                dispatch.reminder_delivery_create(reminder=reminder, now=now)
                 made += 1
     if made:
         log.info("Made %d reminder(s).", made)

@@ -2,7 +2,7 @@
 
 `Transport(destination).notify(message)` sends, or raises `TransportError`,
 whose `permanent` says whether trying again can help. A permanent error (the
-webhook URL is gone, the address is refused) stops retries and marks the
+chat URL is gone, the address is refused) stops retries and marks the
 channel broken; anything else is retried with back-off by the outbox.
 
 HTTP transports send through `lib.outbound`, which holds the rules of where
@@ -60,7 +60,7 @@ class Transport:
     kind: ClassVar[str]
 
     def __init__(self, destination: str) -> None:
-        # An e-mail address or a webhook URL, depending on the kind.
+        # An e-mail address or a chat URL, depending on the kind.
         self.destination = destination
 
     def notify(self, message: Message) -> int | None:
@@ -104,7 +104,7 @@ class EmailTransport(Transport):
 
 
 class HttpTransport(Transport):
-    """POSTs JSON to a webhook URL through `lib.outbound` (https only, checked
+    """POSTs JSON to a chat URL through `lib.outbound` (https only, checked
     resolved address, no redirects, timeouts, capped answer); subclasses build
     the body."""
 
@@ -125,7 +125,7 @@ class HttpTransport(Transport):
         code = response.status_code
         if response.is_redirect:
             raise TransportError(
-                f"The webhook answered {code} with a redirect, which is not followed; "
+                f"The chat URL answered {code} with a redirect, which is not followed; "
                 "save the channel's current URL.",
                 permanent=True,
                 status_code=code,

@@ -23,10 +23,10 @@ class ChannelForm(forms.Form):
         choices=ChannelKind.choices,
         widget=forms.RadioSelect,
     )
-    webhook_url = forms.CharField(
-        label="Webhook URL (Slack or Teams)",
+    chat_url = forms.CharField(
+        label="Chat URL (Slack or Teams)",
         required=False,
-        max_length=channels.WEBHOOK_URL_MAX,
+        max_length=channels.CHAT_URL_MAX,
         strip=True,
         widget=forms.URLInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
         help_text=(
@@ -57,7 +57,7 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
                 channels.notification_channel_set(
                     user=request.user,
                     kind=form.cleaned_data["kind"],
-                    webhook_url=form.cleaned_data["webhook_url"],
+                    chat_url=form.cleaned_data["chat_url"],
                     reminders=form.cleaned_data["reminders"],
                 )
             except ValidationError as exc:
@@ -77,6 +77,8 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
         .select_related("event__commitment", "reminder__commitment")
         .order_by("-created_at")[:10]
     )
+    # A chat URL no key decrypts any more is marked broken when first met.
+    channels.notification_channel_url_lost_record(user=request.user, channel=channel)
     return render(
         request,
         "notifications/settings.html",

@@ -135,8 +135,8 @@ def published(monkeypatch):
 
     sent: list[tuple[str, str]] = []
 
-    def record(task_name, row_id, *, retry=True):
-        sent.append((task_name.rsplit(".", 1)[-1], str(row_id)))
+    def record(task, row_id, *, retry=True):
+        sent.append((task.name.rsplit(".", 1)[-1], str(row_id)))
         return True
 
     monkeypatch.setattr(jobs, "enqueue", record)
@@ -146,7 +146,7 @@ def published(monkeypatch):
 @pytest.fixture
 def queued(monkeypatch):
     """The broker, without a broker: what the code under test queued, as
-    (task name, argument) pairs, in order; a test runs them as a worker would."""
+    (task, argument) pairs, in order; a test runs them as a worker would."""
     from lib import jobs
 
     jobs_queued: list[tuple[str, str]] = []

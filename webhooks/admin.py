@@ -20,6 +20,7 @@ from django.http import HttpRequest
 from audit.admin_mixins import AuditedAdminMixin
 from audit.services import Actor
 from lib.admin import ExactUuidSearchMixin, ReadOnlyAdminMixin, ReadOnlyInlineMixin
+from lib.outbound import masked_url
 from webhooks import services
 from webhooks.errors import WebhookError
 from webhooks.models import (
@@ -28,7 +29,6 @@ from webhooks.models import (
     WebhookDelivery,
     WebhookEndpoint,
     WebhookPayload,
-    masked_url,
 )
 
 

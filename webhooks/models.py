@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import models
@@ -22,6 +21,8 @@ from django.utils import timezone
 from commitments.models import EXTERNAL_SYSTEM_MAX
 from lib import leasing
 from lib.crypto import EncryptedTextField, is_undecryptable
+from lib.deliveries import Attempt, AttemptOutcome, LeasedDelivery, lease_indexes
+from lib.outbound import masked_url
 
 __all__ = [
     "AttemptOutcome",
@@ -47,23 +48,6 @@ OWNER_INACTIVE_REASON = (
     "Its owner's account is deactivated: nothing is sent to it. Once the account is "
     "active again, its owner resumes it."
 )
-
-
-def masked_url(url) -> str:
-    """`https://host/…`: enough to tell where events go, nothing of the path
-    or query (they often carry the receiver's token). For the audit trail,
-    the admin and messages; the full URL is shown only to its owner, on the
-    form that edits it."""
-    if is_undecryptable(url):
-        return "(unreadable)"
-    parts = urlsplit(url or "")
-    if not parts.scheme or not parts.netloc:
-        return "—"
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}/…"
 
 
 class WebhookEndpoint(models.Model):
@@ -155,15 +139,11 @@ class WebhookDeliveryStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class WebhookDelivery(models.Model):
-    """One event to one endpoint, and its progress. Its id is the delivery id
-    the receiver sees, the same on every attempt and replay.
-
-    `pending` rows are due at `next_attempt_at`; a worker claims one by moving
-    it to `sending` with a lease (`claimed_until`); a lease that runs out
-    means the worker died, and the row may be claimed again. Retries stop 24
-    hours after `first_attempt_at` (WEBHOOK_RETRY_WINDOW); a replay starts a
-    new window.
+class WebhookDelivery(LeasedDelivery):
+    """One event to one endpoint, and its progress, sent by the leased-send
+    protocol (lib.deliveries). Its id is the delivery id the receiver sees,
+    the same on every attempt and replay. Retries stop 24 hours after
+    `first_attempt_at` (WEBHOOK_RETRY_WINDOW); a replay starts a new window.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -190,16 +170,10 @@ class WebhookDelivery(models.Model):
     status = models.CharField(
         max_length=16, choices=WebhookDeliveryStatus.choices, default=WebhookDeliveryStatus.PENDING
     )
-    attempts = models.PositiveIntegerField(default=0)  # claims since creation or replay
     first_attempt_at = models.DateTimeField(null=True, blank=True)
-    next_attempt_at = models.DateTimeField(default=timezone.now)
-    claimed_until = models.DateTimeField(null=True, blank=True)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    delivered_at = models.DateTimeField(null=True, blank=True)
     failed_at = models.DateTimeField(null=True, blank=True)
     last_status_code = models.PositiveIntegerField(null=True, blank=True)
     last_response_excerpt = models.TextField(blank=True)  # at most EXCERPT_BYTES of the body
-    last_error = models.CharField(max_length=1000, blank=True)
     replays = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
@@ -216,16 +190,7 @@ class WebhookDelivery(models.Model):
             ),
         ]
         indexes = [
-            models.Index(
-                fields=["next_attempt_at"],
-                condition=Q(status="pending"),
-                name="webhook_pending_due_idx",
-            ),
-            models.Index(
-                fields=["claimed_until"],
-                condition=Q(status="sending"),
-                name="webhook_sending_lease_idx",
-            ),
+            *lease_indexes("webhook"),
             models.Index(fields=["endpoint", "-created_at"], name="webhook_endpoint_recent_idx"),
         ]
 
@@ -256,29 +221,14 @@ class WebhookPayload(models.Model):
         return self.body.encode("utf-8")
 
 
-class AttemptOutcome(models.TextChoices):
-    DELIVERED = "delivered", "Delivered"
-    FAILED = "failed", "Failed"
-    INTERRUPTED = "interrupted", "Interrupted (worker lost)"
-
-
-class WebhookAttempt(models.Model):
-    """One POST of a delivery. Written when the send starts; its outcome is
-    filled in when it ends, or marked interrupted by the next claimer when
-    the worker died in between."""
+class WebhookAttempt(Attempt):
+    """One POST of a delivery (lib.deliveries.Attempt), with the first
+    EXCERPT_BYTES of the answer."""
 
     delivery = models.ForeignKey(
         WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log"
     )
-    started_at = models.DateTimeField(default=timezone.now)
-    duration_ms = models.PositiveIntegerField(null=True, blank=True)
-    outcome = models.CharField(max_length=16, choices=AttemptOutcome.choices, blank=True)
-    status_code = models.PositiveIntegerField(null=True, blank=True)
     response_excerpt = models.TextField(blank=True)  # at most EXCERPT_BYTES of the body
-    error = models.CharField(max_length=1000, blank=True)
-
-    class Meta:
-        ordering = ["started_at", "id"]
 
     def __str__(self) -> str:
         return f"{self.started_at:%Y-%m-%d %H:%M:%S}: {self.outcome or '…'}"

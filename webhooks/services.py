@@ -6,8 +6,8 @@ The secret is generated here (`whsec_` + base64 of 32 random bytes), returned
 once to be shown once, and stored encrypted (lib.crypto). So is the URL, in
 the exact form it is requested (lib.outbound.canonical_url); the audit trail
 gets only `scheme://host/…`. A URL is checked when it is registered or
-changed (lib.outbound: scheme, credentials, the address written or resolved
-now), and again at every send. A refusal about what the host name resolves
+changed (lib.outbound.url_to_store, the one rule of every form that takes a
+URL), and again at every send. A refusal about what the host name resolves
 to is shown as one generic message (the detail would tell how internal names
 resolve) and logged with its detail.
 
@@ -28,9 +28,11 @@ from django.utils import timezone
 
 from audit.services import Actor, audit_event_record
 from commitments.models import EXTERNAL_SYSTEM_MAX
-from lib import leasing, outbound
+from lib import deliveries, outbound
+from lib.outbound import masked_url
 from ratelimits.buckets import take
 from webhooks import payloads
+from webhooks.dispatch import webhooks_queue_on_commit
 from webhooks.errors import (
     WebhookEndpointExists,
     WebhookEndpointLimit,
@@ -48,41 +50,26 @@ from webhooks.models import (
     WebhookDeliveryStatus,
     WebhookEndpoint,
     WebhookPayload,
-    masked_url,
 )
-from webhooks.sending import enqueue_on_commit
 from webhooks.signing import secret_generate
 
 log = logging.getLogger(__name__)
 
-# One message for every refusal about where a host name leads (no such name,
-# no answer in time, a private or local address): which one it was would tell
-# the person how this service's internal names resolve.
 URL_HOST_REFUSED = outbound.HOST_REFUSED
 
 
 def webhook_url_check(url: str) -> str:
-    """The URL to store (trimmed, in the exact form it will be requested) if
-    this service may send to it now; else WebhookUrlRefused with the reason.
-    A host name is resolved, and every address it resolves to must be allowed
-    (the send checks again)."""
-    url = (url or "").strip()
-    if not url:
-        raise WebhookUrlRefused("Enter the URL to send events to.", field="url")
-    if len(url) > URL_MAX:
-        raise WebhookUrlRefused(f"At most {URL_MAX} characters.", field="url")
+    """The URL to store if this service may send to it (lib.outbound's one
+    rule for URLs forms store: `url_to_store`); else WebhookUrlRefused with
+    the reason. Where a refused host name led goes to the log only."""
     try:
-        url = outbound.canonical_url(url)
-        if len(url) > URL_MAX:
-            raise WebhookUrlRefused(f"At most {URL_MAX} characters.", field="url")
-        outbound.check_destination(url)
-    except (outbound.AddressRefused, outbound.OutboundFailed) as exc:
-        # The detail (the name, what it resolved to) stays in the server's log.
-        log.warning("A webhook URL was refused: %s", exc.message)
-        raise WebhookUrlRefused(URL_HOST_REFUSED, field="url") from None
-    except outbound.OutboundRefused as exc:  # about the URL as written: said as it is
+        return outbound.url_to_store(
+            url, max_length=URL_MAX, empty="Enter the URL to send events to."
+        )
+    except outbound.UrlRefused as exc:
+        if exc.detail:
+            log.warning("A webhook URL was refused: %s", exc.detail)
         raise WebhookUrlRefused(exc.message, field="url") from None
-    return url
 
 
 def _external_system(value: str) -> str:
@@ -284,7 +271,7 @@ def webhook_test_send(*, endpoint: WebhookEndpoint, actor: Actor | None = None) 
             action="webhook_test_sent",
             payload={"delivery": str(delivery.pk)},
         )
-        enqueue_on_commit([delivery.pk])
+        webhooks_queue_on_commit([delivery.pk])
     return delivery
 
 
@@ -302,8 +289,9 @@ def webhook_delivery_replay(*, delivery: WebhookDelivery, actor: Actor) -> Webho
             raise WebhookNotReplayable("Only a delivery that failed for good can be replayed.")
         if delivery.endpoint.is_paused and not delivery.is_test:
             raise WebhookEndpointPaused("The endpoint is paused; resume it, then replay.")
-        WebhookDelivery.objects.filter(pk=delivery.pk).update(
-            **leasing.fresh_start(now),
+        deliveries.restart(
+            WebhookDelivery.objects.filter(pk=delivery.pk),
+            now=now,
             first_attempt_at=None,
             failed_at=None,
             replays=1 + delivery.replays,
@@ -314,7 +302,7 @@ def webhook_delivery_replay(*, delivery: WebhookDelivery, actor: Actor) -> Webho
             action="webhook_delivery_replayed",
             payload={"delivery": str(delivery.pk), "event": delivery.event_name},
         )
-        enqueue_on_commit([delivery.pk])
+        webhooks_queue_on_commit([delivery.pk])
     delivery.refresh_from_db()
     return delivery
 

@@ -211,9 +211,7 @@ def test_clearing_a_broken_channel_is_recorded_per_channel(staff_client, staff, 
     from notifications.models import ChannelKind, NotificationChannel
 
     secret_url = "https://hooks.slack.com/services/T000/B000/secret"
-    channel = notification_channel_set(
-        user=assignee, kind=ChannelKind.SLACK, webhook_url=secret_url
-    )
+    channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=secret_url)
     notification_channel_mark_broken(
         channel_id=channel.pk, failed_url=secret_url, reason="Slack says 404 at " + secret_url
     )

@@ -14,8 +14,8 @@ from playwright.sync_api import expect
 from audit.services import Actor
 from commitments import services
 from commitments.models import Commitment, EventKind, OutboxEvent, Status
-from delivery import outbox
 from notifications.sending import nudge_send
+from relay import outbox
 from tests.integrations.api_support import INBOX, inbox_body, mint
 
 

@@ -32,13 +32,13 @@ def test_a_new_token_is_shown_once_and_gone_on_reload(page, sign_in, make_user, 
     check_page(page, "tokens-after-reload")
 
 
-def test_the_webhook_url_field_is_there_only_for_chat_channels(
+def test_the_chat_url_field_is_there_only_for_chat_channels(
     page, sign_in, make_user, check_page, settings
 ):
     settings.OUTBOUND_ALLOW_LOOPBACK = False
     sign_in(page, make_user("ada@example.com"))
     page.goto("/settings/notifications/")
-    url_field = page.get_by_label("Webhook URL (Slack or Teams)")
+    url_field = page.get_by_label("Chat URL (Slack or Teams)")
     assert page.get_by_role("radio", name="E-mail").is_checked()
     assert not url_field.is_visible()
     check_page(page, "notifications-email")

@@ -135,7 +135,7 @@ def new_request_nudge(assigner, assignee, *, description: str = "Ship the report
     from audit.services import Actor
     from commitments import services
     from commitments.models import OutboxEvent
-    from delivery import outbox
+    from relay import outbox
 
     commitment = services.commitment_create_pending(
         actor=Actor.for_user(assigner),

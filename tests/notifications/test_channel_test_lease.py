@@ -14,15 +14,15 @@ import threading
 import pytest
 from django.core import mail
 
-from delivery.outbox import outbox_sweep
 from notifications import channels
 from notifications.channels import (
-    TEST_TASK,
     notification_channel_set,
     notification_test_request,
     notification_test_send,
 )
 from notifications.models import ChannelKind, ChannelTest, ChannelTestStatus
+from notifications.tasks import send_channel_test
+from relay.outbox import outbox_sweep
 from tests.delivery.nudge_support import (
     FakeService,
     Reply,
@@ -48,7 +48,7 @@ def test_a_test_whose_worker_died_after_the_claim_is_sent_by_the_next_one(
     clock = install_clock(monkeypatch)
     with django_capture_on_commit_callbacks(execute=True):
         test = notification_test_request(user=assignee)
-    assert queued == [(TEST_TASK, str(test.pk))]
+    assert queued == [(send_channel_test, str(test.pk))]
 
     real_transport_for = channels.transport_for
 
@@ -73,7 +73,7 @@ def test_a_test_whose_worker_died_after_the_claim_is_sent_by_the_next_one(
     clock.advance(seconds=settings.DELIVERY_LEASE_SECONDS + 1)
     with django_capture_on_commit_callbacks(execute=True):
         assert outbox_sweep(now=clock.now).tests == 1
-    assert queued == [(TEST_TASK, str(test.pk))]
+    assert queued == [(send_channel_test, str(test.pk))]
     assert notification_test_send(test_id=test.pk) == ChannelTestStatus.SENT
     test.refresh_from_db()
     assert (test.status, test.attempts, test.claimed_until) == (ChannelTestStatus.SENT, 2, None)
@@ -112,7 +112,7 @@ def test_a_worker_killed_in_the_middle_of_a_test_does_not_leave_it_sending(tmp_p
     purge_queue(os.environ["REDIS_URL"])
     env = subprocess_env(tmp_path, TEST_DELIVERY_LEASE_SECONDS="3", TEST_NOTIFY_HTTP_TIMEOUT="20")
     with FakeService() as slack:
-        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
         held = threading.Event()
         slack.reply_with(Reply(200, "ok", hold=held))  # the first request hangs
 

@@ -13,9 +13,9 @@ from django.core import mail
 from audit.services import Actor
 from commitments import services
 from commitments.models import EventKind, OutboxEvent
-from delivery import outbox
 from notifications.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
 from notifications.sending import nudge_send
+from relay import outbox
 from tests.delivery.nudge_support import (
     celery_worker,
     purge_queue,

@@ -1,4 +1,4 @@
-"""A webhook URL stored under a key that is no longer configured
+"""A chat URL stored under a key that is no longer configured
 (FIELD_ENCRYPTION_KEYS rotated without `reencrypt_secrets`): the channel is
 broken with a clear message, nudges go by e-mail, and no page or admin page
 fails."""
@@ -40,7 +40,7 @@ def _settings(settings, monkeypatch):
 @pytest.fixture
 def lost_channel(assignee, settings) -> NotificationChannel:
     """Knight's Slack channel, saved under OLD_KEY; only NEW_KEY is configured now."""
-    channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=URL)
+    channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=URL)
     settings.FIELD_ENCRYPTION_KEYS = [NEW_KEY]
     return channel
 
@@ -87,7 +87,7 @@ def test_a_nudge_goes_by_email(assigner, assignee, lost_channel):
 
 
 def test_a_nudge_already_meant_for_slack_falls_back_to_email(assigner, assignee, settings):
-    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=URL)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=URL)
     delivery_id = new_request_nudge(assigner, assignee)
     assert Delivery.objects.get(pk=delivery_id).channel == ChannelKind.SLACK
     settings.FIELD_ENCRYPTION_KEYS = [NEW_KEY]  # rotated before the worker sent it
@@ -111,11 +111,11 @@ def test_a_test_send_says_the_url_must_be_entered_again(client, assignee, lost_c
 
 def test_entering_the_url_again_mends_the_channel(client, assignee, lost_channel):
     client.force_login(assignee)
-    refused = client.post("/settings/notifications/", {"kind": "slack", "webhook_url": ""})
+    refused = client.post("/settings/notifications/", {"kind": "slack", "chat_url": ""})
     assert refused.status_code == 400  # the lost URL cannot be kept
-    client.post("/settings/notifications/", {"kind": "slack", "webhook_url": URL + "-new"})
+    client.post("/settings/notifications/", {"kind": "slack", "chat_url": URL + "-new"})
     channel = NotificationChannel.objects.get(pk=lost_channel.pk)
-    assert channel.webhook_url == URL + "-new" and not channel.is_broken
+    assert channel.chat_url == URL + "-new" and not channel.is_broken
 
 
 def test_saving_another_field_keeps_the_stored_ciphertext(lost_channel, settings):
@@ -123,7 +123,7 @@ def test_saving_another_field_keeps_the_stored_ciphertext(lost_channel, settings
 
     def raw() -> str:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT webhook_url FROM notifications_notificationchannel")
+            cursor.execute("SELECT chat_url FROM notifications_notificationchannel")
             return cursor.fetchone()[0]
 
     before = raw()
@@ -131,4 +131,4 @@ def test_saving_another_field_keeps_the_stored_ciphertext(lost_channel, settings
     channel.save()
     assert raw() == before
     settings.FIELD_ENCRYPTION_KEYS = [NEW_KEY, OLD_KEY]  # the key is found again
-    assert NotificationChannel.objects.get(pk=lost_channel.pk).webhook_url == URL
+    assert NotificationChannel.objects.get(pk=lost_channel.pk).chat_url == URL

@@ -89,7 +89,7 @@ def test_an_existing_database_moves_to_the_notifications_app_with_nothing_lost(o
     from notifications.models import Delivery, NotificationChannel
 
     moved = NotificationChannel.objects.get(pk=channel.pk)
-    assert (moved.user_id, moved.kind, moved.webhook_url) == (knight.pk, "slack", URL)
+    assert (moved.user_id, moved.kind, moved.chat_url) == (knight.pk, "slack", URL)
     assert moved.last_test_at is not None
     moved_delivery = Delivery.objects.get(pk=delivery.pk)
     assert moved_delivery.event_id == event.pk

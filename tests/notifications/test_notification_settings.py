@@ -1,6 +1,6 @@
 """Settings, Notifications: choose a channel, send a test (queued for a worker,
 its outcome shown on the page), see a broken one. And the admin, which never
-shows a webhook URL in full."""
+shows a chat URL in full."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from audit.models import AuditEvent
 from lib import jobs
 from notifications.channels import notification_channel_mark_broken, notification_channel_set
 from notifications.models import ChannelKind, ChannelTest, NotificationChannel
+from notifications.tasks import send_channel_test
 from tests.delivery.nudge_support import FakeService, Reply, new_request_nudge
 
 PAGE = "/settings/notifications/"
@@ -37,15 +38,12 @@ def _settings(settings):
 def worker(queued, django_capture_on_commit_callbacks):
     """Runs what was queued, as a worker would: the real Celery task, in this
     process. Returns the tasks' results."""
-    from celery import current_app
-
-    import delivery.tasks  # noqa: F401 (registers the tasks)
 
     def run() -> list:
         results = []
         while queued:
-            name, arg = queued.pop(0)
-            results.append(current_app.tasks[name](arg))
+            task, arg = queued.pop(0)
+            results.append(task(arg))
         return results
 
     return run
@@ -79,7 +77,7 @@ def knight(client, assignee):
 def stored_url_column(channel: NotificationChannel) -> str:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT webhook_url FROM notifications_notificationchannel WHERE id = %s",
+            "SELECT chat_url FROM notifications_notificationchannel WHERE id = %s",
             [channel.pk.hex if connection.vendor == "sqlite" else channel.pk],
         )
         return cursor.fetchone()[0]
@@ -103,11 +101,11 @@ def test_without_a_choice_nudges_go_to_the_users_email(knight):
 
 def test_choosing_slack_stores_the_url_encrypted_and_never_shows_it_again(knight, assignee):
     url = "https://hooks.slack.com" + SECRET_PATH
-    response = knight.post(PAGE, {"kind": "slack", "webhook_url": url})
+    response = knight.post(PAGE, {"kind": "slack", "chat_url": url})
     assert response.status_code == 302
     channel = NotificationChannel.objects.get(user=assignee)
     assert channel.kind == ChannelKind.SLACK
-    assert channel.webhook_url == url
+    assert channel.chat_url == url
     raw = stored_url_column(channel)
     assert "hooks.slack.com" not in raw and SECRET_PATH not in raw
     html = knight.get(PAGE).content.decode()
@@ -116,25 +114,25 @@ def test_choosing_slack_stores_the_url_encrypted_and_never_shows_it_again(knight
 
 
 def test_slack_without_a_url_is_refused(knight, assignee):
-    response = knight.post(PAGE, {"kind": "slack", "webhook_url": ""})
+    response = knight.post(PAGE, {"kind": "slack", "chat_url": ""})
     assert response.status_code == 400
-    assert "Paste the webhook URL." in response.content.decode()
+    assert "Paste the chat URL." in response.content.decode()
     assert not NotificationChannel.objects.filter(user=assignee).exists()
 
 
 def test_an_empty_url_keeps_the_saved_one(knight, assignee):
     url = "https://hooks.slack.com" + SECRET_PATH
-    knight.post(PAGE, {"kind": "slack", "webhook_url": url})
-    assert knight.post(PAGE, {"kind": "slack", "webhook_url": ""}).status_code == 302
-    assert NotificationChannel.objects.get(user=assignee).webhook_url == url
+    knight.post(PAGE, {"kind": "slack", "chat_url": url})
+    assert knight.post(PAGE, {"kind": "slack", "chat_url": ""}).status_code == 302
+    assert NotificationChannel.objects.get(user=assignee).chat_url == url
 
 
-def test_going_back_to_email_forgets_the_webhook_url(knight, assignee):
-    knight.post(PAGE, {"kind": "teams", "webhook_url": "https://example.logic.azure.com/wf/1"})
-    knight.post(PAGE, {"kind": "email", "webhook_url": ""})
+def test_going_back_to_email_forgets_the_chat_url(knight, assignee):
+    knight.post(PAGE, {"kind": "teams", "chat_url": "https://example.logic.azure.com/wf/1"})
+    knight.post(PAGE, {"kind": "email", "chat_url": ""})
     channel = NotificationChannel.objects.get(user=assignee)
     assert channel.kind == ChannelKind.EMAIL
-    assert channel.webhook_url == ""
+    assert channel.chat_url == ""
 
 
 @pytest.mark.parametrize(
@@ -150,7 +148,7 @@ def test_going_back_to_email_forgets_the_webhook_url(knight, assignee):
 )
 def test_production_accepts_only_https_urls_that_are_not_local(knight, assignee, settings, url):
     settings.OUTBOUND_ALLOW_LOOPBACK = False
-    response = knight.post(PAGE, {"kind": "slack", "webhook_url": url})
+    response = knight.post(PAGE, {"kind": "slack", "chat_url": url})
     assert response.status_code == 400
     assert not NotificationChannel.objects.filter(user=assignee).exists()
 
@@ -165,7 +163,7 @@ def test_a_url_whose_name_leads_inside_is_refused_without_saying_where(
 
     monkeypatch.setattr("lib.outbound.socket.getaddrinfo", resolves_privately)
     response = knight.post(
-        PAGE, {"kind": "teams", "webhook_url": "https://postgres.internal/workflows/1"}
+        PAGE, {"kind": "teams", "chat_url": "https://postgres.internal/workflows/1"}
     )
 
     assert response.status_code == 400
@@ -178,7 +176,7 @@ def test_a_url_whose_name_leads_inside_is_refused_without_saying_where(
 
 
 def test_development_accepts_a_localhost_url(knight, assignee):
-    response = knight.post(PAGE, {"kind": "slack", "webhook_url": "http://localhost:9000/hook"})
+    response = knight.post(PAGE, {"kind": "slack", "chat_url": "http://localhost:9000/hook"})
     assert response.status_code == 302
 
 
@@ -197,7 +195,7 @@ def test_send_a_test_queues_it_for_the_worker_and_sends_nothing_in_the_request(
         response = knight.post(TEST, follow=True)
     assert mail.outbox == []  # nothing left the machine during the request
     (test,) = ChannelTest.objects.filter(user=assignee)
-    assert queued == [("delivery.tasks.send_test", str(test.pk))]
+    assert queued == [(send_channel_test, str(test.pk))]
     html = response.content.decode()
     assert "Test queued. Its result appears below when it arrives." in html
     assert "Waiting for the worker" in html
@@ -213,7 +211,7 @@ def test_send_a_test_by_email(test_sent):
 def test_a_test_send_is_audited_with_its_kind_and_outcome_and_never_the_url(
     test_sent, assignee, slack
 ):
-    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     test_sent()
     (event,) = AuditEvent.objects.filter(action="notification_test_sent")
     assert event.payload == {"kind": "slack", "outcome": "sent"}
@@ -292,15 +290,15 @@ def test_the_interval_is_per_person(
 
 
 def test_a_test_keeps_the_chosen_channel(test_sent, assignee, slack):
-    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     test_sent()
     channel = NotificationChannel.objects.get(user=assignee)
-    assert channel.kind == ChannelKind.SLACK and channel.webhook_url == slack.url
+    assert channel.kind == ChannelKind.SLACK and channel.chat_url == slack.url
     assert channel.last_test_at is not None
 
 
 def test_send_a_test_to_slack(test_sent, assignee, slack):
-    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     html = test_sent()
     (request,) = slack.requests
     assert "this is a test" in request.body["text"]
@@ -310,7 +308,7 @@ def test_send_a_test_to_slack(test_sent, assignee, slack):
 def test_a_test_that_slack_refuses_for_good_shows_the_reason_and_marks_the_channel_broken(
     test_sent, assignee, slack
 ):
-    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     slack.reply_with(Reply(404, "no_service"))
     html = test_sent()
     assert "Slack did not take the test message: Slack answered 404 no_service" in html
@@ -319,7 +317,7 @@ def test_a_test_that_slack_refuses_for_good_shows_the_reason_and_marks_the_chann
 
 
 def test_a_transient_test_failure_does_not_mark_the_channel_broken(test_sent, assignee, slack):
-    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     slack.reply_with(Reply(503, "busy"))
     html = test_sent()
     assert "Slack answered 503 busy" in html
@@ -327,7 +325,7 @@ def test_a_transient_test_failure_does_not_mark_the_channel_broken(test_sent, as
 
 
 def test_a_broken_channel_is_shown_to_its_owner_with_the_reason(knight, assignee, slack):
-    channel = notification_channel_set(user=assignee, kind=ChannelKind.TEAMS, webhook_url=slack.url)
+    channel = notification_channel_set(user=assignee, kind=ChannelKind.TEAMS, chat_url=slack.url)
     notification_channel_mark_broken(
         channel_id=channel.pk, failed_url=slack.url, reason="Teams answered 404 WorkflowNotFound"
     )
@@ -340,7 +338,7 @@ def test_a_broken_channel_is_shown_to_its_owner_with_the_reason(knight, assignee
 def test_someone_else_does_not_see_a_broken_channel_that_is_not_theirs(
     client, assignee, outsider, slack
 ):
-    channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     notification_channel_mark_broken(channel_id=channel.pk, failed_url=slack.url, reason="gone")
     client.force_login(outsider)
     html = client.get(PAGE).content.decode()
@@ -349,22 +347,22 @@ def test_someone_else_does_not_see_a_broken_channel_that_is_not_theirs(
 
 
 def test_a_successful_test_clears_the_broken_mark(test_sent, assignee, slack):
-    channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     notification_channel_mark_broken(channel_id=channel.pk, failed_url=slack.url, reason="gone")
     test_sent()
     assert not NotificationChannel.objects.get(user=assignee).is_broken
 
 
 def test_saving_the_channel_again_clears_the_broken_mark(knight, assignee, slack):
-    channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     notification_channel_mark_broken(channel_id=channel.pk, failed_url=slack.url, reason="gone")
-    knight.post(PAGE, {"kind": "slack", "webhook_url": slack.url + "/new"})
+    knight.post(PAGE, {"kind": "slack", "chat_url": slack.url + "/new"})
     assert not NotificationChannel.objects.get(user=assignee).is_broken
 
 
 def test_a_failure_of_an_old_url_does_not_break_the_one_saved_since(assignee, slack):
-    channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
-    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url + "/2")
+    channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url + "/2")
     assert not notification_channel_mark_broken(
         channel_id=channel.pk, failed_url=slack.url, reason="gone"
     )
@@ -377,7 +375,7 @@ def test_a_failure_of_an_old_url_does_not_break_the_one_saved_since(assignee, sl
 def test_the_admin_shows_channels_without_their_url(client, make_user, assignee):
     admin = make_user("admin@example.com", is_staff=True, is_superuser=True)
     channel = notification_channel_set(
-        user=assignee, kind=ChannelKind.SLACK, webhook_url="https://hooks.slack.com" + SECRET_PATH
+        user=assignee, kind=ChannelKind.SLACK, chat_url="https://hooks.slack.com" + SECRET_PATH
     )
     client.force_login(admin)
     for url in (

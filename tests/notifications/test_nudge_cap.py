@@ -14,10 +14,10 @@ from django.utils import timezone
 from audit.services import Actor
 from commitments import services
 from commitments.models import EventKind, OutboxEvent
-from delivery import outbox
 from lib import jobs
-from notifications import sending
+from notifications import dispatch, sending
 from notifications.models import AttemptOutcome, Delivery, DeliveryStatus
+from relay import outbox
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +59,7 @@ def flood(assigner, assignee, count: int, *, start: int = 0) -> list[Delivery]:
 def send_everything_due() -> list[str | None]:
     """What the sweep would queue now, sent."""
     now = timezone.now()
-    ids = sending.nudge_deliveries_take_due(now=now, requeue_after=dt.timedelta(0), limit=500)
+    ids = dispatch.nudge_deliveries_take_due(now=now, requeue_after=dt.timedelta(0), limit=500)
     return [sending.nudge_send(delivery_id=i) for i in ids]
 
 

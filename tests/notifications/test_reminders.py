@@ -4,7 +4,7 @@ the assigner when a request has waited two days for its handshake; each
 made once (a unique key in the database), sent like a nudge through the
 person's channel, at most one reminder message per person per hour (a
 digest), and not at all for someone who turned them off. The scheduler runs
-here as beat would run it (`delivery.tasks.remind`), and what it queues runs
+here as beat would run it (`notifications.tasks.remind`), and what it queues runs
 through the real send task; tests/delivery/test_reminder_worker.py does the
 same with real worker processes."""
 
@@ -20,9 +20,7 @@ from django.urls import reverse
 
 from audit.services import Actor
 from commitments import services
-from delivery.outbox import outbox_sweep
 from lib import jobs
-from notifications import sending
 from notifications.channels import notification_channel_set
 from notifications.models import (
     ChannelKind,
@@ -33,6 +31,8 @@ from notifications.models import (
     ReminderKind,
 )
 from notifications.reminders import reminders_create_due
+from notifications.tasks import deliver_nudge, remind
+from relay.outbox import outbox_sweep
 from tests.delivery.nudge_support import FakeService
 from tests.webhooks.support import install_clock
 
@@ -59,10 +59,6 @@ def worker(monkeypatch):
     """The broker and a worker in this process: records what is queued, and
     `run()` runs the sends of reminders (the nudges of the requests made to
     set the scene are not what these tests are about)."""
-    from celery import current_app
-
-    import delivery.tasks  # noqa: F401 (registers the tasks)
-
     queued: list[tuple[str, str]] = []
 
     def record(task_name, arg, *, retry=True):
@@ -74,18 +70,18 @@ def worker(monkeypatch):
     class Worker:
         def remind(self, clock) -> int:
             """Beat's reminder task at the clock's time, then the sends it queued."""
-            made = current_app.tasks["delivery.tasks.remind"]()
+            made = remind()
             self.run()
             return made
 
         def run(self) -> None:
             while queued:
-                name, arg = queued.pop(0)
+                task, arg = queued.pop(0)
                 if (
-                    name == sending.SEND_TASK
+                    task is deliver_nudge
                     and Delivery.objects.filter(pk=arg, reminder__isnull=False).exists()
                 ):
-                    current_app.tasks[name](arg)
+                    task(arg)
 
         def sweep(self, clock) -> None:
             outbox_sweep(now=clock.now)
@@ -284,7 +280,7 @@ def test_the_reminder_says_when_it_is_due_in_the_recipients_time_zone_by_email_a
     )
 
     with FakeService() as slack:
-        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
         clock.advance_to(deadline + dt.timedelta(minutes=1))
         worker.remind(clock)
         (request,) = slack.wait_for_requests(1)
@@ -303,7 +299,7 @@ def test_a_scheduler_that_dies_before_committing_leaves_nothing_and_the_next_run
     def crash(**kwargs):
         raise RuntimeError("the scheduler died")
 
-    monkeypatch.setattr("notifications.reminders.reminder_delivery_create", crash)
+    monkeypatch.setattr("notifications.dispatch.reminder_delivery_create", crash)
     with pytest.raises(RuntimeError):
         reminders_create_due(now=clock.now)
     assert not Reminder.objects.exists()

@@ -27,7 +27,7 @@ def knight(client, assignee, settings):
     ],
 )
 def test_a_slack_channel_refuses_a_url_that_is_not_slacks(knight, assignee, url):
-    response = knight.post(PAGE, {"kind": "slack", "webhook_url": url})
+    response = knight.post(PAGE, {"kind": "slack", "chat_url": url})
 
     assert response.status_code == 400
     assert "starts with https://hooks.slack.com/" in response.content.decode()
@@ -36,21 +36,21 @@ def test_a_slack_channel_refuses_a_url_that_is_not_slacks(knight, assignee, url)
 
 def test_a_slack_url_is_taken(knight, assignee):
     url = "https://hooks.slack.com/services/T000/B000/secret"
-    assert knight.post(PAGE, {"kind": "slack", "webhook_url": url}).status_code == 302
+    assert knight.post(PAGE, {"kind": "slack", "chat_url": url}).status_code == 302
     assert NotificationChannel.objects.get(user=assignee).kind == ChannelKind.SLACK
 
 
 def test_teams_keeps_its_own_urls(knight, assignee):
     url = "https://example.logic.azure.com/workflows/1"
-    assert knight.post(PAGE, {"kind": "teams", "webhook_url": url}).status_code == 302
+    assert knight.post(PAGE, {"kind": "teams", "chat_url": url}).status_code == 302
 
 
 def test_a_local_receiver_stands_in_for_slack_only_where_loopback_is_allowed(
     knight, assignee, settings
 ):
     url = "http://127.0.0.1:9/services/T000/B000/secret"
-    assert knight.post(PAGE, {"kind": "slack", "webhook_url": url}).status_code == 302
+    assert knight.post(PAGE, {"kind": "slack", "chat_url": url}).status_code == 302
 
     settings.OUTBOUND_ALLOW_LOOPBACK = False
     NotificationChannel.objects.all().delete()
-    assert knight.post(PAGE, {"kind": "slack", "webhook_url": url}).status_code == 400
+    assert knight.post(PAGE, {"kind": "slack", "chat_url": url}).status_code == 400

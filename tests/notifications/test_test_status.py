@@ -37,13 +37,9 @@ def knight(client, assignee):
 
 
 def run_worker(queued) -> None:
-    from celery import current_app
-
-    import delivery.tasks  # noqa: F401 (registers the tasks)
-
     while queued:
-        name, arg = queued.pop(0)
-        current_app.tasks[name](arg)
+        task, arg = queued.pop(0)
+        task(arg)
 
 
 def press_send_a_test(knight, django_capture_on_commit_callbacks) -> ChannelTest:
@@ -93,7 +89,7 @@ def test_the_status_says_failed_with_the_reason(
     knight, assignee, queued, django_capture_on_commit_callbacks
 ):
     with FakeService(Reply(404, "no_service")) as slack:
-        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
         test = press_send_a_test(knight, django_capture_on_commit_callbacks)
         run_worker(queued)
     body = knight.get(status_url(test)).json()

@@ -10,9 +10,9 @@ from django.core import mail
 from audit.services import Actor
 from commitments import services
 from commitments.models import EventKind, OutboxEvent
-from delivery import outbox
 from lib import jobs
 from notifications.models import Delivery
+from relay import outbox
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ import pytest
 from django.core import mail
 
 from commitments.models import OutboxEvent
-from delivery import outbox
+from relay import outbox
 from tests.webhooks.support import Receiver
 from webhooks.services import webhook_endpoint_create
 

@@ -14,8 +14,9 @@ from tests.webhooks.pages_support import (
     mapped_commitment,
     resolve_every_name_to,
 )
-from webhooks import sending, services
+from webhooks import services
 from webhooks.models import WebhookAttempt, WebhookDelivery
+from webhooks.tasks import deliver_webhook
 
 URL = "https://hooks.example.com/hook/credential-in-the-path?key=also-secret"
 ENDPOINTS = "/admin/webhooks/webhookendpoint/"
@@ -111,7 +112,7 @@ def test_the_replay_action_replays_failed_deliveries_and_is_audited(
     delivered.refresh_from_db()
     assert (failed.status, failed.replays) == ("pending", 1)
     assert delivered.status == "delivered"
-    assert queued == [(sending.SEND_TASK, str(failed.pk))]  # the same delivery id
+    assert queued == [(deliver_webhook, str(failed.pk))]  # the same delivery id
     (event,) = AuditEvent.objects.filter(action="webhook_delivery_replayed")
     assert event.user == staff and event.payload["delivery"] == str(failed.pk)
 

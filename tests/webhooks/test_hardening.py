@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from commitments.models import OutboxEvent
-from delivery import outbox
+from relay import outbox
 from tests.integrations.api_support import sign_in
 from tests.webhooks.pages_support import (
     RECEIVER,
@@ -26,7 +26,7 @@ from tests.webhooks.pages_support import (
     resolve_every_name_to,
 )
 from tests.webhooks.support import Receiver
-from webhooks import sending, services
+from webhooks import sending, services, turns
 from webhooks.errors import WebhookEndpointLimit, WebhookTestTooSoon, WebhookUrlRefused
 from webhooks.models import (
     OWNER_INACTIVE_REASON,
@@ -150,7 +150,7 @@ def test_a_person_with_as_many_sends_in_flight_as_allowed_waits_and_others_do_no
         WebhookDelivery.objects.filter(pk=finished.pk).update(
             status=WebhookDeliveryStatus.DELIVERED, claimed_until=None
         )
-        sending._next_in_line(assigner.pk, now=timezone.now())
+        turns.next_in_line(assigner.pk, now=timezone.now())
         assert sending.webhook_send(delivery_id=waiting.pk) == "delivered"
 
 

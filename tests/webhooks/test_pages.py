@@ -27,6 +27,7 @@ from tests.webhooks.pages_support import (
 )
 from webhooks import sending
 from webhooks.models import WebhookDelivery, WebhookEndpoint
+from webhooks.tasks import deliver_webhook
 
 PAGE = "/settings/webhooks/"
 SECRET = re.compile(r"whsec_[A-Za-z0-9+/]{43}=")
@@ -250,7 +251,7 @@ def test_send_test_event_queues_a_marked_commitment_test(
     assert response.status_code == 302
     (delivery,) = WebhookDelivery.objects.filter(endpoint=endpoint)
     assert (delivery.event_name, delivery.is_test) == ("commitment.test", True)
-    assert queued == [(sending.SEND_TASK, str(delivery.pk))]
+    assert queued == [(deliver_webhook, str(delivery.pk))]
     page = owner.get(PAGE).content.decode()
     assert "Test event (commitment.test) queued" in page
     assert "commitment.test" in page and ">Test</span>" in page
@@ -340,7 +341,7 @@ def test_a_permanently_failed_delivery_has_a_replay_button_that_keeps_its_id(
         assert owner.post(f"{PAGE}deliveries/{failed.pk}/replay").status_code == 302
     failed.refresh_from_db()
     assert failed.status == "pending" and failed.replays == 1
-    assert queued == [(sending.SEND_TASK, str(failed.pk))]  # the same delivery id
+    assert queued == [(deliver_webhook, str(failed.pk))]  # the same delivery id
     replayed = AuditEvent.objects.get(action="webhook_delivery_replayed")
     assert replayed.user == assigner
 

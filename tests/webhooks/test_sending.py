@@ -13,7 +13,7 @@ import standardwebhooks
 
 from audit.models import AuditEvent
 from audit.services import Actor
-from delivery.outbox import outbox_sweep
+from relay.outbox import outbox_sweep
 from tests.delivery.nudge_support import Reply
 from tests.webhooks.conftest import dispatch_all
 from tests.webhooks.support import install_clock, mapped_active
@@ -32,6 +32,7 @@ from webhooks.services import (
     webhook_endpoint_rotate_secret,
     webhook_endpoint_update,
 )
+from webhooks.transport import Outcome
 
 pytestmark = pytest.mark.django_db
 
@@ -311,7 +312,7 @@ def test_a_stale_workers_failure_does_not_reschedule_a_row_claimed_since(
     clock.advance(seconds=settings.DELIVERY_LEASE_SECONDS + 1)
     assert sending.webhook_send(delivery_id=delivery.pk) == "delivered"
 
-    sending._record(stale, sending._Outcome(delivered=False, error="late"), 0.0)
+    sending._record(stale, Outcome(delivered=False, error="late"))
 
     delivery.refresh_from_db()
     assert delivery.status == WebhookDeliveryStatus.DELIVERED
@@ -368,7 +369,7 @@ def test_one_send_per_endpoint_is_in_flight_and_the_next_goes_when_it_ends(
 
     published.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        sending._record(in_flight, sending._Outcome(delivered=True, status_code=200), 0.0)
+        sending._record(in_flight, Outcome(delivered=True, status_code=200))
     assert ("deliver_webhook", str(second.pk)) in published  # its turn, at once
     second.refresh_from_db()
     assert second.next_attempt_at == clock.now

@@ -110,7 +110,7 @@ def test_during_a_rotation_both_secrets_sign_then_only_the_new_one(
     # 24 hours later the old secret is gone: the sweep forgets it, and
     # nothing is signed with it any more.
     later = timezone.now() + dt.timedelta(hours=24, seconds=1)
-    from delivery.outbox import outbox_sweep
+    from relay.outbox import outbox_sweep
 
     outbox_sweep(now=later)
     endpoint.refresh_from_db()

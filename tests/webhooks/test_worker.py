@@ -262,7 +262,7 @@ def test_one_person_s_ten_hanging_endpoints_do_not_delay_another_person_s_delive
     had more than WEBHOOK_USER_IN_FLIGHT (2) sends in flight."""
     from lib import jobs
     from tests.webhooks.pages_support import delivery_row, endpoint_for
-    from webhooks.sending import SEND_TASK
+    from webhooks.tasks import deliver_webhook
 
     env["TEST_WEBHOOK_TIMEOUT"] = "8"  # one attempt's timeout, short for the test
     env["WEBHOOK_USER_IN_FLIGHT"] = "2"
@@ -275,10 +275,10 @@ def test_one_person_s_ten_hanging_endpoints_do_not_delay_another_person_s_delive
         with webhook_worker(env, tmp_path / "webhooks.log", concurrency=3) as hooks:
             hooks.wait_for_output("ready.")
             for endpoint in hogs:
-                assert jobs.enqueue(SEND_TASK, str(delivery_row(endpoint, None).pk))
+                assert jobs.enqueue(deliver_webhook, str(delivery_row(endpoint, None).pk))
             hanging.wait_for_hits(2)
             delivery = delivery_row(theirs, None)
-            assert jobs.enqueue(SEND_TASK, str(delivery.pk))
+            assert jobs.enqueue(deliver_webhook, str(delivery.pk))
 
             healthy.wait_for_hits(1, timeout=30)
             ended = WebhookAttempt.objects.filter(delivery__endpoint__user=assigner).exclude(

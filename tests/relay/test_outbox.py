@@ -15,7 +15,6 @@ from django.utils import timezone
 from audit.services import Actor
 from commitments import services
 from commitments.models import EventKind, OutboxEvent
-from delivery import outbox
 from notifications import sending
 from notifications.channels import notification_channel_set
 from notifications.models import (
@@ -25,6 +24,7 @@ from notifications.models import (
     DeliveryStatus,
     NotificationChannel,
 )
+from relay import outbox
 from tests.delivery.nudge_support import FakeService, Reply
 from tests.support import race
 
@@ -185,13 +185,13 @@ def test_an_inbox_creation_nudges_the_assignee_once(assigner, assignee, publishe
     assert event.dispatch_attempts == 1
     assert outbox.outbox_event_dispatch(event_id=event.pk) == []  # a second run: nothing
     assert Delivery.objects.count() == 1
-    assert published == [("deliver", str(delivery.pk))]
+    assert published == [("deliver_nudge", str(delivery.pk))]
 
 
 def test_a_nudge_is_planned_on_the_channel_the_recipient_chose(
     assigner, assignee, published, slack
 ):
-    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
     assert delivery.channel == ChannelKind.SLACK
 
@@ -280,7 +280,7 @@ def test_a_delivered_nudge_is_not_sent_again_when_its_task_runs_twice(
 
 
 def test_a_slack_nudge_posts_to_the_saved_webhook(assigner, assignee, published, slack):
-    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
     assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
     (request,) = slack.requests
@@ -290,7 +290,7 @@ def test_a_slack_nudge_posts_to_the_saved_webhook(assigner, assignee, published,
 
 
 def test_transient_failures_back_off_longer_each_time(assigner, assignee, published, slack):
-    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     slack.default = Reply(503, "service_unavailable")
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
     waits = []
@@ -311,7 +311,7 @@ def test_transient_failures_back_off_longer_each_time(assigner, assignee, publis
 
 
 def test_retry_after_from_the_service_is_respected(assigner, assignee, published, slack):
-    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     slack.reply_with(Reply(429, "rate_limited", headers={"Retry-After": "600"}))
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
     before = timezone.now()
@@ -323,7 +323,7 @@ def test_retry_after_from_the_service_is_respected(assigner, assignee, published
 def test_a_permanent_failure_marks_the_channel_broken_and_falls_back_to_email(
     assigner, assignee, published, slack, committed
 ):
-    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     slack.default = Reply(404, "no_service")
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
     published.clear()
@@ -336,7 +336,7 @@ def test_a_permanent_failure_marks_the_channel_broken_and_falls_back_to_email(
     delivery.refresh_from_db()
     assert delivery.channel == ChannelKind.EMAIL
     assert delivery.status == DeliveryStatus.PENDING
-    assert published == [("deliver", str(delivery.pk))]  # the fallback goes at once
+    assert published == [("deliver_nudge", str(delivery.pk))]  # the fallback goes at once
 
     assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
     assert len(slack.requests) == 1  # no retries against a dead webhook
@@ -350,7 +350,7 @@ def test_a_permanent_failure_marks_the_channel_broken_and_falls_back_to_email(
 def test_later_nudges_skip_a_broken_channel_until_it_is_saved_again(
     assigner, assignee, published, slack
 ):
-    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     slack.default = Reply(410, "channel_is_archived")
     first = dispatch_and_get(event_of(create_pending(assigner, assignee)))
     sending.nudge_send(delivery_id=first.pk)
@@ -358,7 +358,7 @@ def test_later_nudges_skip_a_broken_channel_until_it_is_saved_again(
         event_of(create_pending(assigner, assignee, description="And the annual one"))
     )
     assert second.channel == ChannelKind.EMAIL
-    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     third = dispatch_and_get(
         event_of(create_pending(assigner, assignee, description="And the monthly one"))
     )
@@ -369,7 +369,7 @@ def test_a_chat_channel_that_keeps_failing_falls_back_to_email_without_being_mar
     assigner, assignee, published, slack, settings
 ):
     settings.DELIVERY_MAX_ATTEMPTS = 2
-    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+    notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     slack.default = Reply(500, "rollup_error")
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
     sending.nudge_send(delivery_id=delivery.pk)

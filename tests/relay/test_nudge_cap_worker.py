@@ -29,7 +29,7 @@ def sweeps_done(worker) -> int:
     return sum(
         1
         for line in worker.output().splitlines()
-        if "delivery.tasks.sweep[" in line and "succeeded" in line
+        if "relay.tasks.sweep[" in line and "succeeded" in line
     )
 
 

@@ -1,17 +1,17 @@
-"""The dispatcher: outbox events become work for the apps that deliver.
+"""The relay: outbox events become deliveries, and the sweep queues what is due.
 
 The database is the truth; Celery only carries ids, and any message may be
 lost, late or delivered twice:
 
 1. A commitments service writes an `OutboxEvent` in the transaction of the
    change and, once it commits, calls `outbox_publish_event(event_id=...)`
-   (named by settings.OUTBOX_PUBLISHER, so `commitments` imports no delivery
-   code), which queues `dispatch_event(id)`. That publish is tried once,
+   (named by settings.OUTBOX_PUBLISHER, so `commitments` imports no relay
+   code), which queues `relay.tasks.dispatch_event(id)`. That publish is tried once,
    bounded by BROKER_TIMEOUT, and its failure only logged.
 2. `outbox_event_dispatch` claims the event (`commitments.outbox`) and asks
    each deliverer for its rows, in one transaction: the nudges
-   (`notifications.sending`) and the integrators' webhooks
-   (`webhooks.sending`). Each deliverer queues its own sends after commit.
+   (`notifications.dispatch`) and the integrators' webhooks
+   (`webhooks.dispatch`). Each queues its own sends after commit.
 3. `outbox_sweep` (beat, every OUTBOX_SWEEP_INTERVAL s) queues what is due
    and was never picked up: undispatched events, due nudges and webhook
    deliveries and those whose lease expired, claimed with SELECT ... FOR
@@ -37,15 +37,16 @@ from commitments.outbox import (
     outbox_events_take_due,
 )
 from lib import jobs
-from notifications.channels import TEST_TASK, notification_tests_take_due
-from notifications.sending import SEND_TASK, nudge_deliveries_create, nudge_deliveries_take_due
-from webhooks.sending import SEND_TASK as WEBHOOK_SEND_TASK
-from webhooks.sending import webhook_deliveries_create, webhook_deliveries_take_due
+from notifications import tasks as notification_tasks
+from notifications.channels import notification_tests_take_due
+from notifications.dispatch import nudge_deliveries_create, nudge_deliveries_take_due
+from relay import tasks
+from webhooks import tasks as webhook_tasks
+from webhooks.dispatch import webhook_deliveries_create, webhook_deliveries_take_due
 from webhooks.services import webhook_endpoints_forget_old_secrets
 
 log = logging.getLogger(__name__)
 
-DISPATCH_TASK = "delivery.tasks.dispatch_event"
 SWEEP_BATCH = 500
 
 
@@ -55,7 +56,7 @@ def outbox_publish_event(*, event_id: int) -> None:
     committed. Runs no query; tried once, without retries, since the caller may
     be a request that must not wait on a broker. A lost publish delays the
     nudge until the next sweep; it never loses it."""
-    jobs.enqueue(DISPATCH_TASK, event_id, retry=False)
+    jobs.enqueue(tasks.dispatch_event, event_id, retry=False)
 
 
 def outbox_event_dispatch(*, event_id: int) -> list[uuid.UUID]:
@@ -107,13 +108,13 @@ def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
 
         def enqueue() -> None:
             for event_id in event_ids:
-                jobs.enqueue(DISPATCH_TASK, event_id)
+                jobs.enqueue(tasks.dispatch_event, event_id)
             for delivery_id in delivery_ids:
-                jobs.enqueue(SEND_TASK, str(delivery_id))
+                jobs.enqueue(notification_tasks.deliver_nudge, str(delivery_id))
             for delivery_id in webhook_ids:
-                jobs.enqueue(WEBHOOK_SEND_TASK, str(delivery_id))
+                jobs.enqueue(webhook_tasks.deliver_webhook, str(delivery_id))
             for test_id in test_ids:
-                jobs.enqueue(TEST_TASK, str(test_id))
+                jobs.enqueue(notification_tasks.send_channel_test, str(test_id))
 
         transaction.on_commit(enqueue)
     if event_ids or delivery_ids or webhook_ids or test_ids:

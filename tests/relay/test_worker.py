@@ -59,7 +59,7 @@ def sweeps_done(worker: Process) -> int:
     return sum(
         1
         for line in worker.output().splitlines()
-        if "delivery.tasks.sweep[" in line and "succeeded" in line
+        if "relay.tasks.sweep[" in line and "succeeded" in line
     )
 
 
@@ -178,7 +178,7 @@ def test_an_inbox_call_while_redis_is_paused_returns_and_the_nudge_goes_once_it_
         commitment, stderr, took = inbox_call_in_a_web_process(
             env, mint(assigner), "Written while Redis was paused", before=pause
         )
-        assert "Could not queue delivery.tasks.dispatch_event" in stderr  # the publish did fail
+        assert "Could not queue relay.tasks.dispatch_event" in stderr  # the publish did fail
         assert took < PROMPT, f"the call took {took:.1f} s"
         # Redis comes back by itself; the sweep finds the event.
         wait_until(lambda: delivered(commitment), timeout=30, what="the nudge")
@@ -200,7 +200,7 @@ def test_an_inbox_call_while_redis_is_down_returns_and_the_nudge_goes_once_it_is
         commitment, stderr, took = inbox_call_in_a_web_process(
             env, mint(assigner), "Written while Redis was down"
         )
-        assert "Could not queue delivery.tasks.dispatch_event" in stderr
+        assert "Could not queue relay.tasks.dispatch_event" in stderr
         assert took < PROMPT, f"the call took {took:.1f} s"
         time.sleep(2)
         assert not delivered(commitment)  # nothing can carry it yet
@@ -218,7 +218,7 @@ def test_a_worker_killed_in_the_middle_of_a_delivery_does_not_lose_the_nudge(
 ):
     redis_env.update({"TEST_DELIVERY_LEASE_SECONDS": "3", "TEST_NOTIFY_HTTP_TIMEOUT": "20"})
     with FakeService() as slack:
-        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, webhook_url=slack.url)
+        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
         held = threading.Event()
         slack.reply_with(Reply(200, "ok", hold=held))  # the first request hangs
 

@@ -40,7 +40,7 @@ def runs_done(worker) -> int:
     return sum(
         1
         for line in worker.output().splitlines()
-        if "delivery.tasks.remind[" in line and "succeeded" in line
+        if "notifications.tasks.remind[" in line and "succeeded" in line
     )
 
 

@@ -1,0 +1,28 @@
+"""The nudges' Celery tasks: thin, each takes a row id and calls a service.
+Every one may run twice, late, or for a row that is gone; the services'
+conditional claims make that harmless. The services queue them by import
+(`notifications.dispatch`, `notifications.channels`); settings name them
+only for beat (CELERY_BEAT_SCHEDULE)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.utils import timezone
+
+from notifications import channels, reminders, sending
+
+
+@shared_task(name="notifications.tasks.deliver_nudge")
+def deliver_nudge(delivery_id: str) -> str | None:
+    return sending.nudge_send(delivery_id=delivery_id)
+
+
+@shared_task(name="notifications.tasks.send_channel_test")
+def send_channel_test(test_id: str) -> str | None:
+    return channels.notification_test_send(test_id=test_id)
+
+
+@shared_task(name="notifications.tasks.remind")
+def remind() -> int:
+    # Beat, every REMINDER_INTERVAL s (CELERY_BEAT_SCHEDULE["reminders"]).
+    return reminders.reminders_create_due(now=timezone.now())

@@ -1,0 +1,26 @@
+"""The relay's Celery tasks: dispatch one outbox event, and the sweep (beat,
+CELERY_BEAT_SCHEDULE["outbox-sweep"]). Thin: each calls a service, and may
+run twice or late; the claims make that harmless. The apps' own tasks are in
+`notifications.tasks` and `webhooks.tasks`."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from relay import outbox
+
+
+@shared_task(name="relay.tasks.dispatch_event")
+def dispatch_event(event_id: int) -> None:
+    outbox.outbox_event_dispatch(event_id=event_id)
+
+
+@shared_task(name="relay.tasks.sweep")
+def sweep() -> dict[str, int]:
+    result = outbox.outbox_sweep()
+    return {
+        "events": result.events,
+        "deliveries": result.deliveries,
+        "webhooks": result.webhooks,
+        "tests": result.tests,
+    }

@@ -1,0 +1,65 @@
+"""Whose turn it is: one send per endpoint in flight at a time, and at most
+WEBHOOK_USER_IN_FLIGHT per person across their endpoints, so a person's
+receivers that hang hold that many webhook workers, never all of them. A
+delivery whose endpoint or owner is busy waits without holding a worker and
+is queued the moment a send of theirs ends (`next_in_line`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.conf import settings
+from django.db.models import Q
+
+from webhooks import dispatch
+from webhooks.models import WebhookDelivery, WebhookDeliveryStatus, WebhookEndpoint
+
+
+def busy(owner_id, endpoint_id, *, now: dt.datetime, besides) -> bool:
+    """Another delivery to this endpoint is being sent, or the person has
+    WEBHOOK_USER_IN_FLIGHT sends in flight already. Takes the person's turn
+    lock first (their endpoints' rows, in one order), so two claims cannot
+    both pass the count: call inside the claim's transaction."""
+    list(
+        WebhookEndpoint.objects.select_for_update()
+        .filter(user_id=owner_id)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    sending = _in_flight(owner_id, now=now, besides=besides)
+    return endpoint_id in sending or len(sending) >= settings.WEBHOOK_USER_IN_FLIGHT
+
+
+def _in_flight(owner_id, *, now: dt.datetime, besides=None) -> list:
+    """The endpoint ids of the person's sends in flight (live leases), one
+    per send."""
+    return list(
+        WebhookDelivery.objects.filter(
+            endpoint__user_id=owner_id,
+            status=WebhookDeliveryStatus.SENDING,
+            claimed_until__gt=now,
+        )
+        .exclude(pk=besides)
+        .values_list("endpoint_id", flat=True)
+    )
+
+
+def next_in_line(owner_id, *, now: dt.datetime) -> None:
+    """After a send of this person's ends: queue their oldest delivery that
+    is due or was never tried (one that waited for its turn) to an endpoint
+    with nothing in flight, after commit."""
+    sending = _in_flight(owner_id, now=now)
+    if len(sending) >= settings.WEBHOOK_USER_IN_FLIGHT:
+        return
+    rows = WebhookDelivery.objects.filter(status=WebhookDeliveryStatus.PENDING)
+    waiting = (
+        rows.filter(endpoint__user_id=owner_id)
+        .exclude(endpoint_id__in=sending)
+        .filter(Q(next_attempt_at__lte=now) | Q(first_attempt_at__isnull=True))
+        .order_by("created_at")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if waiting is not None:
+        rows.filter(pk=waiting).update(next_attempt_at=now, enqueued_at=now, updated_at=now)
+        dispatch.webhooks_queue_on_commit([waiting])
