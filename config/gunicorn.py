@@ -22,6 +22,13 @@ access_log_format = (
     '%(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms "%(a)s" %({x-request-id}o)s'
 )
 
+# The application is loaded once, in the master, before the workers are
+# forked (config/wsgi.py resolves the URLconf there too): every worker, a
+# restarted one included, starts warm and shares the loaded code's memory.
+# Nothing connects at import (the database and Redis connect on first use, in
+# each worker). A code change needs a restart, not a HUP.
+preload_app = True
+
 # gunicorn 25.1+ opens a control socket (for `gunicornc`) in $XDG_RUNTIME_DIR
 # or $HOME/.gunicorn by default; in the image the app user cannot write its
 # home (/app), so every start logged a permission error. The service does not
