@@ -8,7 +8,9 @@ starts (run by benchmarks/run.py with DJANGO_SETTINGS_MODULE=benchmarks.settings
   and `--completed` Completed ones (`bench`/`done-<n>`) for the replay,
   inserted in bulk: they are the stage, not the measurement;
 - the SQL statements of one real inbox call, captured through Django's
-  connection (CaptureQueriesContext) for the database ceiling (pgbench).
+  connection (CaptureQueriesContext) for the database ceiling (pgbench);
+- with `--gather`, the assigner's model key and a signed-in session (its
+  cookie and CSRF token) for POST /api/gather.
 
 Prints one JSON object on its last line.
 """
@@ -28,14 +30,18 @@ import django
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection  # noqa: E402
+from django.http import HttpRequest  # noqa: E402
+from django.middleware.csrf import get_token  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from accounts.services import user_email_mark_verified  # noqa: E402
 from commitments.models import Commitment, Status  # noqa: E402
+from gather.keys import provider_key_set  # noqa: E402
 from integrations.models import ApiToken as ApiTokenModel  # noqa: E402
 from integrations.services import api_token_mint  # noqa: E402
 from webhooks.services import webhook_endpoint_create  # noqa: E402
@@ -61,6 +67,7 @@ def main() -> None:
     parser.add_argument("--active", type=int, default=1000)
     parser.add_argument("--completed", type=int, default=200)
     parser.add_argument("--receiver", required=True)
+    parser.add_argument("--gather", action="store_true", help="A model key and a session.")
     args = parser.parse_args()
 
     users = get_user_model().objects
@@ -119,6 +126,22 @@ def main() -> None:
             f"The captured inbox call failed: {response.status_code} {response.content!r}"
         )
     statements = [q["sql"] for q in captured.captured_queries]
+
+    # Gather: the assigner's model key (the fake provider takes any), and a
+    # signed-in session with its CSRF token, as the Capture page has them.
+    session = {}
+    if args.gather:
+        provider_key_set(user=assigner, provider="openai", key="sk-bench-" + "x" * 40)
+        browser = Client(HTTP_HOST="localhost")
+        browser.force_login(assigner)
+        # The CSRF cookie holds the secret, the header a masked token of it.
+        csrf_request = HttpRequest()
+        header = get_token(csrf_request)
+        session = {
+            "sessionid": browser.cookies[settings.SESSION_COOKIE_NAME].value,
+            "csrfcookie": csrf_request.META["CSRF_COOKIE"],
+            "csrfheader": header,
+        }
     print(
         json.dumps(
             {
@@ -130,6 +153,7 @@ def main() -> None:
                 "completed": args.completed,
                 "inbox_statements": statements,
                 "inbox_commitment_id": response.json()["id"],
+                "session": session,
                 # Rows the call read, not made: the ceiling keeps their ids.
                 "existing_ids": [
                     str(pk) for pk in (assigner.pk, assignee.pk, ApiTokenModel.objects.get().pk)

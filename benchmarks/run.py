@@ -35,8 +35,13 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the fake provider of the gather tests
 PYTHON = sys.executable
-ALL_PARTS = ("first", "floor", "inbox", "sync", "replay", "pgbench", "worker")
+ALL_PARTS = ("first", "floor", "inbox", "sync", "replay", "gather", "pgbench", "worker")
+GATHER_TEXT = (
+    "Notes from the planning meeting. Dana will send the budget to finance by Friday. "
+    "Lee said he would review the hiring plan next week."
+)
 ENDPOINTS = {
     # name: (path, body, expected statuses)
     "floor": ("/api/bench/floor", "{}", [200]),
@@ -283,6 +288,55 @@ def first_requests(args, ctx, results: dict) -> None:
     }
 
 
+def gather(args, ctx, fake_port: int, results: dict) -> None:
+    """gather's overhead: POST /api/gather (session, CSRF, the model key read
+    and decrypted, the prompt built, the SDK's call to a fake provider that
+    answers at once with no drafts, the answer checked) against the same
+    provider called directly with the same load generator."""
+    session = ctx["session"]
+    gather_spec = {
+        "port": ctx["port"],
+        "path": "/api/gather",
+        "headers": {
+            "Cookie": f"sessionid={session['sessionid']}; csrftoken={session['csrfcookie']}",
+            "X-CSRFToken": session["csrfheader"],
+            "Content-Type": "application/json",
+        },
+        "body": json.dumps({"text": GATHER_TEXT}),
+        "expect": [200],
+        "duration": args.duration,
+    }
+    direct_spec = {
+        "port": fake_port,
+        "path": "/v1/chat/completions",
+        "headers": {"Authorization": "Bearer sk-bench", "Content-Type": "application/json"},
+        "body": json.dumps(
+            {"model": "bench", "messages": [{"role": "user", "content": GATHER_TEXT}]}
+        ),
+        "expect": [200],
+        "duration": args.duration,
+    }
+    rows = []
+    for concurrency in [c for c in args.concurrency if c <= 8]:
+        log(f"gather: concurrency {concurrency}, and the provider alone")
+        through = load(args, {**gather_spec, "concurrency": concurrency})
+        direct = load(args, {**direct_spec, "concurrency": concurrency})
+        rows.append(
+            {
+                "concurrency": concurrency,
+                "gather": through,
+                "provider": direct,
+                "overhead_p50_ms": _minus(through["p50_ms"], direct["p50_ms"]),
+                "overhead_p99_ms": _minus(through["p99_ms"], direct["p99_ms"]),
+            }
+        )
+    results["gather"] = rows
+
+
+def _minus(a: float | None, b: float | None) -> float | None:
+    return round(a - b, 2) if a is not None and b is not None else None
+
+
 def pgbench(args, ctx, results: dict, database_url: str, folder: Path) -> None:
     """The database ceiling: the statements of one inbox call, in one
     transaction, at the same concurrency. New rows' ids and the external id
@@ -462,6 +516,13 @@ def summarize(results: dict) -> str:
             f"{'pgbench':<8} {'c=' + str(r['concurrency']):<14} {r['tps']:>8} {r['p50_ms']!s:>8} "
             f"{r['p99_ms']!s:>9} {r['errors']:>6}"
         )
+    for r in results.get("gather", []):
+        g = r["gather"]
+        lines.append(
+            f"{'gather':<8} {'c=' + str(r['concurrency']):<14} {g['rps']:>8} {g['p50_ms']!s:>8} "
+            f"{g['p99_ms']!s:>9} {g['errors']:>6}  overhead over the provider: "
+            f"p50 {r['overhead_p50_ms']} ms, p99 {r['overhead_p99_ms']} ms"
+        )
     if "first_requests" in results:
         f = results["first_requests"]
         lines.append(
@@ -529,6 +590,9 @@ def main() -> None:
 
     folder = Path(tempfile.mkdtemp(prefix="bench-"))
     receiver = Receiver()
+    from tests.gather.fake_provider import FakeProvider
+
+    provider = FakeProvider().start()
     env = dict(os.environ)
     env.update(
         {
@@ -545,6 +609,9 @@ def main() -> None:
             "NUDGE_CAP": "1000000000",
             "API_RATE_BURST": "0",
             "WEB_CONCURRENCY": str(args.workers),
+            "OPENAI_BASE_URL": provider.openai_base_url,
+            "GATHER_RATE_BURST": "1000000000",
+            "GATHER_RATE_PER_HOUR": "1000000000",
         }
     )
     env.pop("PORT", None)
@@ -581,6 +648,7 @@ def main() -> None:
                 *(PYTHON, str(ROOT / "benchmarks" / "fixtures.py")),
                 *("--active", str(args.active), "--completed", str(completed)),
                 *("--receiver", receiver.url),
+                *(["--gather"] if "gather" in args.parts else []),
             ],
             env,
         )
@@ -602,6 +670,8 @@ def main() -> None:
         if "first" in args.parts:
             first_requests(args, ctx, results)
         http_endpoints(args, ctx, results)
+        if "gather" in args.parts:
+            gather(args, ctx, provider._server.server_address[1], results)
         if "pgbench" in args.parts:
             pgbench(args, ctx, results, database_url, folder)
         if "worker" in args.parts:
@@ -609,6 +679,7 @@ def main() -> None:
     finally:
         service.stop_all()
         receiver.server.shutdown()
+        provider.stop()
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
         else:
