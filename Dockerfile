@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # Production image: gunicorn serving config.wsgi on port 3000, as a non-root
 # user, with DEBUG off and the static files collected. The same image runs the
 # Celery worker and beat (see compose.yaml). Runtime configuration comes from
@@ -16,7 +15,8 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 RUN python -m venv /opt/venv
 COPY requirements.lock /tmp/requirements.lock
 # The runtime lock only (no dev tools), every file checked against its hash.
-RUN /opt/venv/bin/pip install --require-hashes -r /tmp/requirements.lock
+RUN /opt/venv/bin/pip install --require-hashes -r /tmp/requirements.lock \
+ && /opt/venv/bin/python -m compileall -q -j 0 /opt/venv
 
 # --- runtime --------------------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime
@@ -55,18 +55,22 @@ COPY scripts/start ./scripts/start
 # Static files are collected (hashed and compressed) at build time. The key
 # exists only for this one command: production settings refuse to load
 # without one, and the real one is given at run time, never baked in.
+# The project's bytecode is compiled here too: the app user cannot write
+# __pycache__ at run time, so without it every start would compile again.
 RUN SECRET_KEY=build-only-collectstatic-key-never-used-at-runtime \
     python manage.py collectstatic --noinput \
+ && python -m compileall -q -j 0 /app \
  && mkdir -p /app/var \
  && chown -R app:app /app/var
 
 USER app
 EXPOSE 3000
 
-# /healthz answers after a database round trip. Loopback hosts are always
-# allowed and served on plain HTTP, so the check needs no TLS.
+# /healthz answers while the process serves (no database: that is /readyz),
+# on the port gunicorn binds (PORT, default 3000; config/gunicorn.py). Loopback
+# hosts are always allowed and served on plain HTTP, so the check needs no TLS.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:3000/healthz', timeout=4)"]
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('PORT', '3000'), timeout=4)"]
 
 # The deployment checks first (`manage.py check --deploy --fail-level ERROR`:
 # an unsafe production setting stops the start with a message naming what to

@@ -44,9 +44,75 @@ def _refuse_unsafe_start(**kwargs) -> None:
 @signals.after_setup_task_logger.connect
 def _redact_secrets_in_worker_logs(logger, **kwargs) -> None:
     """Celery installs its own log handlers in workers and beat; they get the
-    same secret-redacting filter as Django's (settings.LOGGING)."""
+    same secret-redacting filter as Django's (settings.LOGGING), the request
+    id of the task running (lib.logs), and with LOG_JSON the JSON lines."""
+    from django.conf import settings
+
+    from lib.logs import JsonFormatter, RequestIdFilter
     from lib.redact import RedactSecretsFilter
 
     for handler in logger.handlers:
         if not any(isinstance(f, RedactSecretsFilter) for f in handler.filters):
             handler.addFilter(RedactSecretsFilter())
+        if not any(isinstance(f, RequestIdFilter) for f in handler.filters):
+            handler.addFilter(RequestIdFilter())
+        if settings.LOG_JSON:
+            handler.setFormatter(JsonFormatter())
+
+
+# --- The request id travels with the work it caused (lib.logs) ---------------------
+
+REQUEST_ID_HEADER = "request_id"
+
+
+@signals.before_task_publish.connect
+def _send_the_request_id(headers=None, **kwargs) -> None:
+    """A task queued while serving a request (or running a task that one
+    queued) carries that request's id in its message headers."""
+    from lib.logs import request_id_var
+
+    request_id = request_id_var.get()
+    if request_id and headers is not None:
+        headers.setdefault(REQUEST_ID_HEADER, request_id)
+
+
+@signals.task_prerun.connect
+def _take_the_request_id(task_id=None, task=None, **kwargs) -> None:
+    from lib.logs import request_id_var, sane_request_id, task_var
+
+    request_id = sane_request_id(getattr(task.request, REQUEST_ID_HEADER, None))
+    request_id_var.set(request_id)
+    task_var.set((task.name, task_id))
+
+
+@signals.task_postrun.connect
+def _drop_the_request_id(**kwargs) -> None:
+    from lib.logs import request_id_var, task_var
+
+    request_id_var.set(None)
+    task_var.set(None)
+
+
+# --- Readiness heartbeats (config/health.py, /readyz) ------------------------------
+
+_heartbeat = None
+
+
+@signals.worker_ready.connect
+def _start_heartbeat(sender=None, **kwargs) -> None:
+    """With Redis, a worker says which queues it consumes, for /readyz."""
+    global _heartbeat
+    from django.conf import settings
+
+    from config.health import Heartbeat
+
+    if not settings.REDIS_URL or sender is None:
+        return
+    queues = [queue.name for queue in sender.task_consumer.queues]
+    _heartbeat = Heartbeat(sender.hostname, queues).start()
+
+
+@signals.worker_shutdown.connect
+def _stop_heartbeat(**kwargs) -> None:
+    if _heartbeat is not None:
+        _heartbeat.stop()

@@ -17,6 +17,7 @@ from django.http import (
 from django.http.request import UnreadablePostError
 
 from lib.api_errors import INTERNAL_ERROR_MESSAGE, envelope, error_name
+from lib.logs import new_request_id, request_id_var, sane_request_id
 from lib.outbound import is_loopback_address, is_loopback_host
 
 logger = logging.getLogger(__name__)
@@ -39,6 +40,31 @@ def is_local_request(request: HttpRequest) -> bool:
     if not is_loopback_host(host):
         return False
     return is_loopback_address(request.META.get("REMOTE_ADDR", ""))
+
+
+REQUEST_ID_HEADER = "X-Request-ID"
+
+
+class RequestIdMiddleware:
+    """Every request has an id: the client's (or its proxy's) `X-Request-ID`
+    when it is short and plain (lib.logs.sane_request_id), else a new one. It
+    is on every log line written for the request (lib.logs), travels with the
+    Celery tasks the request queues (config/celery.py), and is echoed in the
+    response's `X-Request-ID`."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request_id = sane_request_id(request.META.get("HTTP_X_REQUEST_ID")) or new_request_id()
+        request.request_id = request_id
+        token = request_id_var.set(request_id)
+        try:
+            response = self.get_response(request)
+        finally:
+            request_id_var.reset(token)
+        response[REQUEST_ID_HEADER] = request_id
+        return response
 
 
 class HttpsOnlyMiddleware:

@@ -80,6 +80,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every log line of the request, the refusals included, has its id.
+    "config.middleware.RequestIdMiddleware",
     "config.middleware.HttpsOnlyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -123,6 +125,11 @@ if DATABASE_URL:
             DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
         )
     }
+    # On behind a pooler in transaction mode (PgBouncer): a server-side cursor
+    # cannot outlive the statement there (docs/production.md, "Scaling out").
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env_bool(
+        "DB_DISABLE_SERVER_SIDE_CURSORS", False
+    )
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
@@ -497,6 +504,11 @@ WEBHOOK_QUEUE = "webhooks"
 # Tasks are named here by string (config is the top layer; the apps import
 # them); tests/config/test_celery_tasks.py checks every name is a task.
 CELERY_TASK_ROUTES = {"webhooks.tasks.deliver_webhook": {"queue": WEBHOOK_QUEUE}}
+# Every worker writes, every WORKER_HEARTBEAT_INTERVAL s, that it consumes its
+# queues (config/health.py, in Redis); /readyz counts a queue's consumer as
+# live while its last heartbeat is at most WORKER_HEARTBEAT_STALE s old.
+WORKER_HEARTBEAT_INTERVAL = 5
+WORKER_HEARTBEAT_STALE = 15
 # At most NUDGE_CAP nudges to one assignee about one assigner's requests in
 # any NUDGE_CAP_WINDOW seconds; what is over it waits for one digest nudge.
 NUDGE_CAP = env_int("NUDGE_CAP", 30)
@@ -545,12 +557,27 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # they would leak at. Every handler also passes lib.redact's filter, which
 # blanks anything shaped like a secret that reaches it anyway; the Celery
 # worker and beat attach it to their own handlers (config/celery.py).
+# LOG_JSON (default on in production): one JSON object a line with the
+# request's id (lib.logs), in the web processes, the workers and beat
+# (config/celery.py) and gunicorn's own logs (config/gunicorn.py).
+LOG_JSON = env_bool("LOG_JSON", not DEBUG)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact_secrets": {"()": "lib.redact.RedactSecretsFilter"}},
+    "filters": {
+        "redact_secrets": {"()": "lib.redact.RedactSecretsFilter"},
+        "request_id": {"()": "lib.logs.RequestIdFilter"},
+    },
+    "formatters": {
+        "json": {"()": "lib.logs.JsonFormatter"},
+        "plain": {"format": "%(message)s"},
+    },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "filters": ["redact_secrets"]},
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["redact_secrets", "request_id"],
+            "formatter": "json" if LOG_JSON else "plain",
+        },
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {

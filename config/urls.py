@@ -44,6 +44,7 @@ urlpatterns = [
     # Reserved for version 2 of the API; 404 until it exists.
     re_path(r"^api-reference/v2(?:/.*)?$", views.not_yet),
     path("healthz", views.healthz, name="healthz"),
+    path("readyz", views.readyz, name="readyz"),
     # accounts serves /settings/ and /settings/profile/; integrations the tokens.
     path("settings/", include("accounts.urls")),
     path("settings/", include("integrations.urls")),

@@ -10,8 +10,10 @@ ensure_venv() {
             if command -v "$candidate" >/dev/null 2>&1; then python="$candidate"; break; fi
         done
     fi
-    if [ -z "$python" ] || ! "$python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
-        echo "Python 3.11 is needed (set PYTHON=/path/to/python3.11)." >&2
+    # 3.11.3 or later: below it, redis needs async-timeout, which the locks
+    # (made on a later 3.11) do not hold, so the hash-checked install fails.
+    if [ -z "$python" ] || ! "$python" -c 'import sys; sys.exit(not (3, 11, 3) <= sys.version_info[:3] < (3, 12))'; then
+        echo "Python 3.11 (3.11.3 or later) is needed (set PYTHON=/path/to/python3.11)." >&2
         exit 1
     fi
     if [ ! -x .venv/bin/python ]; then

@@ -19,6 +19,8 @@ TUNABLE = (
     "REMINDER_CAP_WINDOW",
     "WEBHOOK_TIMEOUT",
     "WEBHOOK_RETRY_WINDOW",
+    "WORKER_HEARTBEAT_INTERVAL",
+    "WORKER_HEARTBEAT_STALE",
 )
 for _name in TUNABLE:
     if os.environ.get(f"TEST_{_name}"):

@@ -155,10 +155,24 @@ def is_ignored(path: str, patterns: list[str]) -> bool:
     return ignored
 
 
-def healthcheck_url(command: list[str]) -> str:
-    match = re.search(r"https?://[^'\"\s]+", " ".join(command))
-    assert match, command
-    return match.group(0)
+def healthcheck_url(command: list[str], port: str | None = None) -> str:
+    """The URL a health check's `python -c` probe opens, with PORT set to
+    `port` (or unset), found by running its code with urlopen recording."""
+    assert command[-3:-1] == ["python", "-c"] or command[-2] == "-c", command
+    import unittest.mock
+    import urllib.request
+
+    opened = []
+    environ = {k: v for k, v in os.environ.items() if k != "PORT"}
+    if port is not None:
+        environ["PORT"] = port
+    with (
+        unittest.mock.patch.dict(os.environ, environ, clear=True),
+        unittest.mock.patch.object(urllib.request, "urlopen", lambda url, **kw: opened.append(url)),
+    ):
+        exec(command[-1], {})
+    assert len(opened) == 1, command
+    return opened[0]
 
 
 # --- compose.yaml -----------------------------------------------------------------------
@@ -605,6 +619,8 @@ def test_the_healthcheck_probes_a_routed_path_on_the_served_port(dockerfile, cli
 
     match = re.fullmatch(r"http://(127\.0\.0\.1|localhost):(\d+)(/\S*)", url)
     assert match and int(match.group(2)) == PORT
+    # The port gunicorn binds, when PORT moves it.
+    assert healthcheck_url(command, "8123") == url.replace(f":{PORT}/", ":8123/")
     path = match.group(3)
     assert resolve(path).url_name == "healthz"
     # As the container asks it: a loopback host, plain HTTP, production's HTTPS rule on.
@@ -618,3 +634,41 @@ def test_dockerignore_keeps_local_state_out(dockerfile):
 
     for local in (".venv", ".git", "var", "staticfiles", ".env", "accounts/__pycache__"):
         assert is_ignored(local, patterns), local
+
+
+def test_gunicorn_binds_port_and_opens_no_control_socket(monkeypatch):
+    # gunicorn 25.1+ opens a control socket in $HOME/.gunicorn by default;
+    # the image's user cannot write its home, so each start logged an error.
+    monkeypatch.setenv("PORT", "8123")
+    conf = importlib.reload(gunicorn_settings())
+    try:
+        assert conf.bind == "0.0.0.0:8123"
+        assert conf.control_socket_disable is True
+    finally:
+        monkeypatch.delenv("PORT")
+        importlib.reload(conf)
+
+
+def test_the_image_compiles_bytecode_at_build_time_and_pulls_no_frontend(dockerfile):
+    text = (ROOT / "Dockerfile").read_text()
+    # `# syntax=` makes BuildKit pull a frontend image: an offline build fails.
+    assert not re.search(r"(?im)^#\s*syntax\s*=", text)
+    stage = final_stage(dockerfile)
+    runs = " ".join(a for k, a in stage if k == "RUN")
+    assert "compileall" in runs and "/app" in runs
+    build_runs = " ".join(a for k, a in dockerfile if k == "RUN" and "pip install" in a)
+    assert "compileall" in build_runs and "/opt/venv" in build_runs
+
+
+def test_python_below_3_11_3_is_refused_where_the_lock_lacks_async_timeout():
+    import tomllib
+
+    from packaging.specifiers import SpecifierSet
+
+    requires = SpecifierSet(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    )
+    lock = (ROOT / "requirements.lock").read_text()
+    assert "\nasync-timeout==" not in lock  # redis needs it below 3.11.3 only
+    assert "3.11.2" not in requires and "3.11.3" in requires
+    assert "(3, 11, 3)" in (ROOT / "scripts" / "_venv.sh").read_text()

@@ -1,0 +1,167 @@
+"""The benchmark's data, made in its own fresh database before the server
+starts (run by benchmarks/run.py with DJANGO_SETTINGS_MODULE=benchmarks.settings):
+
+- an assigner with an API token and a verified assignee;
+- a webhook endpoint of the assigner's for the external system `bench`, at the
+  benchmark's local receiver;
+- `--active` Active commitments (`bench`/`sync-<n>`) for the completing sync,
+  and `--completed` Completed ones (`bench`/`done-<n>`) for the replay,
+  inserted in bulk: they are the stage, not the measurement;
+- the SQL statements of one real inbox call, captured through Django's
+  connection (CaptureQueriesContext) for the database ceiling (pgbench);
+- with `--gather`, the assigner's model key and a signed-in session (its
+  cookie and CSRF token) for POST /api/gather.
+
+Prints one JSON object on its last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
+
+import django
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.http import HttpRequest  # noqa: E402
+from django.middleware.csrf import get_token  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from accounts.services import user_email_mark_verified  # noqa: E402
+from commitments.models import Commitment, Status  # noqa: E402
+from gather.keys import provider_key_set  # noqa: E402
+from integrations.models import ApiToken as ApiTokenModel  # noqa: E402
+from integrations.services import api_token_mint  # noqa: E402
+from webhooks.services import webhook_endpoint_create  # noqa: E402
+
+ASSIGNER = "bench-assigner@example.com"
+ASSIGNEE = "bench-assignee@example.com"
+SYSTEM = "bench"
+
+
+def inbox_body(external_id: str) -> dict:
+    return {
+        "assignerEmail": ASSIGNER,
+        "assigneeEmail": ASSIGNEE,
+        "description": "Benchmark commitment",
+        "deadline": "2030-03-01T17:00:00Z",
+        "externalSystem": SYSTEM,
+        "externalId": external_id,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--active", type=int, default=1000)
+    parser.add_argument("--completed", type=int, default=200)
+    parser.add_argument("--receiver", required=True)
+    parser.add_argument("--gather", action="store_true", help="A model key and a session.")
+    args = parser.parse_args()
+
+    users = get_user_model().objects
+    assigner = users.create_user(ASSIGNER, "bench passphrase long enough")
+    assignee = users.create_user(ASSIGNEE, "bench passphrase long enough")
+    for user in (assigner, assignee):
+        user_email_mark_verified(user=user)
+    token = api_token_mint(user=assigner, name="bench").plaintext
+    webhook_endpoint_create(user=assigner, external_system=SYSTEM, url=args.receiver)
+
+    now = timezone.now()
+    rows = [
+        Commitment(
+            status=Status.ACTIVE,
+            assigner=assigner,
+            assignee=assignee,
+            description="Benchmark commitment",
+            external_system=SYSTEM,
+            external_id=f"sync-{n}",
+            activated_at=now,
+        )
+        for n in range(args.active)
+    ] + [
+        Commitment(
+            status=Status.COMPLETED,
+            assigner=assigner,
+            assignee=assignee,
+            description="Benchmark commitment",
+            external_system=SYSTEM,
+            external_id=f"done-{n}",
+            activated_at=now,
+            completed_at=now,
+        )
+        for n in range(args.completed)
+    ]
+    Commitment.objects.bulk_create(rows, batch_size=1000)
+
+    # One real inbox call, through every middleware, as the load will make it:
+    # the second, whose token was used a moment ago (the first writes
+    # last_used_at, which the steady state does once a minute).
+    client = Client(HTTP_HOST="localhost")
+
+    def inbox(external_id: str):
+        return client.post(
+            "/api/v1/inbox",
+            data=json.dumps(inbox_body(external_id)),
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+
+    inbox("captured-1")
+    with CaptureQueriesContext(connection) as captured:
+        response = inbox("captured-2")
+    if response.status_code != 201:
+        raise SystemExit(
+            f"The captured inbox call failed: {response.status_code} {response.content!r}"
+        )
+    statements = [q["sql"] for q in captured.captured_queries]
+
+    # Gather: the assigner's model key (the fake provider takes any), and a
+    # signed-in session with its CSRF token, as the Capture page has them.
+    session = {}
+    if args.gather:
+        provider_key_set(user=assigner, provider="openai", key="sk-bench-" + "x" * 40)
+        browser = Client(HTTP_HOST="localhost")
+        browser.force_login(assigner)
+        # The CSRF cookie holds the secret, the header a masked token of it.
+        csrf_request = HttpRequest()
+        header = get_token(csrf_request)
+        session = {
+            "sessionid": browser.cookies[settings.SESSION_COOKIE_NAME].value,
+            "csrfcookie": csrf_request.META["CSRF_COOKIE"],
+            "csrfheader": header,
+        }
+    print(
+        json.dumps(
+            {
+                "token": token,
+                "assigner": ASSIGNER,
+                "assignee": ASSIGNEE,
+                "system": SYSTEM,
+                "active": args.active,
+                "completed": args.completed,
+                "inbox_statements": statements,
+                "inbox_commitment_id": response.json()["id"],
+                "session": session,
+                # Rows the call read, not made: the ceiling keeps their ids.
+                "existing_ids": [
+                    str(pk) for pk in (assigner.pk, assignee.pk, ApiTokenModel.objects.get().pk)
+                ],
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

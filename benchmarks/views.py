@@ -1,0 +1,24 @@
+"""The framework floor: the least an authenticated API call can cost here.
+
+A DRF view behind the same bearer-token authentication as the inbox (one
+indexed SELECT: the token by its digest, with its user), the same parser,
+renderer and middleware, answering a small JSON body. The inbox's and sync's
+figures are read as ratios of this one.
+"""
+
+from rest_framework import permissions
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from integrations.authentication import BearerTokenAuthentication
+
+
+class FloorView(APIView):
+    authentication_classes = [BearerTokenAuthentication]
+    permission_classes = [permissions.IsAuthenticated]
+    renderer_classes = [JSONRenderer]
+
+    def post(self, request: Request) -> Response:
+        return Response({"user": str(request.user.pk)})
