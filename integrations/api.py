@@ -8,9 +8,13 @@ Order of checks on every operation, first failure wins:
 
 1. (middleware) plain HTTP off loopback in production: 403 https_required;
    body over 1 MiB: 413 payload_too_large.
-2. bearer token: 401 unauthorized. Then, when API_RATE_BURST is set, the
-   token's rate limit (one bucket per token for both operations, shared by
-   every process, `ratelimits.buckets`): 429 rate_limited with Retry-After.
+2. bearer token: 401 unauthorized. Then the token's client networks and its
+   scopes (`TokenMayCall`): 403 forbidden, naming the refused address or the
+   missing scope; only an allowed call is recorded as the token's use. Then,
+   when API_RATE_BURST is set, the token's rate limit (one bucket per token
+   for both operations, shared by every process, `ratelimits.buckets`): 429
+   rate_limited with Retry-After. Authorisation comes before the limit, so a
+   leaked token used from outside its networks cannot spend its owner's calls.
 3. body: not `application/json`, not JSON, not an object, or any field failing
    its rule: 400 invalid_payload, all field errors at once in `details`.
 4. inbox: assignerEmail not the token owner: 403 forbidden; then assigneeEmail
@@ -42,7 +46,7 @@ from audit.services import Actor
 from commitments import services
 from integrations import selectors
 from integrations.api_docs import ASSIGNEE_UNKNOWN, inbox_schema, sync_schema, token_api_schema
-from integrations.authentication import BearerTokenAuthentication
+from integrations.authentication import BearerTokenAuthentication, TokenMayCall, record_use
 from integrations.serializers import (
     InboxCreatedSerializer,
     InboxSerializer,
@@ -76,11 +80,16 @@ class TokenRateThrottle(BaseThrottle):
 @token_api_schema
 class TokenApiView(APIView):
     authentication_classes = [BearerTokenAuthentication]
-    permission_classes = [permissions.IsAuthenticated]
+    permission_classes = [permissions.IsAuthenticated, TokenMayCall]
     throttle_classes = [TokenRateThrottle]
+    required_scope: str  # each operation's own (integrations.models.SCOPES)
     parser_classes = [JSONParser]
     renderer_classes = [JSONRenderer]
     content_negotiation_class = JsonOnlyNegotiation
+
+    def check_permissions(self, request: Request) -> None:
+        super().check_permissions(request)  # 401, then 403 (networks, scopes)
+        record_use(request.auth)  # an allowed call: DRF judges the rate limit next
 
     def throttled(self, request: Request, wait: float | None) -> None:
         # Answered by config.api_errors: 429 rate_limited, Retry-After in seconds.
@@ -97,6 +106,8 @@ class TokenApiView(APIView):
 
 
 class InboxView(TokenApiView):
+    required_scope = "inbox"
+
     @inbox_schema
     def post(self, request: Request) -> Response:
         data = self.validated(request, InboxSerializer)
@@ -122,6 +133,8 @@ class InboxView(TokenApiView):
 
 
 class SyncView(TokenApiView):
+    required_scope = "sync"
+
     @sync_schema
     def post(self, request: Request) -> Response:
         data = self.validated(request, SyncSerializer)
