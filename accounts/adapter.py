@@ -1,6 +1,7 @@
 """allauth's adapter, so every link and name in the mail allauth sends is the
 service's own: its name and SITE_URL, never the host a request happened to
-reach (a proxy's, "127.0.0.1:3100")."""
+reach (a proxy's, "127.0.0.1:3100"); and so the client's address that allauth's
+limits count by is the service's one rule (lib.client_address)."""
 
 from __future__ import annotations
 
