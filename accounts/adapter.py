@@ -1,6 +1,7 @@
 """allauth's adapter, so every link and name in the mail allauth sends is the
 service's own: its name and SITE_URL, never the host a request happened to
-reach (a proxy's, "127.0.0.1:3100")."""
+reach (a proxy's, "127.0.0.1:3100"); and so the client's address that allauth's
+limits count by is the service's one rule (lib.client_address)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 from allauth.account.adapter import DefaultAccountAdapter
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.urls import reverse
+
+from lib.client_address import client_ip
 
 SERVICE_NAME = "Commitments"
 
@@ -52,3 +56,12 @@ class AccountAdapter(DefaultAccountAdapter):
 
     def get_reset_password_from_key_url(self, key: str) -> str:
         return site_url(super().get_reset_password_from_key_url(key))
+
+    def get_client_ip(self, request) -> str:
+        # The service's one rule (lib.client_address), so allauth's limits, the
+        # audit trail and the API tokens' networks agree on who the client is.
+        # Like allauth's own: no address it may trust is PermissionDenied.
+        address = client_ip(request)
+        if not address:
+            raise PermissionDenied("Unable to determine client IP address")
+        return address

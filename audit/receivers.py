@@ -25,14 +25,13 @@ from __future__ import annotations
 from typing import Any
 
 from allauth.account import signals as allauth_signals
-from allauth.account.adapter import get_adapter
 from allauth.account.models import EmailAddress
 from django.contrib.auth import get_user_model
 from django.contrib.auth import signals as auth_signals
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 
 from audit.services import Actor, audit_event_record
+from lib.client_address import client_ip
 
 # Keys of the credentials a sign-in form hands to `authenticate()` that name
 # the account: allauth's form uses "email", Django's (admin) form "username".
@@ -40,12 +39,9 @@ LOGIN_KEYS = ("email", "username", "login")
 
 
 def client_address(request: HttpRequest | None) -> str | None:
-    if request is None:
-        return None
-    try:
-        return get_adapter(request).get_client_ip(request)
-    except PermissionDenied:  # allauth found no address it may trust
-        return None
+    """The client's address by the service's one rule (lib.client_address), or
+    None when there is no request or no address it may trust."""
+    return client_ip(request) if request is not None else None
 
 
 def _record_for_user(request: HttpRequest | None, user, action: str, **payload: Any) -> None:

@@ -5,17 +5,17 @@ become the contract's camelCase JSON."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import serializers
 
 from gather.schema import CONFIDENCE_LEVELS
+from lib.json_api import StrictCharField
 
 TEXT_MAX = 100_000  # characters, after trimming (docs/api.md)
 
 
 class GatherSerializer(serializers.Serializer):
-    text = serializers.CharField(
+    # Trimmed and judged blank as the inbound API's strings are (lib.text).
+    text = StrictCharField(
         min_length=1,
         max_length=TEXT_MAX,
         help_text=(
@@ -23,12 +23,6 @@ class GatherSerializer(serializers.Serializer):
             "1 to 100,000 characters after trimming."
         ),
     )
-
-    def to_internal_value(self, data: Any) -> dict[str, Any]:
-        # A number or boolean where the text belongs is refused, not converted.
-        if isinstance(data, dict) and "text" in data and not isinstance(data["text"], str):
-            raise serializers.ValidationError({"text": ["Must be a string."]})
-        return super().to_internal_value(data)
 
 
 class DraftSerializer(serializers.Serializer):

@@ -37,6 +37,8 @@ class ApiTokenAdmin(AuditedAdminMixin, admin.ModelAdmin):
         "name",
         "user",
         "prefix",
+        "scope_list",
+        "network_list",
         "created_at",
         "expires_at",
         "last_used_at",
@@ -50,6 +52,14 @@ class ApiTokenAdmin(AuditedAdminMixin, admin.ModelAdmin):
     fields = ("id", *list_display)
     readonly_fields = fields
     actions = ["revoke_selected"]
+
+    @admin.display(description="scopes")
+    def scope_list(self, token: ApiToken) -> str:
+        return ", ".join(token.scopes)
+
+    @admin.display(description="client networks")
+    def network_list(self, token: ApiToken) -> str:
+        return ", ".join(token.networks) or "any address"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -27,7 +27,7 @@ from audit.services import Actor
 from commitments import services
 from integrations import selectors
 from integrations.api_docs import ASSIGNEE_UNKNOWN, inbox_schema, sync_schema, token_api_schema
-from integrations.authentication import BearerTokenAuthentication
+from integrations.authentication import BearerTokenAuthentication, TokenMayCall, record_use
 from integrations.serializers import (
     InboxCreatedSerializer,
     InboxSerializer,
@@ -61,11 +61,16 @@ class TokenRateThrottle(BaseThrottle):
 @token_api_schema
 class TokenApiView(APIView):
     authentication_classes = [BearerTokenAuthentication]
-    permission_classes = [permissions.IsAuthenticated]
+    permission_classes = [permissions.IsAuthenticated, TokenMayCall]
     throttle_classes = [TokenRateThrottle]
+    required_scope: str  # each operation's own (integrations.models.SCOPES)
     parser_classes = [JSONParser]
     renderer_classes = [JSONRenderer]
     content_negotiation_class = JsonOnlyNegotiation
+
+    def check_permissions(self, request: Request) -> None:
+        super().check_permissions(request)  # 401, then 403 (networks, scopes)
+        record_use(request.auth)  # an allowed call: DRF judges the rate limit next
 
     def throttled(self, request: Request, wait: float | None) -> None:
         # Answered by config.api_errors: 429 rate_limited, Retry-After in seconds.
@@ -82,6 +87,8 @@ class TokenApiView(APIView):
 
 
 class InboxView(TokenApiView):
+    required_scope = "inbox"
+
     @inbox_schema
     def post(self, request: Request) -> Response:
         data = self.validated(request, InboxSerializer)
@@ -107,6 +114,8 @@ class InboxView(TokenApiView):
 
 
 class SyncView(TokenApiView):
+    required_scope = "sync"
+
     @sync_schema
     def post(self, request: Request) -> Response:
         data = self.validated(request, SyncSerializer)

@@ -35,7 +35,14 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
             "bearerFormat": "svc_…",
             "description": (
                 "`Authorization: Bearer <API token>`. Mint a token on Settings, API Tokens; "
-                "its plaintext (`svc_` followed by 36 letters and digits) is shown once."
+                "its plaintext (`svc_` followed by 36 letters and digits) is shown once.\n\n"
+                "A token has scopes, the operations it may call: `inbox` "
+                "(`POST /api/v1/inbox`) and `sync` (`POST /api/v1/sync`), both unless its owner "
+                "chose fewer. It may also be limited to client networks (CIDR, IPv4 or IPv6), "
+                "the client's address taken as the service's trusted-proxy settings say. A call "
+                "outside its scopes or from another address is `403 forbidden`, the message "
+                "naming the missing scope or the refused address; nothing is done, and the "
+                "call does not count as the token's use."
             ),
         }
 
@@ -109,13 +116,36 @@ RATE_LIMITED = error_response(
     "`rate_limited`: this token has spent its calls for now (the per-token limit, shared by "
     "`POST /api/v1/inbox` and `POST /api/v1/sync`; off unless the operator sets "
     "`API_RATE_BURST` and `API_RATE_PER_MINUTE`). Nothing was done: wait `Retry-After` "
-    "seconds and send the same call again. Judged after the token (401) and before the body.",
+    "seconds and send the same call again. Judged after the token (401) and its scopes and "
+    "networks (403), before the body.",
     error_example(
         "Too many calls",
         "rate_limited",
         "Too many requests with this token. Expected available in 12 seconds.",
     ),
 )
+
+
+TOKEN_FORBIDDEN_DESCRIPTION = (
+    "`forbidden`: the token may not make this call: the client's address is outside the "
+    "token's allowed client networks, or the token lacks this operation's scope ({scope}). "
+    "The message names the refused address or the missing scope. Judged right after the "
+    "token (401), before the rate limit and the body; nothing is done."
+)
+OUTSIDE_NETWORKS = error_example(
+    "Address outside the token's networks",
+    "forbidden",
+    "This token is not accepted from 198.51.100.7: the address is outside its allowed client "
+    "networks.",
+)
+
+
+def missing_scope(scope: str, path: str, other: str) -> OpenApiExample:
+    return error_example(
+        f"Token without the {scope} scope",
+        "forbidden",
+        f"This token lacks the '{scope}' scope needed for {path} (its scopes: {other}).",
+    )
 
 
 # --- every token view ------------------------------------------------------------
@@ -160,6 +190,7 @@ inbox_schema = extend_schema(
         "unknown fields are ignored. The `deadline` key is required (its value may be null) "
         "and must be an absolute ISO-8601 date and time with `Z` or a UTC offset.\n\n"
         "Checks run in this order, the first failure answering: token (401); the token's "
+        "client networks and its `inbox` scope (403); the token's "
         "rate limit, when the operator set one (429); body and fields (400); "
         "`assignerEmail` is the token owner (403); `assigneeEmail` is an active "
         "user's verified address (400, `details.assigneeEmail`, the same answer for an unknown, "
@@ -196,13 +227,17 @@ inbox_schema = extend_schema(
         ),
         401: UNAUTHORIZED,
         403: error_response(
-            "`forbidden`: `assignerEmail` is not the address of the token's owner. "
+            TOKEN_FORBIDDEN_DESCRIPTION.format(scope="`inbox`")
+            + " Later, after the body: `forbidden` when `assignerEmail` is not the address of "
+            "the token's owner. "
             "`https_required`: plain HTTP to a non-loopback host in production.",
             error_example(
                 "Someone else's assigner",
                 "forbidden",
                 "assignerEmail must be the address of the token's owner.",
             ),
+            OUTSIDE_NETWORKS,
+            missing_scope("inbox", "/api/v1/inbox", "sync"),
             HTTPS_REQUIRED,
         ),
         409: error_response(
@@ -267,7 +302,10 @@ sync_schema = extend_schema(
         "`changed: false` and writes nothing. A reference that is unknown, or belongs to "
         "another assigner, is `404 not_found`; a commitment that cannot move to the "
         "requested status (for example still `Pending_Handshake`) is "
-        "`409 invalid_transition` with `details.currentStatus`."
+        "`409 invalid_transition` with `details.currentStatus`.\n\n"
+        "Checks run in this order, the first failure answering: token (401); the token's "
+        "client networks and its `sync` scope (403); the token's rate limit, when the "
+        "operator set one (429); body and fields (400); the reference (404); the move (409)."
     ),
     request=SyncSerializer,
     examples=[
@@ -295,7 +333,10 @@ sync_schema = extend_schema(
         ),
         401: UNAUTHORIZED,
         403: error_response(
-            "`https_required`: plain HTTP to a non-loopback host in production.",
+            TOKEN_FORBIDDEN_DESCRIPTION.format(scope="`sync`")
+            + " `https_required`: plain HTTP to a non-loopback host in production.",
+            OUTSIDE_NETWORKS,
+            missing_scope("sync", "/api/v1/sync", "inbox"),
             HTTPS_REQUIRED,
         ),
         404: error_response(

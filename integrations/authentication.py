@@ -8,13 +8,25 @@ use of an expired token writes one `api_token_expired` audit row (a conditional
 UPDATE marks it recorded); an accepted token costs nothing more, since expiry is
 read from the row already loaded.
 
-`last_used_at` is written at most once a minute per token, and only for a token
-that was accepted: when the row just loaded says the last recorded use is a
-minute old or more (or there is none), a conditional UPDATE writes it. Requests
-in between write nothing, and of racing requests at the minute boundary (each
-having loaded the same stale row) only one UPDATE matches the row. The same
-ORM path runs on every database: the first use of a token in a minute costs one
-statement more than the uses after it.
+Authentication only identifies the token. Whether it may make this call, its
+scopes and its client networks, is the permission `TokenMayCall`, judged next:
+`403 forbidden` naming the refused address or the missing scope (the network
+first, so a caller from outside learns nothing about the token's scopes). Both
+are read from the row already loaded: a token with no networks never asks for
+the client's address, and an allowed call costs no query more.
+
+`last_used_at` records allowed uses: written (by the view, through
+`record_use`) once the token is identified *and* allowed, at most once a
+minute per token. A call refused for the token itself (401, or 403 for its
+networks or scopes) leaves it as it was, so the owner's "last used" never
+shows a call the token could not make; a call refused later (its body, its
+assigner) was made with the token and counts. When the row just loaded says
+the last recorded use is a minute old or more (or there is none), a
+conditional UPDATE writes it. Requests in between write nothing, and of racing
+requests at the minute boundary (each having loaded the same stale row) only
+one UPDATE matches the row. The same ORM path runs on every database: the
+first use of a token in a minute costs one statement more than the uses after
+it.
 """
 
 from __future__ import annotations
@@ -25,10 +37,12 @@ from django.db.models import Q
 from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
+from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from integrations import services, tokens
 from integrations.models import ApiToken
+from lib.client_address import address_in_networks, client_ip
 
 KEYWORD = "Bearer"
 LAST_USED_RESOLUTION = dt.timedelta(minutes=1)
@@ -67,14 +81,44 @@ class BearerTokenAuthentication(BaseAuthentication):
             if token.expiry_recorded_at is None:
                 services.api_token_record_expiry(token=token)
             raise exceptions.AuthenticationFailed(INVALID_TOKEN)
-        _record_use(token)
         return token.user, token
 
     def authenticate_header(self, request: Request) -> str:
         return KEYWORD
 
 
-def _record_use(token: ApiToken) -> None:
+class TokenMayCall(BasePermission):
+    """The token's client networks, then its scopes: `403 forbidden`, the message
+    naming the refused address or the missing scope. The view names the scope
+    it needs (`required_scope`)."""
+
+    def has_permission(self, request: Request, view) -> bool:
+        token = request.auth
+        if not isinstance(token, ApiToken):
+            return False  # no token: IsAuthenticated, before this, answered 401
+        if token.networks:
+            address = client_ip(request)
+            if address is None:
+                raise exceptions.PermissionDenied(
+                    "This token is limited to certain client networks, and the client's "
+                    "address could not be determined."
+                )
+            if not address_in_networks(address, token.networks):
+                raise exceptions.PermissionDenied(
+                    f"This token is not accepted from {address}: the address is outside "
+                    "its allowed client networks."
+                )
+        scope = view.required_scope
+        if scope not in token.scopes:
+            has = ", ".join(token.scopes) or "none"
+            raise exceptions.PermissionDenied(
+                f"This token lacks the '{scope}' scope needed for {request.path} "
+                f"(its scopes: {has})."
+            )
+        return True
+
+
+def record_use(token: ApiToken) -> None:
     """Write last_used_at, at most once per LAST_USED_RESOLUTION per token."""
     now = timezone.now()
     stale_before = now - LAST_USED_RESOLUTION

@@ -8,7 +8,16 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-__all__ = ["ApiToken"]
+__all__ = ["SCOPES", "ApiToken", "default_scopes"]
+
+# What a token may call: one scope per operation of the inbound API.
+SCOPES = ("inbox", "sync")
+
+
+def default_scopes() -> list[str]:
+    """Every scope: what a token has unless its owner chose fewer (and what
+    tokens minted before scopes existed were given)."""
+    return list(SCOPES)
 
 
 class ApiToken(models.Model):
@@ -26,6 +35,11 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     # When the first refused use after expiry was audited (once per token).
     expiry_recorded_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The operations it may call, a subset of SCOPES in SCOPES' order.
+    scopes = models.JSONField(default=default_scopes)
+    # Client networks it is accepted from, in canonical CIDR form
+    # (lib.client_address.normalise_network); empty: from anywhere.
+    networks = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

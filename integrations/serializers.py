@@ -11,11 +11,11 @@ import datetime as dt
 import re
 from typing import Any
 
-from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, EXTERNAL_SYSTEM_MAX, Status
 from lib.api_errors import ErrorEnvelopeSerializer  # noqa: F401 (re-exported)
+from lib.json_api import StrictCharField
 
 EMAIL_MAX = 254  # RFC 5321's limit on a forward path; the users table holds no longer.
 
@@ -26,26 +26,6 @@ _DATETIME = re.compile(
     r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?P<offset>[Zz]|[+-]\d{2}:\d{2})?"
 )
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-class StrictCharField(serializers.CharField):
-    """A CharField that refuses numbers and booleans instead of turning them into text.
-
-    Whitespace is trimmed before the length limits apply (DRF's default), and a
-    whitespace-only value counts as blank. The `\\S` pattern only documents that
-    (OpenAPI has no "trimmed"): a trimmed, non-blank value always matches it.
-    """
-
-    default_error_messages = {"invalid": "Must be a string."}
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.validators.append(RegexValidator(r"\S", message="This field may not be blank."))
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class StrictEmailField(serializers.EmailField):

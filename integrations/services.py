@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
@@ -12,7 +13,8 @@ from django.utils import timezone
 from accounts.timezones import zone_named
 from audit.services import Actor, audit_event_record
 from integrations import tokens
-from integrations.models import ApiToken
+from integrations.models import SCOPES, ApiToken
+from lib.client_address import normalise_networks
 
 TOKEN_NAME_MAX = ApiToken._meta.get_field("name").max_length
 
@@ -44,6 +46,29 @@ def expiry_at_end_of(day: dt.date, tz_name: str) -> dt.datetime:
     return dt.datetime.combine(day, dt.time.max, tzinfo=zone_named(tz_name))
 
 
+def _clean_scopes(scopes: Iterable[str] | None) -> list[str]:
+    if scopes is None:
+        return list(SCOPES)
+    scopes = set(scopes)
+    if unknown := scopes - set(SCOPES):
+        raise ValidationError(
+            {
+                "scopes": f"Unknown scope {', '.join(sorted(unknown))}: the scopes are "
+                f"{', '.join(SCOPES)}."
+            }
+        )
+    if not scopes:
+        raise ValidationError({"scopes": "Choose at least one scope."})
+    return [scope for scope in SCOPES if scope in scopes]
+
+
+def _clean_networks(networks: Iterable[str]) -> list[str]:
+    try:
+        return normalise_networks(networks)
+    except ValueError as exc:
+        raise ValidationError({"networks": str(exc)}) from None
+
+
 def _name_taken(name: str) -> ValidationError:
     return ValidationError(
         {"name": f"You already have a live token named “{name}”. Choose another name."}
@@ -52,7 +77,13 @@ def _name_taken(name: str) -> ValidationError:
 
 @transaction.atomic
 def api_token_mint(
-    *, user, name: str, actor: Actor | None = None, expires_at: dt.datetime | None = None
+    *,
+    user,
+    name: str,
+    actor: Actor | None = None,
+    expires_at: dt.datetime | None = None,
+    scopes: Iterable[str] | None = None,
+    networks: Iterable[str] = (),
 ) -> MintedToken:
     """Mint a token for `user`. Only its SHA-256 digest and display prefix are stored.
 
@@ -61,8 +92,15 @@ def api_token_mint(
     if given, must be in the future: from then on the token is refused. The name
     must be free among the user's live (not revoked) tokens (a database
     constraint; the check here gives the clear message).
+
+    `scopes` (default: all of SCOPES) are the operations the token may call;
+    `networks` (CIDR, IPv4 or IPv6; default none: any address) the client
+    networks it is accepted from, stored normalised. A bad one is a
+    ValidationError naming it.
     """
     name = _clean_name(name)
+    scopes = _clean_scopes(scopes)
+    networks = _clean_networks(networks)
     if expires_at is not None and expires_at <= timezone.now():
         raise ValidationError({"expires_at": "The expiry must be in the future."})
     if ApiToken.objects.filter(user=user, name=name, revoked_at__isnull=True).exists():
@@ -76,10 +114,18 @@ def api_token_mint(
                 prefix=tokens.display_prefix(plaintext),
                 digest=tokens.digest(plaintext),
                 expires_at=expires_at,
+                scopes=scopes,
+                networks=networks,
             )
     except IntegrityError:  # minted with the same name at the same moment
         raise _name_taken(name) from None
-    payload = {"name": token.name, "prefix": token.prefix, "ownerId": str(user.pk)}
+    payload = {
+        "name": token.name,
+        "prefix": token.prefix,
+        "ownerId": str(user.pk),
+        "scopes": scopes,
+        "networks": networks,
+    }
     if expires_at is not None:
         payload["expiresAt"] = expires_at.isoformat()
     audit_event_record(

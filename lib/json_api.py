@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.validators import RegexValidator
+from rest_framework import serializers
+from rest_framework.fields import empty
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.serializers import Serializer
 
 from lib.api_errors import ApiError
+from lib.text import NOT_BLANK_PATTERN, is_blank, strip_blank
 
 JSON = "application/json"
 
@@ -49,3 +53,34 @@ def validated_body(request: Request, serializer_class: type[Serializer]) -> dict
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
+
+
+class StrictCharField(serializers.CharField):
+    """A string that must not be blank, trimmed, and never made from a number
+    or a boolean.
+
+    Blank is `lib.text`'s one definition, on both sides of the contract: the
+    value is trimmed of those characters before the length limits apply, a
+    value of nothing else is "may not be blank", and the OpenAPI document
+    carries `NOT_BLANK_PATTERN` (from the validator below), which a trimmed,
+    non-blank value always matches and a blank one never does, whether a
+    client's validator reads it as ECMA-262 or as Python.
+    """
+
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.validators.append(
+            RegexValidator(NOT_BLANK_PATTERN, message="This field may not be blank.")
+        )
+
+    def run_validation(self, data: Any = empty) -> Any:
+        if isinstance(data, str) and self.trim_whitespace and is_blank(data):
+            data = ""  # DRF answers "may not be blank" (or "" when allowed)
+        return super().run_validation(data)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return strip_blank(data) if self.trim_whitespace else data

@@ -1,4 +1,17 @@
-"""Short forms of text for logs, pages and the admin."""
+"""Short forms of text for logs, pages and the admin, and the one definition
+of a blank string.
+
+Blank. The API refuses a string that is empty once trimmed, and the OpenAPI
+document says the same with a `pattern`. Python's `str.strip()` and a JSON
+Schema validator's `\\s` disagree: ECMA-262's `\\s` (what OpenAPI's `pattern`
+means) lacks NEL (U+0085) and the separators U+001C..U+001F, which Python
+strips, and has the BOM (U+FEFF), which Python keeps. So blank is defined here
+once, as a set of characters: every character either of them calls white
+space, plus the zero-width characters that show nothing (U+180E, U+200B..U+200D,
+U+2060). The server trims exactly these (`strip_blank`), and the schema's
+pattern (`NOT_BLANK_PATTERN`) is a character class of the same set written
+with `\\uXXXX` escapes, which ECMA-262 and Python's `re` read alike.
+"""
 
 from __future__ import annotations
 
@@ -10,3 +23,60 @@ def excerpt(text: str | None, limit: int = EXCERPT_LENGTH) -> str:
     characters with an ellipsis: for error messages and response excerpts."""
     text = " ".join((text or "").split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# Python's str.isspace() (which str.strip() uses), as a list of ranges.
+_PYTHON_SPACE = [
+    (0x09, 0x0D),
+    (0x1C, 0x20),
+    (0x85, 0x85),
+    (0xA0, 0xA0),
+    (0x1680, 0x1680),
+    (0x2000, 0x200A),
+    (0x2028, 0x2029),
+    (0x202F, 0x202F),
+    (0x205F, 0x205F),
+    (0x3000, 0x3000),
+]
+# ECMA-262's \s beyond those: the byte order mark (ZWNBSP).
+_ECMA_ONLY_SPACE = [(0xFEFF, 0xFEFF)]
+# Invisible: Mongolian vowel separator, zero-width space, non-joiner, joiner,
+# word joiner.
+_ZERO_WIDTH = [(0x180E, 0x180E), (0x200B, 0x200D), (0x2060, 0x2060)]
+
+BLANK: frozenset[str] = frozenset(
+    chr(code)
+    for first, last in (*_PYTHON_SPACE, *_ECMA_ONLY_SPACE, *_ZERO_WIDTH)
+    for code in range(first, last + 1)
+)
+_BLANK_CHARS = "".join(sorted(BLANK))
+
+
+def strip_blank(text: str) -> str:
+    """`text` without blank characters at either end."""
+    return text.strip(_BLANK_CHARS)
+
+
+def is_blank(text: str) -> bool:
+    """True when `text` is empty or holds only blank characters."""
+    return not strip_blank(text)
+
+
+def _class_of(characters: frozenset[str]) -> str:
+    """A regex character class body for `characters`, in ranges of `\\uXXXX`."""
+    codes = sorted(ord(ch) for ch in characters)
+    ranges: list[tuple[int, int]] = []
+    for code in codes:
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1] = (ranges[-1][0], code)
+        else:
+            ranges.append((code, code))
+    return "".join(
+        f"\\u{first:04x}" if first == last else f"\\u{first:04x}-\\u{last:04x}"
+        for first, last in ranges
+    )
+
+
+# Matches (with re.search, or JSON Schema's unanchored `pattern`) exactly the
+# strings that are not blank: one character outside the set is enough.
+NOT_BLANK_PATTERN = f"[^{_class_of(BLANK)}]"

@@ -26,7 +26,7 @@ from django.views.decorators.http import require_http_methods
 from accounts.reauth import recent_sign_in_required
 from audit.services import Actor
 from integrations import services
-from integrations.models import ApiToken
+from integrations.models import SCOPES, ApiToken
 from lib.once import form_key_new, form_key_use
 
 MINTED_KEY = "integrations.minted_token"  # the plaintext, until the next GET shows it
@@ -48,7 +48,30 @@ class TokenForm(forms.Form):
         help_text="The token works through this day (your time zone), then is refused.",
         widget=forms.DateInput(attrs={"type": "date"}),
     )
+    scopes = forms.MultipleChoiceField(
+        choices=[
+            ("inbox", "inbox: create commitments (POST /api/v1/inbox)"),
+            ("sync", "sync: complete them (POST /api/v1/sync)"),
+        ],
+        initial=list(SCOPES),
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": "Choose at least one scope."},
+        help_text="What the token may call. Anything else is refused with 403 forbidden.",
+    )
+    networks = forms.CharField(
+        required=False,
+        label="Allowed client networks (optional)",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "203.0.113.0/24\n2001:db8::/32"}),
+        help_text=(
+            "CIDR networks or single addresses, IPv4 or IPv6, one per line or separated by "
+            "commas. Calls from any other address are refused. Empty: any address."
+        ),
+    )
     form_key = forms.CharField(widget=forms.HiddenInput)
+
+    def clean_networks(self) -> list[str]:
+        text = self.cleaned_data["networks"]
+        return [part for part in text.replace(",", "\n").split() if part]
 
 
 def _render(
@@ -91,7 +114,11 @@ def token_list(request: HttpRequest) -> HttpResponse:
         expires_at = services.expiry_at_end_of(expires_on, request.user.timezone)
     try:
         minted = services.api_token_mint(
-            user=request.user, name=form.cleaned_data["name"], expires_at=expires_at
+            user=request.user,
+            name=form.cleaned_data["name"],
+            expires_at=expires_at,
+            scopes=form.cleaned_data["scopes"],
+            networks=form.cleaned_data["networks"],
         )
     except ValidationError as exc:
         return _refused(request, exc.message_dict)

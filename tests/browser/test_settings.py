@@ -32,6 +32,25 @@ def test_a_new_token_is_shown_once_and_gone_on_reload(page, sign_in, make_user, 
     check_page(page, "tokens-after-reload")
 
 
+def test_a_token_limited_to_one_scope_and_its_networks(page, sign_in, make_user, check_page):
+    person = make_user("ada@example.com", display_name="Ada")
+    sign_in(page, person)
+    page.goto("/settings/tokens/")
+    page.get_by_label("Name").fill("Office sync")
+    assert page.get_by_label("sync: complete them").is_checked()
+    page.get_by_label("inbox: create commitments").uncheck()
+    page.get_by_label("Allowed client networks").fill("203.0.113.0/24\n2001:DB8::/32")
+    page.get_by_role("button", name="Create token").click()
+
+    assert page.locator("#new-token").inner_text().startswith("svc_")
+    token = ApiToken.objects.get(user=person)
+    assert (token.scopes, token.networks) == (["sync"], ["203.0.113.0/24", "2001:db8::/32"])
+    row = page.locator("tr").filter(has_text="Office sync")
+    assert row.locator(".token-scopes").inner_text() == "sync"
+    assert "2001:db8::/32" in row.inner_text()
+    check_page(page, "token-limited")
+
+
 def test_the_chat_url_field_is_there_only_for_chat_channels(
     page, sign_in, make_user, check_page, settings
 ):

@@ -112,9 +112,10 @@ def form_key(client: Client) -> str:
     return re.search(r'name="form_key" value="([^"]+)"', page).group(1)
 
 
-def mint_on_the_page(client: Client, name: str, **fields: str):
+def mint_on_the_page(client: Client, name: str, **fields: Any):
     """Mint as a person does: load the form, send it, follow the redirect. The page
-    that shows the plaintext once."""
+    that shows the plaintext once. Both scopes are ticked, as the form comes."""
+    fields.setdefault("scopes", ["inbox", "sync"])
     response = client.post(TOKENS_PAGE, {"name": name, "form_key": form_key(client), **fields})
     assert response.status_code == 302, response.content
     assert response["Location"] == TOKENS_PAGE

@@ -12,6 +12,7 @@ from openapi_spec_validator import validate
 
 from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, EXTERNAL_SYSTEM_MAX
 from integrations.serializers import InboxSerializer, SyncSerializer
+from lib.text import NOT_BLANK_PATTERN
 
 OPERATIONS = {
     ("/api/v1/inbox", "post"): {"201", "400", "401", "403", "409", "413", "429", "500"},
@@ -82,7 +83,7 @@ def test_the_error_names_of_the_contract_are_documented(document):
     assert names(inbox, "403") == {"forbidden", "https_required"}
     assert names(inbox, "409") == {"duplicate_external_ref"}
     assert names(inbox, "413") == {"payload_too_large"}
-    assert names(sync, "403") == {"https_required"}
+    assert names(sync, "403") == {"forbidden", "https_required"}
     assert names(sync, "404") == {"not_found"}
     assert names(sync, "409") == {"invalid_transition"}
     assert names(inbox, "429") == names(sync, "429") == {"rate_limited"}
@@ -107,7 +108,7 @@ def test_the_request_schemas_are_the_views_serializers(document):
     )
     for name in ("description", "externalSystem", "externalId"):
         # Blank after trimming is refused: the schema says so with a pattern.
-        assert props[name]["pattern"] == r"\S", name
+        assert props[name]["pattern"] == NOT_BLANK_PATTERN, name
     assert props["externalSystem"]["maxLength"] == EXTERNAL_SYSTEM_MAX
     assert props["externalId"]["maxLength"] == EXTERNAL_ID_MAX
     assert props["deadline"]["format"] == "date-time" and props["deadline"]["nullable"] is True

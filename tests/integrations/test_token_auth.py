@@ -16,7 +16,7 @@ from audit.models import AuditEvent
 from audit.services import Actor
 from commitments.models import Commitment
 from integrations import services, tokens
-from integrations.authentication import BearerTokenAuthentication
+from integrations.authentication import BearerTokenAuthentication, record_use
 from integrations.models import ApiToken
 from tests.integrations.api_support import (
     INBOX,
@@ -118,9 +118,12 @@ def _token() -> ApiToken:
 
 
 def _authenticate(plaintext: str):
-    """What the API's authentication class answers for this bearer token."""
+    """What the API's authentication class answers for this bearer token, and the
+    use the view then records for an allowed call (TokenApiView.check_permissions)."""
     request = Request(APIRequestFactory().post(SYNC, HTTP_AUTHORIZATION=f"Bearer {plaintext}"))
-    return BearerTokenAuthentication().authenticate(request)
+    user, token = BearerTokenAuthentication().authenticate(request)
+    record_use(token)
+    return user, token
 
 
 def _token_updates(queries) -> list[str]:

@@ -24,6 +24,7 @@ from tests.integrations.api_support import (
 
 PAGE = "/settings/tokens/"
 TOKEN_RE = re.compile(r"svc_[0-9A-Za-z]{36}")
+BOTH_SCOPES = ["inbox", "sync"]  # the form comes with both ticked
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def test_the_page_needs_a_signed_in_user(client, db):
     response = client.get(PAGE)
     assert response.status_code == 302
     assert "/accounts/login/" in response["Location"]
-    assert client.post(PAGE, {"name": "x"}).status_code == 302
+    assert client.post(PAGE, {"scopes": BOTH_SCOPES, "name": "x"}).status_code == 302
     assert not ApiToken.objects.exists()
 
 
@@ -71,7 +72,9 @@ def test_the_list_shows_name_prefix_created_and_last_used_but_never_the_digest(
 
 
 def test_a_blank_name_is_refused(signed_in):
-    response = signed_in.post(PAGE, {"name": "   ", "form_key": form_key(signed_in)})
+    response = signed_in.post(
+        PAGE, {"scopes": BOTH_SCOPES, "name": "   ", "form_key": form_key(signed_in)}
+    )
     assert response.status_code == 400
     assert not ApiToken.objects.exists()
     assert TOKEN_RE.search(response.content.decode()) is None
@@ -114,7 +117,12 @@ def test_the_forms_need_a_csrf_token(assigner):
     fresh = Client()
     sign_in(fresh, assigner)  # a recent sign-in, as the page needs
     client.cookies = fresh.cookies
-    assert client.post(PAGE, {"name": "Jira", "form_key": form_key(client)}).status_code == 403
+    assert (
+        client.post(
+            PAGE, {"scopes": BOTH_SCOPES, "name": "Jira", "form_key": form_key(client)}
+        ).status_code
+        == 403
+    )
     token = services.api_token_mint(user=assigner, name="Jira").token
     assert client.post(f"{PAGE}{token.id}/revoke").status_code == 403
     assert ApiToken.objects.get().revoked_at is None
@@ -186,7 +194,7 @@ def test_active_tokens_are_listed_before_revoked_ones(signed_in, assigner):
 
 def test_minting_redirects_and_the_plaintext_leaves_the_session_once_shown(signed_in):
     key = form_key(signed_in)
-    response = signed_in.post(PAGE, {"name": "Jira", "form_key": key})
+    response = signed_in.post(PAGE, {"scopes": BOTH_SCOPES, "name": "Jira", "form_key": key})
 
     assert response.status_code == 302 and response["Location"] == PAGE
     assert TOKEN_RE.search(response.content.decode()) is None
@@ -198,7 +206,7 @@ def test_minting_redirects_and_the_plaintext_leaves_the_session_once_shown(signe
 
 
 def test_a_resubmitted_mint_form_mints_nothing(signed_in):
-    sent = {"name": "Jira", "form_key": form_key(signed_in)}
+    sent = {"name": "Jira", "scopes": BOTH_SCOPES, "form_key": form_key(signed_in)}
     signed_in.post(PAGE, sent)
     signed_in.get(PAGE)  # the plaintext, shown once
 
@@ -213,22 +221,27 @@ def test_a_resubmitted_mint_form_mints_nothing(signed_in):
 
 def test_a_resubmitted_form_with_a_new_name_mints_nothing_either(signed_in):
     key = form_key(signed_in)
-    signed_in.post(PAGE, {"name": "Jira", "form_key": key})
-    signed_in.post(PAGE, {"name": "Jira 2", "form_key": key})
+    signed_in.post(PAGE, {"scopes": BOTH_SCOPES, "name": "Jira", "form_key": key})
+    signed_in.post(PAGE, {"scopes": BOTH_SCOPES, "name": "Jira 2", "form_key": key})
     assert list(ApiToken.objects.values_list("name", flat=True)) == ["Jira"]
 
 
 def test_a_live_tokens_name_is_refused_with_a_clear_error(signed_in, assigner):
     services.api_token_mint(user=assigner, name="Jira")
 
-    response = signed_in.post(PAGE, {"name": "Jira", "form_key": form_key(signed_in)})
+    response = signed_in.post(
+        PAGE, {"scopes": BOTH_SCOPES, "name": "Jira", "form_key": form_key(signed_in)}
+    )
 
     assert response.status_code == 400
     assert "You already have a live token named “Jira”" in response.content.decode()
     assert ApiToken.objects.count() == 1
     # The refused form can be sent again with another name (it carries a fresh key).
     key = re.search(r'name="form_key" value="([^"]+)"', response.content.decode()).group(1)
-    assert signed_in.post(PAGE, {"name": "Jira 2", "form_key": key}).status_code == 302
+    assert (
+        signed_in.post(PAGE, {"scopes": BOTH_SCOPES, "name": "Jira 2", "form_key": key}).status_code
+        == 302
+    )
     assert ApiToken.objects.count() == 2
 
 
@@ -260,7 +273,7 @@ def test_minting_after_an_old_sign_in_asks_for_the_password_and_keeps_nothing(si
     key = form_key(signed_in)
     age_the_sign_in(signed_in, settings.ACCOUNT_REAUTHENTICATION_TIMEOUT + 1)
 
-    response = signed_in.post(PAGE, {"name": "Jira", "form_key": key})
+    response = signed_in.post(PAGE, {"scopes": BOTH_SCOPES, "name": "Jira", "form_key": key})
 
     assert response.status_code == 302
     assert response["Location"] == f"/accounts/reauthenticate/?next={quote(PAGE, safe='')}"
@@ -276,14 +289,14 @@ def test_minting_after_an_old_sign_in_asks_for_the_password_and_keeps_nothing(si
 def test_a_recent_sign_in_mints_without_asking_again(signed_in, settings):
     key = form_key(signed_in)
     age_the_sign_in(signed_in, settings.ACCOUNT_REAUTHENTICATION_TIMEOUT - 30)
-    response = signed_in.post(PAGE, {"name": "Jira", "form_key": key})
+    response = signed_in.post(PAGE, {"scopes": BOTH_SCOPES, "name": "Jira", "form_key": key})
     assert response["Location"] == PAGE
     assert ApiToken.objects.count() == 1
 
 
 def test_a_session_without_a_recorded_sign_in_must_reauthenticate(client, assigner):
     client.force_login(assigner)
-    response = client.post(PAGE, {"name": "Jira", "form_key": "any"})
+    response = client.post(PAGE, {"scopes": BOTH_SCOPES, "name": "Jira", "form_key": "any"})
     assert response["Location"].startswith("/accounts/reauthenticate/")
     assert not ApiToken.objects.exists()
 
@@ -315,7 +328,13 @@ def test_a_token_may_be_given_an_expiry_date_shown_on_the_page(signed_in, assign
 def test_an_expiry_in_the_past_is_refused(signed_in):
     yesterday = timezone.localdate() - dt.timedelta(days=2)
     response = signed_in.post(
-        PAGE, {"name": "Jira", "expires_on": yesterday.isoformat(), "form_key": form_key(signed_in)}
+        PAGE,
+        {
+            "scopes": BOTH_SCOPES,
+            "name": "Jira",
+            "expires_on": yesterday.isoformat(),
+            "form_key": form_key(signed_in),
+        },
     )
     assert response.status_code == 400
     assert "must be in the future" in response.content.decode()
