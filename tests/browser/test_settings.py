@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from integrations.models import ApiToken
-from tests.webhooks.support import Receiver
+from tests.harness.webhooks import Receiver
 from webhooks.models import WebhookEndpoint
 
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 from django.conf import settings
 
-from tests.config.conftest import MODE_VARIABLES, REAL_FERNET_KEY, REAL_KEY
+from tests.harness.settings import MODE_VARIABLES, REAL_FERNET_KEY, REAL_KEY
 
 SAFE_PRODUCTION = {
     "DEBUG": "0",

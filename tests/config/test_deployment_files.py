@@ -33,7 +33,7 @@ from celery.app.utils import find_app
 from django.conf import settings
 from django.urls import resolve
 
-from tests.conftest import REQUIRE_SERVICES
+from tests.harness.services import REQUIRE_SERVICES
 
 ROOT = Path(settings.BASE_DIR)
 HERE = Path(__file__).parent

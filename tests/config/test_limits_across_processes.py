@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.delivery.nudge_support import (
+from tests.harness.services import (
     Process,
     free_port,
     manage,

@@ -12,7 +12,7 @@ import json
 import pytest
 from django.test import override_settings
 
-from tests.config.conftest import REAL_KEY, settings_of
+from tests.harness.settings import REAL_KEY, settings_of
 
 PRINT_SETTINGS = """
 import json

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.config.conftest import REAL_KEY
+from tests.harness.settings import REAL_KEY
 
 LOGIN = "/accounts/login/"
 PASSWORD = "correct horse battery"  # make_user's

@@ -12,7 +12,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tests.delivery.nudge_support import (
+from tests.harness.services import (
     Process,
     free_port,
     manage,

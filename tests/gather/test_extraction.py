@@ -13,7 +13,7 @@ import pytest
 from gather.extraction import ANTHROPIC, OPENAI, REFUSAL_MAX, UpstreamFailure, extract
 from gather.schema import DRAFT_LIST_SCHEMA
 from gather.selectors import Collaborator
-from tests.gather.fake_provider import answer_reply, draft, refusal_reply
+from tests.harness.fake_provider import answer_reply, draft, refusal_reply
 
 PROVIDERS = [OPENAI, ANTHROPIC]
 USER_KEY = "sk-user-own-key-1234"

@@ -23,7 +23,7 @@ from commitments.errors import (
 )
 from config.middleware import ApiErrorMiddleware
 from integrations import api
-from tests.integrations.api_support import (
+from tests.harness.api import (
     INBOX,
     SYNC,
     assert_envelope,
@@ -283,7 +283,7 @@ def test_under_gunicorn_a_chunked_inbox_call_creates_the_commitment(tmp_path, to
     import http.client
 
     from commitments.models import Commitment
-    from tests.delivery.nudge_support import Process, free_port, subprocess_env
+    from tests.harness.services import Process, free_port, subprocess_env
 
     port = free_port()
     env = subprocess_env(tmp_path, DEBUG="1")

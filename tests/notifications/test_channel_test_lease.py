@@ -23,7 +23,7 @@ from notifications.channels import (
     notification_test_send,
 )
 from notifications.models import ChannelKind, ChannelTest, ChannelTestStatus
-from tests.delivery.nudge_support import (
+from tests.harness.services import (
     FakeService,
     Reply,
     celery_worker,
@@ -31,7 +31,7 @@ from tests.delivery.nudge_support import (
     subprocess_env,
     wait_until,
 )
-from tests.webhooks.support import install_clock
+from tests.harness.webhooks import install_clock
 
 
 class WorkerDied(BaseException):

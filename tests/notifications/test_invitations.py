@@ -16,7 +16,7 @@ from commitments.models import EventKind, OutboxEvent
 from delivery import outbox
 from notifications.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
 from notifications.sending import nudge_send
-from tests.delivery.nudge_support import (
+from tests.harness.services import (
     celery_worker,
     purge_queue,
     read_mails,

@@ -238,7 +238,7 @@ def test_a_digest_that_fails_for_now_keeps_what_it_holds_and_takes_more(
 
 @pytest.mark.postgres
 def test_workers_dispatching_at_once_still_keep_the_cap(assigner, assignee):
-    from tests.support import race
+    from tests.harness.concurrency import race
 
     events = [request_of(assigner, assignee, n) for n in range(12)]
 

@@ -33,8 +33,8 @@ from notifications.models import (
     ReminderKind,
 )
 from notifications.reminders import reminders_create_due
-from tests.delivery.nudge_support import FakeService
-from tests.webhooks.support import install_clock
+from tests.harness.services import FakeService
+from tests.harness.webhooks import install_clock
 
 T0 = dt.datetime(2030, 3, 1, 9, 0, tzinfo=dt.UTC)
 SITE = "https://commitments.example.com"
