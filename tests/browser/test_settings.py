@@ -51,6 +51,7 @@ def test_the_webhook_url_field_is_there_only_for_chat_channels(
     check_page(page, "notifications-slack-refused")
 
 
+@pytest.mark.processes
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_register_a_webhook_and_send_a_test_through_a_real_worker(

@@ -27,6 +27,8 @@ from tests.harness.services import (
     wait_until,
 )
 
+pytestmark = pytest.mark.processes
+
 EMAIL = "lead@example.com"
 PASSWORD = "correct horse battery"
 LIMITED = "Too many failed login attempts"

@@ -214,6 +214,7 @@ def test_the_filter_cleans_tracebacks_too():
 # --- with a real worker process, logging at DEBUG ------------------------------------------
 
 
+@pytest.mark.processes
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_a_real_worker_at_debug_logs_none_of_the_secrets(

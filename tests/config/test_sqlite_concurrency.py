@@ -12,6 +12,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from tests.harness.services import (
     Process,
     free_port,
@@ -21,6 +23,8 @@ from tests.harness.services import (
     subprocess_env,
     wait_until,
 )
+
+pytestmark = pytest.mark.processes
 
 PASSWORD = "a long passphrase for tests"
 CALLS = 20

@@ -20,6 +20,8 @@ from tests.harness.services import (
     wait_until,
 )
 
+pytestmark = pytest.mark.processes
+
 CAP = 3
 FLOOD = 8
 WINDOW = 10  # seconds: the flood is dispatched well within it

@@ -24,6 +24,8 @@ from tests.harness.services import (
     wait_until,
 )
 
+pytestmark = pytest.mark.processes
+
 DEADLINE = dt.datetime(2030, 3, 1, 17, 0, tzinfo=dt.UTC)
 
 

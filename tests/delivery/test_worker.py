@@ -37,6 +37,8 @@ from tests.harness.services import (
     wait_until,
 )
 
+pytestmark = pytest.mark.processes
+
 
 def create_pending(assigner, assignee, description="Ship the quarterly report"):
     commitment = services.commitment_create_pending(

@@ -278,6 +278,7 @@ def test_a_chunked_body_a_server_cannot_end_is_refused_clearly_not_read_as_empty
     assert "Content-Length" in body["message"] and reached == []
 
 
+@pytest.mark.processes
 @pytest.mark.postgres
 def test_under_gunicorn_a_chunked_inbox_call_creates_the_commitment(tmp_path, token):
     import http.client

@@ -106,6 +106,7 @@ def test_a_test_that_keeps_killing_its_workers_fails_with_the_reason(
     assert test.claimed_until is None
 
 
+@pytest.mark.processes
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_a_worker_killed_in_the_middle_of_a_test_does_not_leave_it_sending(tmp_path, assignee):

@@ -89,6 +89,7 @@ def test_a_draft_invites_nobody_until_sent(assigner):
     assert Delivery.objects.get().address == "newcomer@example.com"
 
 
+@pytest.mark.processes
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_a_real_worker_mails_the_invitation_once(tmp_path, assigner):

@@ -106,6 +106,7 @@ def test_concurrent_takes_never_spend_more_than_the_burst(settings, where):
     assert results.count(True) == 5
 
 
+@pytest.mark.processes
 def test_processes_taking_at_once_on_sqlite_never_spend_more_than_the_burst(tmp_path):
     """The embedded default: four processes, one SQLite file, 40 takes at
     once from a bucket of 15 (IMMEDIATE transactions serialise them)."""

@@ -41,6 +41,8 @@ from webhooks.models import (
 from webhooks.payloads import iso_millis
 from webhooks.services import webhook_endpoint_create
 
+pytestmark = pytest.mark.processes
+
 
 @pytest.fixture
 def env(tmp_path, settings):
