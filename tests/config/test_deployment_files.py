@@ -570,6 +570,7 @@ def compose_app_environment(compose) -> dict[str, str]:
     return {k: str(v) for k, v in compose["services"]["web"]["environment"].items()}
 
 
+@pytest.mark.processes
 def test_the_start_script_runs_the_deployment_checks_then_gunicorn(
     start_script, compose_app_environment
 ):
@@ -581,6 +582,7 @@ def test_the_start_script_runs_the_deployment_checks_then_gunicorn(
     )
 
 
+@pytest.mark.processes
 def test_the_start_script_stops_on_an_unsafe_setting_before_gunicorn(
     start_script, compose_app_environment
 ):

@@ -138,10 +138,17 @@ def test_an_api_limit_without_a_rate_fails_at_start(tmp_path, burst, rate):
 
 
 @pytest.mark.django_db
-def test_migrate_creates_the_database_caches_table():
+def test_migrate_creates_the_database_caches_table(settings):
     """Wherever the service starts (`./scripts/serve`, the container), it migrates
     first; that alone makes the table (as it did for this test's database), and
-    `createcachetable` finds it there."""
+    `createcachetable` (which looks at the database caches configured, as
+    without REDIS_URL) finds it there."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "django_cache",
+        }
+    }
     out = io.StringIO()
     call_command("createcachetable", dry_run=True, stdout=out)
 

@@ -5,7 +5,6 @@ that prove a process refuses to start)."""
 
 from __future__ import annotations
 
-import json
 import os
 import runpy
 import subprocess
@@ -66,11 +65,6 @@ def run_django(tmp_path: Path):
         )
 
     return run
-
-
-def settings_of(result: subprocess.CompletedProcess[str]) -> dict:
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def settings_for(tmp_path: Path, **env: str | None) -> dict:
