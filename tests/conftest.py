@@ -13,6 +13,16 @@ from django.db import connection
 from tests.harness.services import REQUIRE_SERVICES
 
 
+def pytest_configure(config):
+    # xdist workers would share the one Redis database (its keys are emptied
+    # before each test, its queues purged): with REDIS_URL, one process.
+    if os.environ.get("REDIS_URL") and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError(
+            "With REDIS_URL the tests share one Redis database: run them in one "
+            "process (-n 0), as ./scripts/test does (docs/testing.md)."
+        )
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if "postgres" in item.keywords:
