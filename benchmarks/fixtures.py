@@ -41,7 +41,7 @@ from django.utils import timezone  # noqa: E402
 
 from accounts.services import user_email_mark_verified  # noqa: E402
 from commitments.models import Commitment, Status  # noqa: E402
-from gather.keys import provider_key_set  # noqa: E402
+from gather.keys import model_key_set  # noqa: E402
 from integrations.models import ApiToken as ApiTokenModel  # noqa: E402
 from integrations.services import api_token_mint  # noqa: E402
 from webhooks.services import webhook_endpoint_create  # noqa: E402
@@ -131,7 +131,7 @@ def main() -> None:
     # signed-in session with its CSRF token, as the Capture page has them.
     session = {}
     if args.gather:
-        provider_key_set(user=assigner, provider="openai", key="sk-bench-" + "x" * 40)
+        model_key_set(user=assigner, provider="openai", key="sk-bench-" + "x" * 40)
         browser = Client(HTTP_HOST="localhost")
         browser.force_login(assigner)
         # The CSRF cookie holds the secret, the header a masked token of it.

@@ -590,7 +590,7 @@ def main() -> None:
 
     folder = Path(tempfile.mkdtemp(prefix="bench-"))
     receiver = Receiver()
-    from tests.gather.fake_provider import FakeProvider
+    from tests.harness.fake_provider import FakeProvider
 
     provider = FakeProvider().start()
     env = dict(os.environ)

@@ -7,6 +7,7 @@ DATABASE_URL and REDIS_URL.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -14,19 +15,21 @@ from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int, env_list, env_str
-from lib.crypto import MAKE_A_KEY, is_fernet_key
+from config.environment import DEV_SECRET_KEY, environment_problems
+
+# The environment's rules (a malformed variable, an unsafe production key,
+# limits that contradict each other): checked before anything is read, so
+# nothing starts on a bad environment and every problem is named at once.
+if _problems := environment_problems(os.environ):
+    raise ImproperlyConfigured("\n".join(_problems))
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("DEBUG", default=True)
 
-_DEV_SECRET_KEY = "dev-insecure-key-do-not-use-in-production"
-SECRET_KEY = env_str("SECRET_KEY", _DEV_SECRET_KEY)
-if not DEBUG and (SECRET_KEY == _DEV_SECRET_KEY or len(SECRET_KEY) < 32):
-    raise ImproperlyConfigured(
-        "Production mode (DEBUG=0) needs SECRET_KEY set to a random value of 32+ characters."
-    )
+# Production needs a real one (config/environment.py).
+SECRET_KEY = env_str("SECRET_KEY", DEV_SECRET_KEY)
 # Fernet keys that encrypt secrets at rest (lib.crypto). The first encrypts;
 # all decrypt, so a key is rotated by prepending a new one. Never derived from
 # SECRET_KEY: rotating that after a leak must not make stored secrets unreadable.
@@ -39,11 +42,6 @@ if not FIELD_ENCRYPTION_KEYS and DEBUG:
     # Development only: a fixed, public key (the one earlier versions derived
     # from the development SECRET_KEY, so a local database stays readable).
     FIELD_ENCRYPTION_KEYS = ["a2_SwxOOwNH_iqxCqo2XnWmbuTvoCEuIykasFi-UrUo="]
-if bad_keys := [i + 1 for i, key in enumerate(FIELD_ENCRYPTION_KEYS) if not is_fernet_key(key)]:
-    raise ImproperlyConfigured(
-        f"FIELD_ENCRYPTION_KEYS: key {bad_keys[0]} is not a Fernet key (URL-safe base64 of "
-        f"32 bytes); make one with: {MAKE_A_KEY}"
-    )
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS")
 # Loopback names are always served, also in production: the container's health
@@ -293,10 +291,6 @@ API_MAX_BODY_BYTES = 1024 * 1024
 # API_RATE_BURST calls at once, refilled at API_RATE_PER_MINUTE a minute.
 API_RATE_BURST = env_int("API_RATE_BURST", 0)
 API_RATE_PER_MINUTE = env_int("API_RATE_PER_MINUTE", 0)
-if API_RATE_BURST < 0 or (API_RATE_BURST and API_RATE_PER_MINUTE < 1):
-    raise ImproperlyConfigured(
-        "API_RATE_BURST (calls at once) needs API_RATE_PER_MINUTE (calls a minute, 1 or more)."
-    )
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -492,10 +486,6 @@ WEBHOOK_ROTATION_OVERLAP = 24 * 3600
 # WEBHOOK_TEST_INTERVAL seconds (docs/webhooks.md, "Limits").
 WEBHOOK_MAX_ENDPOINTS = env_int("WEBHOOK_MAX_ENDPOINTS", 20)
 WEBHOOK_USER_IN_FLIGHT = env_int("WEBHOOK_USER_IN_FLIGHT", 2)
-if WEBHOOK_MAX_ENDPOINTS < 1 or WEBHOOK_USER_IN_FLIGHT < 1:
-    raise ImproperlyConfigured(
-        "WEBHOOK_MAX_ENDPOINTS and WEBHOOK_USER_IN_FLIGHT must be 1 or more."
-    )
 WEBHOOK_TEST_INTERVAL = 10
 # Webhook sends have a Celery queue of their own, consumed by workers of
 # their own (run_worker starts one; compose.yaml runs `webhook-worker`), so a

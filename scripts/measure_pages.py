@@ -32,7 +32,7 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from audit.services import Actor  # noqa: E402
 from commitments import services  # noqa: E402
-from tests.commitments.support import many_commitments  # noqa: E402
+from tests.harness.commitments import many_commitments  # noqa: E402
 
 
 class Rollback(Exception):

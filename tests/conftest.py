@@ -10,7 +10,17 @@ import os
 import pytest
 from django.db import connection
 
-REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
+from tests.harness.services import REQUIRE_SERVICES
+
+
+def pytest_configure(config):
+    # xdist workers would share the one Redis database (its keys are emptied
+    # before each test, its queues purged): with REDIS_URL, one process.
+    if os.environ.get("REDIS_URL") and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError(
+            "With REDIS_URL the tests share one Redis database: run them in one "
+            "process (-n 0), as ./scripts/test does (docs/testing.md)."
+        )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -86,7 +96,7 @@ def staff_client(client, staff):
 def redis_server(tmp_path):
     """A Redis server of this test's own (a RedisServer: its port, stop, start),
     to pause, stop or restart without disturbing others."""
-    from tests.delivery.nudge_support import RedisServer, free_port, redis_server_available
+    from tests.harness.services import RedisServer, free_port, redis_server_available
 
     if not redis_server_available():
         if REQUIRE_SERVICES:

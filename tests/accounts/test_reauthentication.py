@@ -16,8 +16,8 @@ from django.contrib.sessions.models import Session
 from accounts.reauth import STALE_POST_MESSAGE
 from gather.models import ModelKey
 from integrations.models import ApiToken
-from tests.integrations.api_support import PASSWORD, age_the_sign_in, sign_in
-from tests.webhooks.pages_support import RECEIVER, endpoint_for, resolve_every_name_to
+from tests.harness.api import PASSWORD, age_the_sign_in, sign_in
+from tests.harness.webhook_pages import RECEIVER, endpoint_for, resolve_every_name_to
 from webhooks.models import WebhookEndpoint
 
 pytestmark = pytest.mark.django_db

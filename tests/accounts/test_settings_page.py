@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import Resolver404, resolve
 
-from tests.integrations.api_support import sign_in
+from tests.harness.api import sign_in
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from django.core.management import call_command
 
 from accounts.selectors import user_has_verified_primary_email, users_with_verified_primary_email
 from commitments.models import Commitment
-from tests.integrations.api_support import INBOX, assert_envelope, inbox_body, mint, post_json
+from tests.harness.api import INBOX, assert_envelope, inbox_body, mint, post_json
 
 pytestmark = pytest.mark.django_db
 

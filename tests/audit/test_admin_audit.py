@@ -13,7 +13,7 @@ from django.contrib.auth.models import Group, Permission
 
 from audit.admin_mixins import AuditedAdminMixin
 from audit.models import AuditEvent
-from tests.delivery.nudge_support import new_request_nudge
+from tests.harness.services import new_request_nudge
 
 pytestmark = pytest.mark.django_db
 

@@ -37,9 +37,8 @@ from pathlib import Path
 import pytest
 from django.urls import get_resolver
 
-from tests.conftest import REQUIRE_SERVICES
-
-from .support import BrowserPage, assert_page_ok
+from tests.harness.browser import BrowserPage, assert_page_ok
+from tests.harness.services import REQUIRE_SERVICES
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 VIEWPORTS = {"phone": {"width": 390, "height": 844}, "desktop": {"width": 1280, "height": 900}}
@@ -173,8 +172,8 @@ def mailbox(settings):
 def worker(tmp_path, settings):
     """A nudge worker (with beat) and a webhook worker, on this test's database and
     Redis; killed at the end. Yields the two processes (their logs help a failure)."""
-    from tests.delivery.nudge_support import celery_worker, subprocess_env
-    from tests.webhooks.test_worker import purge_queues, webhook_worker
+    from tests.harness.services import celery_worker, subprocess_env
+    from tests.harness.webhooks import purge_queues, webhook_worker
 
     settings.OUTBOUND_ALLOW_LOOPBACK = True
     purge_queues(os.environ["REDIS_URL"])

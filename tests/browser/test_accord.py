@@ -16,7 +16,7 @@ from commitments import services
 from commitments.models import Commitment, EventKind, OutboxEvent, Status
 from notifications.sending import nudge_send
 from relay import outbox
-from tests.integrations.api_support import INBOX, inbox_body, mint
+from tests.harness.api import INBOX, inbox_body, mint
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from commitments.models import Commitment, Status
-from tests.gather.fake_provider import FakeProvider, draft
-from tests.gather.support import give_key
+from tests.harness.fake_provider import FakeProvider, draft
+from tests.harness.gather import give_key
 
 NOTES = (
     "Launch sync, Monday.\n\n"

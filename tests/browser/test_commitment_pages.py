@@ -15,7 +15,7 @@ from django.utils import timezone
 from audit.services import Actor
 from commitments import services
 from commitments.models import Commitment, Status
-from tests.integrations.api_support import mint
+from tests.harness.api import mint
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.support import horizontal_overflow
+from tests.harness.browser import horizontal_overflow
 
 
 def test_the_sign_in_page_passes_the_page_check(page, check_page):

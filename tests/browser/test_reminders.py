@@ -15,7 +15,7 @@ from lib import jobs
 from notifications import sending
 from notifications.models import Delivery
 from notifications.reminders import reminders_create_due
-from tests.webhooks.support import install_clock
+from tests.harness.webhooks import install_clock
 
 
 def test_a_reminder_reaches_the_assignee_the_day_before_the_deadline(

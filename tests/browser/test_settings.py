@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from integrations.models import ApiToken
-from tests.webhooks.support import Receiver
+from tests.harness.webhooks import Receiver
 from webhooks.models import WebhookEndpoint
 
 
@@ -70,6 +70,7 @@ def test_the_chat_url_field_is_there_only_for_chat_channels(
     check_page(page, "notifications-slack-refused")
 
 
+@pytest.mark.processes
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_register_a_webhook_and_send_a_test_through_a_real_worker(

@@ -21,7 +21,7 @@ from commitments import selectors, services
 from commitments.errors import AddressNotAskable
 from commitments.models import Commitment, EventKind, Invitation, OutboxEvent, Status
 from commitments.views_accord import quick_deadline
-from tests.commitments.support import commitment_in
+from tests.harness.commitments import commitment_in
 
 pytestmark = pytest.mark.django_db
 

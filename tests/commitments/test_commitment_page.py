@@ -16,8 +16,8 @@ from audit.models import AuditEvent
 from audit.services import Actor
 from commitments import services
 from commitments.models import Commitment, Status
-from tests.commitments.support import DEADLINE, commitment_in, many_commitments, snapshot
-from tests.integrations.api_support import INBOX, inbox_body, mint, post_json
+from tests.harness.api import INBOX, inbox_body, mint, post_json
+from tests.harness.commitments import DEADLINE, commitment_in, many_commitments, snapshot
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from audit.services import Actor
 from commitments import services
 from commitments.errors import InvalidTransition
 from commitments.models import OutboxEvent, Status
-from tests.support import race
+from tests.harness.concurrency import race
 
 
 @pytest.mark.postgres

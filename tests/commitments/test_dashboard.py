@@ -15,7 +15,7 @@ from audit.services import Actor
 from commitments import selectors, services
 from commitments.models import Commitment, Status
 from commitments.selectors_dashboard import flow_score_day_moves, flow_score_history
-from tests.commitments.support import commitment_in, many_commitments
+from tests.harness.commitments import commitment_in, many_commitments
 
 pytestmark = pytest.mark.django_db
 

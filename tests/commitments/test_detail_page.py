@@ -14,7 +14,7 @@ from audit.services import Actor, audit_event_record
 from commitments import selectors, services
 from commitments.errors import CommitmentError
 from commitments.models import Commitment, Status
-from tests.commitments.support import DEADLINE, commitment_in, snapshot
+from tests.harness.commitments import DEADLINE, commitment_in, snapshot
 
 pytestmark = pytest.mark.django_db
 

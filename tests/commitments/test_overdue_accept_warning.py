@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from commitments.models import Status
-from tests.commitments.support import commitment_in
+from tests.harness.commitments import commitment_in
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,7 @@ from audit.services import Actor
 from commitments import services
 from commitments.errors import CommitmentError, InvalidTransition, NotPermitted
 from commitments.models import Commitment, EventKind, OutboxEvent, Status
-from tests.commitments.support import commitment_in, snapshot
+from tests.harness.commitments import commitment_in, snapshot
 
 pytestmark = pytest.mark.django_db
 

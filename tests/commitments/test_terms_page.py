@@ -11,7 +11,7 @@ from django.test import Client
 
 from audit.models import AuditEvent
 from commitments.models import Commitment, EventKind, OutboxEvent, Status
-from tests.commitments.support import DEADLINE, commitment_in, snapshot
+from tests.harness.commitments import DEADLINE, commitment_in, snapshot
 
 pytestmark = pytest.mark.django_db
 

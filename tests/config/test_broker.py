@@ -40,6 +40,7 @@ def pause(port: int, milliseconds: int) -> None:
     )
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("transport", "slot_freed"),
     [("config.broker:Transport", True), ("redis", False)],
@@ -58,6 +59,7 @@ def test_an_ack_redis_does_not_answer_still_frees_the_prefetch_slot(
         connection.release()
 
 
+@pytest.mark.processes
 def test_a_normal_ack_removes_the_message_from_the_unacked_index(private_redis):
     connection, channel, message = take_one_message(private_redis, "config.broker:Transport")
     try:

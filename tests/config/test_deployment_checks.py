@@ -1,7 +1,9 @@
 """Unsafe production settings are caught before start: `manage.py check
 --deploy --fail-level ERROR` fails on each, naming what to set, and the web
-and worker processes refuse to start on the same errors. Each case runs in a
-fresh process with exactly that environment."""
+and worker processes refuse to start on the same errors. Each rule is checked
+in-process, on the settings an environment makes (`settings_for`); that the
+command, the web server and the worker apply them, in fresh processes with
+exactly that environment."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ import sys
 
 import pytest
 from django.conf import settings
+from django.test import override_settings
 
-from tests.config.conftest import MODE_VARIABLES, REAL_FERNET_KEY, REAL_KEY
+from config.checks import production_problems
+from tests.harness.settings import MODE_VARIABLES, REAL_FERNET_KEY, REAL_KEY, settings_for
 
 SAFE_PRODUCTION = {
     "DEBUG": "0",
@@ -57,6 +61,28 @@ def check_deploy(run, **overrides: str | None) -> subprocess.CompletedProcess[st
     return run(["manage.py", "check", "--deploy", "--fail-level", "ERROR"], **overrides)
 
 
+CHECKED = (
+    "DEBUG",
+    "EMAIL_BACKEND",
+    "REDIS_URL",
+    "FIELD_ENCRYPTION_KEYS",
+    "OUTBOUND_ALLOW_LOOPBACK",
+)
+
+
+def problems_for(tmp_path, **overrides: str | None) -> list:
+    """The deployment checks' errors on the settings this environment makes."""
+    env = {name: None for name in EXTRA_VARIABLES} | SAFE_PRODUCTION | overrides
+    values = settings_for(tmp_path, **env)
+    with override_settings(**{name: values[name] for name in CHECKED}):
+        return production_problems()
+
+
+def test_a_correct_production_environment_has_no_problem(tmp_path):
+    assert problems_for(tmp_path) == []
+
+
+@pytest.mark.processes
 def test_a_correct_production_environment_passes(run):
     result = check_deploy(run)
     assert result.returncode == 0, result.stderr
@@ -92,35 +118,37 @@ def test_a_correct_production_environment_passes(run):
         "outbound-loopback",
     ],
 )
-def test_each_unsafe_production_setting_fails_check_deploy_naming_what_to_set(
-    run, overrides, check_id, says
+def test_each_unsafe_production_setting_is_an_error_naming_what_to_set(
+    tmp_path, overrides, check_id, says
 ):
-    result = check_deploy(run, **overrides)
+    (problem,) = problems_for(tmp_path, **overrides)
 
-    assert result.returncode != 0
-    assert f"({check_id})" in result.stderr
-    assert says in result.stderr
+    assert problem.is_serious()
+    assert problem.id == check_id
+    assert says in f"{problem.msg} {problem.hint}"
 
 
-def test_the_same_settings_in_development_pass(run):
-    result = check_deploy(
-        run,
+def test_the_same_settings_in_development_pass(tmp_path):
+    problems = problems_for(
+        tmp_path,
         DEBUG="1",
         EMAIL_BACKEND=None,
         REDIS_URL=None,
         FIELD_ENCRYPTION_KEYS=None,
         OUTBOUND_ALLOW_LOOPBACK="1",
     )
-    assert result.returncode == 0, result.stderr
+    assert problems == []
 
 
-def test_every_problem_is_reported_at_once(run):
+@pytest.mark.processes
+def test_every_problem_is_reported_at_once_by_check_deploy(run):
     result = check_deploy(run, EMAIL_BACKEND=None, REDIS_URL=None, OUTBOUND_ALLOW_LOOPBACK="1")
     assert result.returncode != 0
     for check_id in ("commitments.E001", "commitments.E002", "commitments.E004"):
         assert check_id in result.stderr
 
 
+@pytest.mark.processes
 def test_the_web_server_refuses_to_start_without_an_encryption_key(run):
     """However it is started (not only through scripts/start): loading the
     WSGI application fails, loudly, with the check's message."""
@@ -132,6 +160,7 @@ def test_the_web_server_refuses_to_start_without_an_encryption_key(run):
     assert "Set FIELD_ENCRYPTION_KEYS" in result.stderr
 
 
+@pytest.mark.processes
 def test_the_web_server_starts_with_a_correct_production_environment(run):
     result = run(["-c", "import config.wsgi; print('loaded')"])
 
@@ -139,6 +168,7 @@ def test_the_web_server_starts_with_a_correct_production_environment(run):
     assert "loaded" in result.stdout
 
 
+@pytest.mark.processes
 def test_a_worker_refuses_to_start_on_an_unsafe_setting(run):
     result = run(
         ["-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=INFO"],

@@ -33,7 +33,7 @@ from celery.app.utils import find_app
 from django.conf import settings
 from django.urls import resolve
 
-from tests.conftest import REQUIRE_SERVICES
+from tests.harness.services import REQUIRE_SERVICES
 
 ROOT = Path(settings.BASE_DIR)
 HERE = Path(__file__).parent
@@ -584,6 +584,7 @@ def compose_app_environment(compose) -> dict[str, str]:
     return {k: str(v) for k, v in compose["services"]["web"]["environment"].items()}
 
 
+@pytest.mark.processes
 def test_the_start_script_runs_the_deployment_checks_then_gunicorn(
     start_script, compose_app_environment
 ):
@@ -595,6 +596,7 @@ def test_the_start_script_runs_the_deployment_checks_then_gunicorn(
     )
 
 
+@pytest.mark.processes
 def test_the_start_script_stops_on_an_unsafe_setting_before_gunicorn(
     start_script, compose_app_environment
 ):

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.delivery.nudge_support import (
+from tests.harness.services import (
     Process,
     free_port,
     manage,
@@ -26,6 +26,8 @@ from tests.delivery.nudge_support import (
     subprocess_env,
     wait_until,
 )
+
+pytestmark = pytest.mark.processes
 
 EMAIL = "lead@example.com"
 PASSWORD = "correct horse battery"

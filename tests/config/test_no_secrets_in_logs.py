@@ -25,8 +25,8 @@ from django.test import Client
 from lib import jobs
 from lib.redact import redact
 from notifications.models import ChannelKind, Delivery, DeliveryStatus, NotificationChannel
-from tests.delivery.nudge_support import FakeService, Reply
-from tests.integrations.api_support import INBOX, inbox_body, mint, post_json
+from tests.harness.api import INBOX, inbox_body, mint, post_json
+from tests.harness.services import FakeService, Reply
 
 pytestmark = pytest.mark.django_db
 
@@ -209,6 +209,7 @@ def test_the_filter_cleans_tracebacks_too():
 # --- with a real worker process, logging at DEBUG ------------------------------------------
 
 
+@pytest.mark.processes
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_a_real_worker_at_debug_logs_none_of_the_secrets(
@@ -218,7 +219,7 @@ def test_a_real_worker_at_debug_logs_none_of_the_secrets(
     import sys
 
     from notifications.models import ChannelTest
-    from tests.delivery.nudge_support import (
+    from tests.harness.services import (
         Process,
         purge_queue,
         subprocess_env,

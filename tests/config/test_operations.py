@@ -21,7 +21,7 @@ import pytest
 
 from config.middleware import RequestIdMiddleware
 from lib.logs import JsonFormatter, RequestIdFilter, request_id_var
-from tests.delivery.nudge_support import (
+from tests.harness.services import (
     Process,
     free_port,
     manage,
@@ -86,7 +86,7 @@ def test_readyz_is_503_in_json_when_the_database_does_not_answer(client, setting
 
 @pytest.mark.django_db
 def test_readyz_is_503_when_redis_does_not_answer(client, settings):
-    from tests.delivery.nudge_support import free_port
+    from tests.harness.services import free_port
 
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
     settings.BROKER_TIMEOUT = 1
@@ -256,7 +256,7 @@ def test_the_request_id_reaches_the_worker_log_of_the_work_it_caused(
 ):
     from notifications.tasks import deliver_nudge
     from relay.tasks import dispatch_event
-    from tests.integrations.api_support import INBOX, inbox_body, mint, post_json
+    from tests.harness.api import INBOX, inbox_body, mint, post_json
 
     token = mint(assigner)
     purge_queue(os.environ["REDIS_URL"])

@@ -1,8 +1,10 @@
 """Production mode (DEBUG=0): a real SECRET_KEY or no start; HTTPS only except on
 loopback hosts; HSTS; secure cookies.
 
-Settings are module-level code, so what the settings module decides is checked
-in a fresh interpreter; the middleware's behaviour is checked in-process.
+What the settings module decides is checked in-process (`settings_for` runs
+its code again with a given environment); that a bad environment stops a
+process, and the production configuration end to end, in a fresh
+interpreter; the middleware's behaviour in-process.
 """
 
 from __future__ import annotations
@@ -10,29 +12,32 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
-from tests.config.conftest import REAL_KEY, settings_of
-
-PRINT_SETTINGS = """
-import json
-from django.conf import settings as s
-print(json.dumps({name: getattr(s, name) for name in (
-    "DEBUG", "HTTPS_ONLY", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE",
-    "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS", "ALLOWED_HOSTS",
-)} | {"STATICFILES_BACKEND": s.STORAGES["staticfiles"]["BACKEND"]}))
-"""
+from tests.harness.settings import REAL_KEY, settings_for
 
 
-# --- the settings module -----------------------------------------------------------
+def staticfiles_backend(values: dict) -> str:
+    return values["STORAGES"]["staticfiles"]["BACKEND"]
 
 
+# --- the settings module, in a fresh interpreter: it refuses to load, loudly ---------
+
+
+@pytest.mark.processes
 def test_production_refuses_to_start_without_a_secret_key(run_django):
-    result = run_django(DEBUG="0")
+    """config/settings.py applies config/environment.py's rules at import, and
+    a process with a bad environment dies naming every problem."""
+    result = run_django(DEBUG="0", API_RATE_BURST="5")
 
     assert result.returncode != 0
-    assert "ImproperlyConfigured" in result.stderr
-    assert "SECRET_KEY" in result.stderr
+    assert "django.core.exceptions.ImproperlyConfigured" in result.stderr
+    assert "needs SECRET_KEY set to a random value of 32+ characters" in result.stderr
+    assert "API_RATE_BURST (calls at once) needs API_RATE_PER_MINUTE" in result.stderr
+
+
+# --- what the settings module decides, in-process --------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -40,50 +45,39 @@ def test_production_refuses_to_start_without_a_secret_key(run_django):
     ["", "too-short", "dev-insecure-key-do-not-use-in-production"],
     ids=["empty", "short", "the-development-key"],
 )
-def test_production_refuses_a_key_that_is_not_real(run_django, key):
-    result = run_django(DEBUG="0", SECRET_KEY=key)
-
-    assert result.returncode != 0
-    assert "SECRET_KEY" in result.stderr
+def test_production_refuses_a_key_that_is_not_real(tmp_path, key):
+    with pytest.raises(ImproperlyConfigured, match="SECRET_KEY"):
+        settings_for(tmp_path, DEBUG="0", SECRET_KEY=key)
 
 
-def test_production_settings_load_without_an_encryption_key_for_the_check_to_report(run_django):
+def test_production_settings_load_without_an_encryption_key_for_the_check_to_report(tmp_path):
     """The refusal is a deployment check (tests/config/test_deployment_checks.py):
     the settings load, with no key, so `check --deploy` can say what to set."""
-    result = run_django(
-        "from django.conf import settings\nprint(settings.FIELD_ENCRYPTION_KEYS)",
-        DEBUG="0",
-        SECRET_KEY=REAL_KEY,
-        FIELD_ENCRYPTION_KEYS="",
-    )
+    values = settings_for(tmp_path, DEBUG="0", SECRET_KEY=REAL_KEY, FIELD_ENCRYPTION_KEYS="")
 
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "[]"
+    assert values["FIELD_ENCRYPTION_KEYS"] == []
 
 
-def test_a_rotated_secret_key_leaves_stored_secrets_readable(run_django):
+def test_a_rotated_secret_key_leaves_stored_secrets_readable(tmp_path):
     """The encryption keys never derive from SECRET_KEY."""
-    encrypt = "from lib.crypto import encrypt_str\nprint(encrypt_str('secret'))"
-    result = run_django(encrypt, DEBUG="0", SECRET_KEY=REAL_KEY)
-    assert result.returncode == 0, result.stderr
-    token = result.stdout.strip().splitlines()[-1]
+    from lib.crypto import decrypt_str, encrypt_str
 
-    decrypt = f"from lib.crypto import decrypt_str\nprint(decrypt_str({token!r}))"
-    result = run_django(decrypt, DEBUG="0", SECRET_KEY="rotated-" + REAL_KEY)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "secret"
+    before = settings_for(tmp_path, DEBUG="0", SECRET_KEY=REAL_KEY)
+    after = settings_for(tmp_path, DEBUG="0", SECRET_KEY="rotated-" + REAL_KEY)
+    with override_settings(**{k: before[k] for k in ("SECRET_KEY", "FIELD_ENCRYPTION_KEYS")}):
+        token = encrypt_str("secret")
+    with override_settings(**{k: after[k] for k in ("SECRET_KEY", "FIELD_ENCRYPTION_KEYS")}):
+        assert decrypt_str(token) == "secret"
 
 
 @pytest.mark.parametrize("debug", ["0", "1"])
-def test_an_encryption_key_that_is_not_a_fernet_key_is_refused(run_django, debug):
-    result = run_django(DEBUG=debug, SECRET_KEY=REAL_KEY, FIELD_ENCRYPTION_KEYS="a passphrase")
-
-    assert result.returncode != 0
-    assert "key 1 is not a Fernet key" in result.stderr
+def test_an_encryption_key_that_is_not_a_fernet_key_is_refused(tmp_path, debug):
+    with pytest.raises(ImproperlyConfigured, match="key 1 is not a Fernet key"):
+        settings_for(tmp_path, DEBUG=debug, SECRET_KEY=REAL_KEY, FIELD_ENCRYPTION_KEYS="a phrase")
 
 
-def test_production_starts_with_a_real_key_and_locks_things_down(run_django):
-    values = settings_of(run_django(PRINT_SETTINGS, DEBUG="0", SECRET_KEY=REAL_KEY))
+def test_production_starts_with_a_real_key_and_locks_things_down(tmp_path):
+    values = settings_for(tmp_path, DEBUG="0", SECRET_KEY=REAL_KEY)
 
     assert values["DEBUG"] is False
     assert values["HTTPS_ONLY"] is True
@@ -92,19 +86,17 @@ def test_production_starts_with_a_real_key_and_locks_things_down(run_django):
     assert values["SECURE_HSTS_SECONDS"] >= 31_536_000
     assert values["SECURE_HSTS_INCLUDE_SUBDOMAINS"] is True
     # Hashed file names, so browsers may cache static files for good.
-    assert values["STATICFILES_BACKEND"].endswith("CompressedManifestStaticFilesStorage")
+    assert staticfiles_backend(values).endswith("CompressedManifestStaticFilesStorage")
 
 
-def test_production_serves_the_configured_hosts_and_loopback(run_django):
-    values = settings_of(
-        run_django(PRINT_SETTINGS, DEBUG="0", SECRET_KEY=REAL_KEY, ALLOWED_HOSTS="example.com")
-    )
+def test_production_serves_the_configured_hosts_and_loopback(tmp_path):
+    values = settings_for(tmp_path, DEBUG="0", SECRET_KEY=REAL_KEY, ALLOWED_HOSTS="example.com")
 
     assert values["ALLOWED_HOSTS"] == ["example.com", "localhost", "127.0.0.1", "[::1]"]
 
 
-def test_local_defaults_need_nothing_and_stay_on_plain_http(run_django):
-    values = settings_of(run_django(PRINT_SETTINGS))
+def test_local_defaults_need_nothing_and_stay_on_plain_http(tmp_path):
+    values = settings_for(tmp_path)
 
     assert values["DEBUG"] is True
     assert values["HTTPS_ONLY"] is False
@@ -120,11 +112,9 @@ def test_local_defaults_need_nothing_and_stay_on_plain_http(run_django):
         ("SECURE_HSTS_SECONDS", "a year", "SECURE_HSTS_SECONDS must be an integer"),
     ],
 )
-def test_a_malformed_variable_stops_the_start_with_its_name(run_django, name, value, message):
-    result = run_django(**{name: value, "SECRET_KEY": REAL_KEY})
-
-    assert result.returncode != 0
-    assert message in result.stderr
+def test_a_malformed_variable_stops_the_start_with_its_name(tmp_path, name, value, message):
+    with pytest.raises(ImproperlyConfigured, match=message):
+        settings_for(tmp_path, **{name: value, "SECRET_KEY": REAL_KEY})
 
 
 END_TO_END = """
@@ -151,6 +141,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.processes
 def test_production_configuration_end_to_end(run_django, tmp_path):
     """The real production settings in a fresh process: static files collected as the
     Dockerfile does, then one request of each kind."""

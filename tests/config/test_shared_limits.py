@@ -4,11 +4,14 @@ count in (Redis when configured, the database otherwise)."""
 
 from __future__ import annotations
 
-import json
+import io
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management import call_command
+from django.db import connection
 
-from tests.config.conftest import REAL_KEY
+from tests.harness.settings import REAL_KEY, settings_for
 
 LOGIN = "/accounts/login/"
 PASSWORD = "correct horse battery"  # make_user's
@@ -108,60 +111,49 @@ def test_with_no_trusted_proxy_x_forwarded_for_is_ignored(client, db, settings):
 
 # --- settings ---------------------------------------------------------------------------
 
-PRINT = """
-import json
-from django.conf import settings as s
-print(json.dumps({
-    "count": s.ALLAUTH_TRUSTED_PROXY_COUNT,
-    "header": s.ALLAUTH_TRUSTED_CLIENT_IP_HEADER,
-    "cache": s.CACHES["default"]["BACKEND"],
-    "location": s.CACHES["default"]["LOCATION"],
-}))
-"""
+
+def test_the_proxy_settings_come_from_the_environment(tmp_path):
+    default = settings_for(tmp_path)
+    assert default["ALLAUTH_TRUSTED_PROXY_COUNT"] == 0
+    assert default["ALLAUTH_TRUSTED_CLIENT_IP_HEADER"] is None
+
+    behind = settings_for(tmp_path, TRUSTED_PROXY_COUNT="2", TRUSTED_CLIENT_IP_HEADER="X-Real-IP")
+    assert behind["ALLAUTH_TRUSTED_PROXY_COUNT"] == 2
+    assert behind["ALLAUTH_TRUSTED_CLIENT_IP_HEADER"] == "X-Real-IP"
 
 
-def test_the_proxy_settings_come_from_the_environment(run_django):
-    default = json.loads(run_django(PRINT).stdout)
-    assert (default["count"], default["header"]) == (0, None)
+def test_the_cache_is_redis_when_configured_and_the_database_otherwise(tmp_path):
+    embedded = settings_for(tmp_path)["CACHES"]["default"]
+    assert embedded["BACKEND"] == "django.core.cache.backends.db.DatabaseCache"
 
-    behind = run_django(PRINT, TRUSTED_PROXY_COUNT="2", TRUSTED_CLIENT_IP_HEADER="X-Real-IP")
-    assert (json.loads(behind.stdout)["count"], json.loads(behind.stdout)["header"]) == (
-        2,
-        "X-Real-IP",
-    )
-
-
-def test_the_cache_is_redis_when_configured_and_the_database_otherwise(run_django):
-    embedded = json.loads(run_django(PRINT).stdout)
-    assert embedded["cache"] == "django.core.cache.backends.db.DatabaseCache"
-
-    production = json.loads(run_django(PRINT, REDIS_URL="redis://cache.internal:6379/0").stdout)
-    assert production["cache"] == "lib.cache.TolerantRedisCache"
-    assert production["location"] == "redis://cache.internal:6379/0"
+    production = settings_for(tmp_path, REDIS_URL="redis://cache.internal:6379/0")
+    assert production["CACHES"]["default"]["BACKEND"] == "lib.cache.TolerantRedisCache"
+    assert production["CACHES"]["default"]["LOCATION"] == "redis://cache.internal:6379/0"
 
 
 @pytest.mark.parametrize("burst, rate", [("5", ""), ("5", "0"), ("-1", "10")])
-def test_an_api_limit_without_a_rate_fails_at_start(run_django, burst, rate):
-    result = run_django(API_RATE_BURST=burst, API_RATE_PER_MINUTE=rate, SECRET_KEY=REAL_KEY)
-
-    assert result.returncode != 0
-    assert "API_RATE_PER_MINUTE" in result.stderr
+def test_an_api_limit_without_a_rate_fails_at_start(tmp_path, burst, rate):
+    with pytest.raises(ImproperlyConfigured, match="API_RATE_PER_MINUTE"):
+        settings_for(tmp_path, API_RATE_BURST=burst, API_RATE_PER_MINUTE=rate, SECRET_KEY=REAL_KEY)
 
 
-def test_migrate_creates_the_database_caches_table(run_django):
+@pytest.mark.django_db
+def test_migrate_creates_the_database_caches_table(settings):
     """Wherever the service starts (`./scripts/serve`, the container), it migrates
-    first; that alone makes the table, and `createcachetable` finds it there."""
-    code = """
-from django.core.management import call_command
-from django.db import connection
-call_command("migrate", verbosity=0)
-print("django_cache" in connection.introspection.table_names())
-call_command("createcachetable", dry_run=True)
-"""
-    result = run_django(code)
+    first; that alone makes the table (as it did for this test's database), and
+    `createcachetable` (which looks at the database caches configured, as
+    without REDIS_URL) finds it there."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "django_cache",
+        }
+    }
+    out = io.StringIO()
+    call_command("createcachetable", dry_run=True, stdout=out)
 
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["True", "Cache table 'django_cache' already exists."]
+    assert "django_cache" in connection.introspection.table_names()
+    assert out.getvalue().splitlines() == ["Cache table 'django_cache' already exists."]
 
 
 def test_the_database_cache_works_on_that_table(db, settings):

@@ -12,7 +12,9 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tests.delivery.nudge_support import (
+import pytest
+
+from tests.harness.services import (
     Process,
     free_port,
     manage,
@@ -21,6 +23,8 @@ from tests.delivery.nudge_support import (
     subprocess_env,
     wait_until,
 )
+
+pytestmark = pytest.mark.processes
 
 PASSWORD = "a long passphrase for tests"
 CALLS = 20

@@ -2,7 +2,7 @@
 user's own key (no_byok_key without one), the per-user rate limit, the
 provider's failures as 502, and a success validated against the draft-list
 schema, with nothing written to the commitments table. The provider is the
-fake one on loopback (tests/gather/fake_provider.py), reached by the real SDKs."""
+fake one on loopback (tests/harness/fake_provider.py), reached by the real SDKs."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from audit.models import AuditEvent
 from commitments.models import Commitment
 from gather import api
 from gather.schema import validate_drafts
-from tests.gather.fake_provider import draft
-from tests.gather.support import (
+from tests.harness.fake_provider import draft
+from tests.harness.gather import (
     ANTHROPIC_KEY,
     KEYS,
     OPENAI_KEY,

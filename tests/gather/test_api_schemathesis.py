@@ -14,15 +14,15 @@ from hypothesis import HealthCheck, Phase, given
 from hypothesis import settings as hypothesis_settings
 from schemathesis import GenerationMode
 
-from tests.gather.support import give_key
-from tests.integrations.test_api_schemathesis import CHECKS, _TestWSGIApp
+from tests.harness.gather import give_key
+from tests.harness.openapi import CHECKS, WSGIApp
 
 EXAMPLES_PER_MODE = 20
 
 
 @pytest.fixture
 def schema(db):
-    return schemathesis.openapi.from_wsgi("/api-reference/openapi.json", _TestWSGIApp())
+    return schemathesis.openapi.from_wsgi("/api-reference/openapi.json", WSGIApp())
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from django.contrib.staticfiles import finders
 from audit.services import Actor
 from commitments import services
 from commitments.models import Commitment, Status
-from tests.gather.fake_provider import draft
-from tests.gather.support import browser, gather, give_key
+from tests.harness.fake_provider import draft
+from tests.harness.gather import browser, gather, give_key
 
 pytestmark = pytest.mark.django_db
 

@@ -27,7 +27,7 @@ from gather.prompt import (
 from gather.providers import OPENAI
 from gather.schema import validate_drafts
 from gather.selectors import Collaborator
-from tests.gather.fake_provider import draft
+from tests.harness.fake_provider import draft
 
 AUCKLAND = zoneinfo.ZoneInfo("Pacific/Auckland")
 LOS_ANGELES = zoneinfo.ZoneInfo("America/Los_Angeles")

@@ -18,7 +18,7 @@ from gather.providers import ANTHROPIC, OPENAI, REFUSAL_MAX
 from gather.schema import DRAFT_LIST_SCHEMA
 from gather.selectors import Collaborator
 from gather.serializers import GatherResultSerializer
-from tests.gather.fake_provider import answer_reply, draft, refusal_reply
+from tests.harness.fake_provider import answer_reply, draft, refusal_reply
 
 PROVIDERS = [OPENAI, ANTHROPIC]
 USER_KEY = "sk-user-own-key-1234"

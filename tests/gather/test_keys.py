@@ -11,7 +11,7 @@ from django.db import connection
 from audit.models import AuditEvent
 from gather import keys
 from gather.models import ModelKey, Provider
-from tests.support import race
+from tests.harness.concurrency import race
 
 pytestmark = pytest.mark.django_db
 

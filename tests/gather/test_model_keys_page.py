@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from gather import keys
 from gather.models import ModelKey
-from tests.integrations.api_support import sign_in
+from tests.harness.api import sign_in
 
 pytestmark = pytest.mark.django_db
 

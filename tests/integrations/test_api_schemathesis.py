@@ -8,57 +8,19 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
-from django.core.handlers.wsgi import WSGIHandler
-from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
 from hypothesis import HealthCheck, Phase, given
 from hypothesis import settings as hypothesis_settings
 from schemathesis import GenerationMode
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_headers_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
 
-from tests.integrations.api_support import mint
+from tests.harness.api import mint
+from tests.harness.openapi import CHECKS, WSGIApp
 
-CHECKS = [
-    not_a_server_error,
-    status_code_conformance,
-    content_type_conformance,
-    response_headers_conformance,
-    response_schema_conformance,
-]
 EXAMPLES_PER_MODE = 40
-
-
-class _TestWSGIApp:
-    """Django's WSGI handler, minus the end-of-request connection cleanup: that
-    would close the test's connection in the middle of its transaction (Django's
-    own test client disconnects it the same way)."""
-
-    def __init__(self) -> None:
-        self.handler = WSGIHandler()
-
-    def __call__(self, environ, start_response):
-        request_started.disconnect(close_old_connections)
-        request_finished.disconnect(close_old_connections)
-        try:
-            response = self.handler(environ, start_response)
-            try:
-                return [b"".join(response)]
-            finally:
-                response.close()  # fires request_finished while it is disconnected
-        finally:
-            request_started.connect(close_old_connections)
-            request_finished.connect(close_old_connections)
 
 
 @pytest.fixture
 def schema(db):
-    return schemathesis.openapi.from_wsgi("/api-reference/openapi.json", _TestWSGIApp())
+    return schemathesis.openapi.from_wsgi("/api-reference/openapi.json", WSGIApp())
 
 
 @pytest.fixture

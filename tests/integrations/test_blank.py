@@ -24,7 +24,7 @@ from commitments.models import Commitment
 from gather.serializers import GatherSerializer
 from integrations.serializers import InboxSerializer, SyncSerializer
 from lib.text import BLANK, NOT_BLANK_PATTERN, is_blank, strip_blank
-from tests.integrations.api_support import INBOX, assert_envelope, inbox_body, mint, post_json
+from tests.harness.api import INBOX, assert_envelope, inbox_body, mint, post_json
 
 NEL, NBSP, ZWSP, IDEOGRAPHIC, BOM = "\u0085", "\u00a0", "\u200b", "\u3000", "\ufeff"
 BLANKS = {

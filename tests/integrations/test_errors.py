@@ -23,7 +23,7 @@ from commitments.errors import (
 )
 from config.middleware import ApiErrorMiddleware
 from integrations import api
-from tests.integrations.api_support import (
+from tests.harness.api import (
     INBOX,
     SYNC,
     assert_envelope,
@@ -278,12 +278,13 @@ def test_a_chunked_body_a_server_cannot_end_is_refused_clearly_not_read_as_empty
     assert "Content-Length" in body["message"] and reached == []
 
 
+@pytest.mark.processes
 @pytest.mark.postgres
 def test_under_gunicorn_a_chunked_inbox_call_creates_the_commitment(tmp_path, token):
     import http.client
 
     from commitments.models import Commitment
-    from tests.delivery.nudge_support import Process, free_port, subprocess_env
+    from tests.harness.services import Process, free_port, subprocess_env
 
     port = free_port()
     env = subprocess_env(tmp_path, DEBUG="1")

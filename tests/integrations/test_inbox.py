@@ -11,7 +11,7 @@ from django.test import Client
 from audit.models import AuditEvent
 from commitments.models import Commitment, EventKind, OutboxEvent, Status
 from integrations.models import ApiToken
-from tests.integrations.api_support import (
+from tests.harness.api import (
     DROP,
     INBOX,
     assert_envelope,
@@ -21,7 +21,7 @@ from tests.integrations.api_support import (
     rows,
     warm_caches,
 )
-from tests.support import race
+from tests.harness.concurrency import race
 
 FIELDS = [
     "assignerEmail",

@@ -9,7 +9,7 @@ import pytest
 from audit.services import Actor
 from commitments import services
 from commitments.models import Commitment, Status
-from tests.integrations.api_support import INBOX, SYNC, mint, post_json
+from tests.harness.api import INBOX, SYNC, mint, post_json
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from django.db import connection
 from django.test import Client
 
 from commitments.models import Commitment
-from tests.integrations.api_support import (
+from tests.harness.api import (
     INBOX,
     SYNC,
     assert_envelope,
@@ -22,7 +22,7 @@ from tests.integrations.api_support import (
     rows,
     warm_caches,
 )
-from tests.support import race
+from tests.harness.concurrency import race
 
 SYNC_BODY = {"externalSystem": "jira", "externalId": "OPS-1", "status": "Completed"}
 

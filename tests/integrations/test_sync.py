@@ -14,7 +14,7 @@ from audit.services import Actor
 from commitments import services
 from commitments.models import Commitment, EventKind, OutboxEvent, Status
 from integrations.models import ApiToken
-from tests.integrations.api_support import (
+from tests.harness.api import (
     DROP,
     SYNC,
     assert_envelope,
@@ -23,7 +23,7 @@ from tests.integrations.api_support import (
     rows,
     warm_caches,
 )
-from tests.support import race
+from tests.harness.concurrency import race
 
 
 @pytest.fixture

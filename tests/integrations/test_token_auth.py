@@ -18,7 +18,7 @@ from commitments.models import Commitment
 from integrations import services, tokens
 from integrations.authentication import BearerTokenAuthentication, record_use
 from integrations.models import ApiToken
-from tests.integrations.api_support import (
+from tests.harness.api import (
     INBOX,
     SYNC,
     assert_envelope,

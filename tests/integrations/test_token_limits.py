@@ -24,7 +24,7 @@ from commitments import services as commitment_services
 from commitments.models import Commitment, Status
 from integrations import services, tokens
 from integrations.models import ApiToken
-from tests.integrations.api_support import (
+from tests.harness.api import (
     INBOX,
     SYNC,
     TOKENS_PAGE,

@@ -14,7 +14,7 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from integrations import services, tokens
 from integrations.models import ApiToken
-from tests.integrations.api_support import (
+from tests.harness.api import (
     PASSWORD,
     age_the_sign_in,
     form_key,

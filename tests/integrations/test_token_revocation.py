@@ -15,7 +15,7 @@ from audit.models import AuditEvent
 from audit.services import Actor
 from integrations import services
 from integrations.models import ApiToken
-from tests.integrations.api_support import INBOX, inbox_body, post_json
+from tests.harness.api import INBOX, inbox_body, post_json
 
 PASSWORD = "correct horse battery"
 NEW_PASSWORD = "a brand new passphrase"

@@ -19,7 +19,7 @@ from audit.models import AuditEvent
 from audit.services import Actor
 from integrations import services, tokens
 from integrations.models import ApiToken
-from tests.integrations.api_support import (
+from tests.harness.api import (
     INBOX,
     SYNC,
     inbox_body,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from django.core.cache import caches
 
+pytestmark = pytest.mark.processes
+
 PASSWORD = "correct horse battery"
 
 

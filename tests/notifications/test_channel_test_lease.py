@@ -23,7 +23,7 @@ from notifications.channels import (
 from notifications.models import ChannelKind, ChannelTest, ChannelTestStatus
 from notifications.tasks import send_channel_test
 from relay.outbox import outbox_sweep
-from tests.delivery.nudge_support import (
+from tests.harness.services import (
     FakeService,
     Reply,
     celery_worker,
@@ -31,7 +31,7 @@ from tests.delivery.nudge_support import (
     subprocess_env,
     wait_until,
 )
-from tests.webhooks.support import install_clock
+from tests.harness.webhooks import install_clock
 
 
 class WorkerDied(BaseException):
@@ -106,6 +106,7 @@ def test_a_test_that_keeps_killing_its_workers_fails_with_the_reason(
     assert test.claimed_until is None
 
 
+@pytest.mark.processes
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_a_worker_killed_in_the_middle_of_a_test_does_not_leave_it_sending(tmp_path, assignee):

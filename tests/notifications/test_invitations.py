@@ -16,7 +16,7 @@ from commitments.models import EventKind, OutboxEvent
 from notifications.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
 from notifications.sending import nudge_send
 from relay import outbox
-from tests.delivery.nudge_support import (
+from tests.harness.services import (
     celery_worker,
     purge_queue,
     read_mails,
@@ -89,6 +89,7 @@ def test_a_draft_invites_nobody_until_sent(assigner):
     assert Delivery.objects.get().address == "newcomer@example.com"
 
 
+@pytest.mark.processes
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_a_real_worker_mails_the_invitation_once(tmp_path, assigner):

@@ -20,7 +20,7 @@ from notifications.models import (
     DeliveryStatus,
     NotificationChannel,
 )
-from tests.delivery.nudge_support import new_request_nudge
+from tests.harness.services import new_request_nudge
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from lib import jobs
 from notifications.channels import notification_channel_mark_broken, notification_channel_set
 from notifications.models import ChannelKind, ChannelTest, NotificationChannel
 from notifications.tasks import send_channel_test
-from tests.delivery.nudge_support import FakeService, Reply, new_request_nudge
+from tests.harness.services import FakeService, Reply, new_request_nudge
 
 PAGE = "/settings/notifications/"
 TEST = "/settings/notifications/test"

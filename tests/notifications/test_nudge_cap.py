@@ -1,7 +1,7 @@
 """The nudge cap: at most NUDGE_CAP nudges to one assignee about one
 assigner's requests in an hour; the rest wait, together, for one digest
 nudge that goes out when the hour allows. Called directly here (dispatch,
-sweep, send); tests/delivery/test_worker.py floods a real worker."""
+sweep, send); tests/relay/test_worker.py floods a real worker."""
 
 from __future__ import annotations
 
@@ -238,7 +238,7 @@ def test_a_digest_that_fails_for_now_keeps_what_it_holds_and_takes_more(
 
 @pytest.mark.postgres
 def test_workers_dispatching_at_once_still_keep_the_cap(assigner, assignee):
-    from tests.support import race
+    from tests.harness.concurrency import race
 
     events = [request_of(assigner, assignee, n) for n in range(12)]
 

@@ -5,7 +5,7 @@ made once (a unique key in the database), sent like a nudge through the
 person's channel, at most one reminder message per person per hour (a
 digest), and not at all for someone who turned them off. The scheduler runs
 here as beat would run it (`notifications.tasks.remind`), and what it queues runs
-through the real send task; tests/delivery/test_reminder_worker.py does the
+through the real send task; tests/relay/test_reminder_worker.py does the
 same with real worker processes."""
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from notifications.models import (
 from notifications.reminders import reminders_create_due
 from notifications.tasks import deliver_nudge, remind
 from relay.outbox import outbox_sweep
-from tests.delivery.nudge_support import FakeService
-from tests.webhooks.support import install_clock
+from tests.harness.services import FakeService
+from tests.harness.webhooks import install_clock
 
 T0 = dt.datetime(2030, 3, 1, 9, 0, tzinfo=dt.UTC)
 SITE = "https://commitments.example.com"

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from notifications.channels import notification_channel_set
 from notifications.models import ChannelKind, ChannelTest
-from tests.delivery.nudge_support import FakeService, Reply
+from tests.harness.services import FakeService, Reply
 
 PAGE = "/settings/notifications/"
 TEST = "/settings/notifications/test"

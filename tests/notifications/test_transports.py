@@ -18,7 +18,7 @@ from notifications.transports import (
     TransportError,
     transport_for,
 )
-from tests.delivery.nudge_support import FakeService, Reply, free_port
+from tests.harness.services import FakeService, Reply, free_port
 
 MESSAGE = Message(
     subject="Lead asks you: Ship <the> report & more",
@@ -240,7 +240,7 @@ def test_the_registry_has_one_transport_per_channel_kind():
 def test_a_gzip_bomb_from_a_chat_webhook_is_an_error_with_a_short_excerpt(settings):
     import tracemalloc
 
-    from tests.lib.test_outbound import BOMB_SIZE, StreamingService, bomb_pieces
+    from tests.harness.streaming import BOMB_SIZE, StreamingService, bomb_pieces
 
     head = (
         b"HTTP/1.1 503 Service Unavailable\r\nContent-Encoding: gzip\r\n"

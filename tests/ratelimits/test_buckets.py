@@ -106,13 +106,14 @@ def test_concurrent_takes_never_spend_more_than_the_burst(settings, where):
     assert results.count(True) == 5
 
 
+@pytest.mark.processes
 def test_processes_taking_at_once_on_sqlite_never_spend_more_than_the_burst(tmp_path):
     """The embedded default: four processes, one SQLite file, 40 takes at
     once from a bucket of 15 (IMMEDIATE transactions serialise them)."""
     import subprocess
     import sys
 
-    from tests.delivery.nudge_support import ROOT, manage, subprocess_env
+    from tests.harness.services import ROOT, manage, subprocess_env
 
     env = subprocess_env(tmp_path, DATABASE_URL=None, REDIS_URL=None)
     subprocess.run(manage("migrate", "--noinput"), env=env, check=True, timeout=180)
@@ -138,7 +139,7 @@ print(sum(take("race", burst=15, per_second=0.001, now={NOW})[0] for _ in range(
 
 
 def test_a_redis_that_does_not_answer_lets_the_call_through(settings, db, caplog):
-    from tests.delivery.nudge_support import free_port
+    from tests.harness.services import free_port
 
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
 

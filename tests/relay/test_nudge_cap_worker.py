@@ -11,14 +11,16 @@ import os
 import pytest
 
 from notifications.models import Delivery, DeliveryStatus
-from tests.delivery.nudge_support import (
+from tests.harness.api import INBOX, inbox_body, mint, post_json
+from tests.harness.services import (
     celery_worker,
     purge_queue,
     read_mails,
     subprocess_env,
     wait_until,
 )
-from tests.integrations.api_support import INBOX, inbox_body, mint, post_json
+
+pytestmark = pytest.mark.processes
 
 CAP = 3
 FLOOD = 8

@@ -25,8 +25,8 @@ from notifications.models import (
     NotificationChannel,
 )
 from relay import outbox
-from tests.delivery.nudge_support import FakeService, Reply
-from tests.support import race
+from tests.harness.concurrency import race
+from tests.harness.services import FakeService, Reply
 
 pytestmark = pytest.mark.django_db
 
@@ -142,7 +142,7 @@ def test_a_broker_that_refuses_the_publish_does_not_fail_the_caller(
 def test_an_inbox_request_queues_its_event_after_the_response(
     client, assigner, assignee, published, committed
 ):
-    from tests.integrations.api_support import INBOX, inbox_body, mint, post_json
+    from tests.harness.api import INBOX, inbox_body, mint, post_json
 
     token = mint(assigner)
     with committed():
@@ -155,7 +155,7 @@ def test_an_inbox_request_queues_its_event_after_the_response(
 def test_requests_that_wrote_no_event_publish_nothing(
     client, assigner, assignee, published, committed
 ):
-    from tests.integrations.api_support import INBOX, inbox_body, mint, post_json
+    from tests.harness.api import INBOX, inbox_body, mint, post_json
 
     token = mint(assigner)
     with committed():

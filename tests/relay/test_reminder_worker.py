@@ -1,7 +1,7 @@
 """Reminders through a real Celery worker with beat (the reminder task and
 the sweep every second) on Redis and PostgreSQL, with a clock the test
 controls: the worker's `timezone.now()` is shifted by the seconds in a file
-the test writes (TEST_CLOCK_FILE, tests/worker_settings.py). The assignee
+the test writes (TEST_CLOCK_FILE, tests/harness/worker_settings.py). The assignee
 gets the day-before reminder once, then the overdue one once."""
 
 from __future__ import annotations
@@ -16,13 +16,15 @@ from django.utils import timezone
 from audit.services import Actor
 from commitments import services
 from notifications.models import Reminder, ReminderKind
-from tests.delivery.nudge_support import (
+from tests.harness.services import (
     celery_worker,
     purge_queue,
     read_mails,
     subprocess_env,
     wait_until,
 )
+
+pytestmark = pytest.mark.processes
 
 DEADLINE = dt.datetime(2030, 3, 1, 17, 0, tzinfo=dt.UTC)
 

@@ -24,7 +24,7 @@ from commitments import services
 from commitments.models import Commitment
 from notifications.channels import notification_channel_set
 from notifications.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
-from tests.delivery.nudge_support import (
+from tests.harness.services import (
     FakeService,
     Process,
     Reply,
@@ -36,6 +36,8 @@ from tests.delivery.nudge_support import (
     subprocess_env,
     wait_until,
 )
+
+pytestmark = pytest.mark.processes
 
 
 def create_pending(assigner, assignee, description="Ship the quarterly report"):
@@ -107,7 +109,7 @@ def test_a_new_commitment_leads_to_exactly_one_delivered_nudge(
 def test_an_inbox_call_leads_to_exactly_one_delivered_nudge(
     tmp_path, redis_env, client, assigner, assignee
 ):
-    from tests.integrations.api_support import INBOX, inbox_body, mint, post_json
+    from tests.harness.api import INBOX, inbox_body, mint, post_json
 
     token = mint(assigner)
     # No sweep may dispatch it: only the publish after the request can.
@@ -164,7 +166,7 @@ PROMPT = 6.0
 def test_an_inbox_call_while_redis_is_paused_returns_and_the_nudge_goes_once_it_is_back(
     tmp_path, private_redis, assigner, assignee
 ):
-    from tests.integrations.api_support import mint
+    from tests.harness.api import mint
 
     port = private_redis
     env = subprocess_env(tmp_path, REDIS_URL=f"redis://127.0.0.1:{port}/0")
@@ -191,7 +193,7 @@ def test_an_inbox_call_while_redis_is_paused_returns_and_the_nudge_goes_once_it_
 def test_an_inbox_call_while_redis_is_down_returns_and_the_nudge_goes_once_it_is_restarted(
     tmp_path, redis_server, assigner, assignee
 ):
-    from tests.integrations.api_support import mint
+    from tests.harness.api import mint
 
     env = subprocess_env(tmp_path, REDIS_URL=f"redis://127.0.0.1:{redis_server.port}/0")
     with celery_worker(env, tmp_path / "worker.log") as worker:

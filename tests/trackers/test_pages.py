@@ -9,7 +9,7 @@ import re
 import pytest
 
 from audit.models import AuditEvent
-from tests.integrations.api_support import sign_in
+from tests.harness.api import sign_in
 from tests.trackers.support import connect, deliver
 from tests.trackers.test_github import issues_event
 from trackers.models import TrackerConnection, TrackerEvent

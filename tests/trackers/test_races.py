@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from commitments.models import Commitment
-from tests.support import race
+from tests.harness.concurrency import race
 from tests.trackers.support import connect, deliver
 from tests.trackers.test_github import issues_event
 from trackers.models import TrackerEvent

@@ -3,9 +3,7 @@ from __future__ import annotations
 import pytest
 from django.core import mail
 
-from commitments.models import OutboxEvent
-from relay import outbox
-from tests.webhooks.support import Receiver
+from tests.harness.webhooks import Receiver
 from webhooks.services import webhook_endpoint_create
 
 
@@ -40,14 +38,3 @@ def endpoint(endpoint_and_secret):
 @pytest.fixture
 def secret(endpoint_and_secret):
     return endpoint_and_secret[1]
-
-
-def dispatch_all() -> list:
-    """Dispatch every outbox event not dispatched yet, as a worker would;
-    returns the ids of what was created."""
-    created = []
-    for event_id in OutboxEvent.objects.filter(dispatched_at__isnull=True).values_list(
-        "id", flat=True
-    ):
-        created += outbox.outbox_event_dispatch(event_id=event_id)
-    return created

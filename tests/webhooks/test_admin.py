@@ -8,7 +8,7 @@ import pytest
 from django.contrib.admin import helpers
 
 from audit.models import AuditEvent
-from tests.webhooks.pages_support import (
+from tests.harness.webhook_pages import (
     delivery_row,
     endpoint_for,
     mapped_commitment,

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import base, call_command
 
 from audit.models import AuditEvent
-from tests.webhooks.pages_support import RECEIVER, resolve_every_name_to
+from tests.harness.webhook_pages import RECEIVER, resolve_every_name_to
 from webhooks.management.commands.add_webhook_endpoint import Command
 from webhooks.models import WebhookEndpoint
 

@@ -12,8 +12,7 @@ import pytest
 from audit.services import Actor
 from commitments import services
 from commitments.models import Commitment, OutboxEvent
-from tests.webhooks.conftest import dispatch_all
-from tests.webhooks.support import install_clock, mapped_active, mapped_pending
+from tests.harness.webhooks import dispatch_all, install_clock, mapped_active, mapped_pending
 from webhooks.models import WebhookDelivery
 from webhooks.services import webhook_endpoint_create, webhook_endpoint_pause
 
@@ -119,7 +118,7 @@ def test_renegotiating_sends_renegotiated(monkeypatch, published, endpoint, assi
 
 def test_a_sync_through_a_token_names_the_token(published, endpoint, assigner, assignee, client):
     from integrations import services as token_services
-    from tests.integrations.api_support import SYNC, post_json
+    from tests.harness.api import SYNC, post_json
 
     minted = token_services.api_token_mint(user=assigner, name="Tracker")
     commitment = mapped_active(assigner, assignee)
@@ -151,7 +150,7 @@ def test_the_creation_of_a_commitment_is_no_webhook_event(published, endpoint, a
 
 
 def test_a_same_status_sync_replay_writes_no_event(published, endpoint, assigner, assignee, client):
-    from tests.integrations.api_support import SYNC, mint, post_json
+    from tests.harness.api import SYNC, mint, post_json
 
     token = mint(assigner)
     mapped_active(assigner, assignee)

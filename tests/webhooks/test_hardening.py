@@ -17,15 +17,15 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from commitments.models import OutboxEvent
 from relay import outbox
-from tests.integrations.api_support import sign_in
-from tests.webhooks.pages_support import (
+from tests.harness.api import sign_in
+from tests.harness.webhook_pages import (
     RECEIVER,
     delivery_row,
     endpoint_for,
     mapped_commitment,
     resolve_every_name_to,
 )
-from tests.webhooks.support import Receiver
+from tests.harness.webhooks import Receiver
 from webhooks import sending, services, turns
 from webhooks.errors import WebhookEndpointLimit, WebhookTestTooSoon, WebhookUrlRefused
 from webhooks.models import (
@@ -330,7 +330,7 @@ def test_the_status_of_a_test_says_sending_then_delivered_with_the_code(
 
 def test_the_status_of_a_failed_test_gives_the_reason(owner, assigner, settings, queued):
     settings.OUTBOUND_ALLOW_LOOPBACK = True
-    from tests.delivery.nudge_support import Reply
+    from tests.harness.services import Reply
 
     with Receiver(default=Reply(500, "down")) as receiver:
         endpoint = endpoint_for(assigner, url=receiver.url)

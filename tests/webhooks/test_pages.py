@@ -15,10 +15,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from tests.config.test_csp import assert_strict, inline_code
-from tests.delivery.nudge_support import FakeService, Reply
-from tests.integrations.api_support import PASSWORD, sign_in
-from tests.webhooks.pages_support import (
+from tests.harness.api import PASSWORD, sign_in
+from tests.harness.csp import assert_strict, inline_code
+from tests.harness.services import FakeService, Reply
+from tests.harness.webhook_pages import (
     RECEIVER,
     delivery_row,
     endpoint_for,

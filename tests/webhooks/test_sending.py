@@ -14,9 +14,8 @@ import standardwebhooks
 from audit.models import AuditEvent
 from audit.services import Actor
 from relay.outbox import outbox_sweep
-from tests.delivery.nudge_support import Reply
-from tests.webhooks.conftest import dispatch_all
-from tests.webhooks.support import install_clock, mapped_active
+from tests.harness.services import Reply
+from tests.harness.webhooks import dispatch_all, install_clock, mapped_active
 from webhooks import sending
 from webhooks.errors import WebhookEndpointPaused, WebhookNotReplayable
 from webhooks.models import (
@@ -231,7 +230,7 @@ def test_a_delivery_due_while_its_endpoint_is_paused_fails_without_a_request(
 def test_a_refused_connection_and_a_timeout_are_retried(
     monkeypatch, published, endpoint, assigner, assignee, settings
 ):
-    from tests.delivery.nudge_support import free_port
+    from tests.harness.services import free_port
 
     clock = install_clock(monkeypatch)
     endpoint.url = f"http://127.0.0.1:{free_port()}/nobody"  # nothing listens there

@@ -15,8 +15,7 @@ import pytest
 import standardwebhooks
 from django.utils import timezone
 
-from tests.webhooks.conftest import dispatch_all
-from tests.webhooks.support import mapped_active
+from tests.harness.webhooks import dispatch_all, mapped_active
 from webhooks import sending
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 from webhooks.services import webhook_endpoint_rotate_secret, webhook_test_send

@@ -21,8 +21,8 @@ import pytest
 from lib import outbound
 from notifications.models import NotificationChannel
 from notifications.transports import Message, SlackTransport, TeamsTransport, TransportError
-from tests.integrations.api_support import sign_in
-from tests.webhooks.pages_support import delivery_row, endpoint_for, resolve_every_name_to
+from tests.harness.api import sign_in
+from tests.harness.webhook_pages import delivery_row, endpoint_for, resolve_every_name_to
 from webhooks import sending
 from webhooks.models import WebhookAttempt, WebhookEndpoint
 from webhooks.services import URL_HOST_REFUSED

@@ -12,19 +12,17 @@ import hmac
 import json
 import os
 import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import pytest
-import redis
 import standardwebhooks
 
 from audit.services import Actor
 from commitments import services
 from commitments.models import Commitment
 from notifications.models import Delivery, DeliveryStatus
-from tests.delivery.nudge_support import (
+from tests.harness.api import SYNC, post_json
+from tests.harness.services import (
     Process,
     Reply,
     celery_worker,
@@ -33,8 +31,7 @@ from tests.delivery.nudge_support import (
     subprocess_env,
     wait_until,
 )
-from tests.integrations.api_support import SYNC, post_json
-from tests.webhooks.support import Receiver, mapped_active
+from tests.harness.webhooks import Receiver, mapped_active, purge_queues, webhook_worker
 from webhooks.models import (
     AttemptOutcome,
     WebhookAttempt,
@@ -44,32 +41,7 @@ from webhooks.models import (
 from webhooks.payloads import iso_millis
 from webhooks.services import webhook_endpoint_create
 
-
-def purge_queues(redis_url: str) -> None:
-    """Empty the nudges' and the webhooks' queues, so messages other tests
-    left (ids of rows long gone) do not hold this one up."""
-    client = redis.Redis.from_url(redis_url, socket_timeout=5)
-    for pattern in ("celery*", "webhooks*", "unacked*"):
-        keys = list(client.scan_iter(pattern))
-        if keys:
-            client.delete(*keys)
-    client.close()
-
-
-def webhook_worker(env: dict[str, str], log: Path, concurrency: int = 1) -> Process:
-    """`celery -A config worker -Q webhooks`, as compose.yaml's webhook-worker."""
-    return Process(
-        [
-            *(sys.executable, "-m", "celery", "-A", "config", "worker"),
-            "--queues=webhooks",
-            "--hostname=webhooks@%h",
-            f"--concurrency={concurrency}",
-            "--loglevel=INFO",
-            *("--without-gossip", "--without-mingle", "--without-heartbeat"),
-        ],
-        env,
-        log,
-    )
+pytestmark = pytest.mark.processes
 
 
 @pytest.fixture
@@ -261,7 +233,7 @@ def test_one_person_s_ten_hanging_endpoints_do_not_delay_another_person_s_delive
     (so it waited for no attempt's timeout), and the hanging person never
     had more than WEBHOOK_USER_IN_FLIGHT (2) sends in flight."""
     from lib import jobs
-    from tests.webhooks.pages_support import delivery_row, endpoint_for
+    from tests.harness.webhook_pages import delivery_row, endpoint_for
     from webhooks.tasks import deliver_webhook
 
     env["TEST_WEBHOOK_TIMEOUT"] = "8"  # one attempt's timeout, short for the test

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from commitments.models import Commitment, Status
 from lib import outbound
-from tests.commitments.support import commitment_in
+from tests.harness.commitments import commitment_in
 from webhooks import payloads, services
 from webhooks.models import WebhookDelivery, WebhookEndpoint, WebhookPayload
 

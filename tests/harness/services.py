@@ -1,6 +1,6 @@
-"""Helpers for the nudge tests: a loopback HTTP server that plays Slack or
-Teams, real Celery worker processes, and reading what a file mail backend wrote.
-Plain functions and classes, so any test module can use them."""
+"""Fake services and real processes for tests: a loopback HTTP server playing Slack or
+Teams (or any receiver), Celery worker processes, a Redis server of a test's own,
+reading what a file mail backend wrote. Plain functions and classes."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ from typing import Any
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
+# CI: a test that needs a service (PostgreSQL, Redis, chromium) fails without it
+# instead of skipping.
+REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 
 
 # --- a loopback server playing Slack or Teams ---------------------------------------
@@ -208,7 +211,7 @@ def subprocess_env(tmp: Path, **overrides: str | None) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         {
-            "DJANGO_SETTINGS_MODULE": "tests.worker_settings",
+            "DJANGO_SETTINGS_MODULE": "tests.harness.worker_settings",
             "PYTHONPATH": str(ROOT),
             "VAR_DIR": str(tmp / "var"),
             "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",

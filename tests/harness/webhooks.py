@@ -1,17 +1,23 @@
 """Helpers for the webhook tests: a loopback receiver that keeps the raw
 bytes and headers of every POST, a clock the test moves, and a commitment
-with an external mapping. Plain functions and classes."""
+with an external mapping, dispatching the outbox as a worker would, and the
+webhook worker process. Plain functions and classes."""
 
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
+import redis
 from django.utils import timezone
 
 from audit.services import Actor
 from commitments import services
-from tests.delivery.nudge_support import FakeService, Reply
+from commitments.models import OutboxEvent
+from relay import outbox
+from tests.harness.services import FakeService, Process, Reply
 
 
 @dataclass
@@ -87,3 +93,41 @@ def mapped_active(assigner, assignee, **kwargs):
     services.commitment_accept(actor=Actor.for_user(assignee), commitment_id=commitment.pk)
     commitment.refresh_from_db()
     return commitment
+
+
+def dispatch_all() -> list:
+    """Dispatch every outbox event not dispatched yet, as a worker would;
+    returns the ids of what was created."""
+    created = []
+    for event_id in OutboxEvent.objects.filter(dispatched_at__isnull=True).values_list(
+        "id", flat=True
+    ):
+        created += outbox.outbox_event_dispatch(event_id=event_id)
+    return created
+
+
+def purge_queues(redis_url: str) -> None:
+    """Empty the nudges' and the webhooks' queues, so messages other tests
+    left (ids of rows long gone) do not hold this one up."""
+    client = redis.Redis.from_url(redis_url, socket_timeout=5)
+    for pattern in ("celery*", "webhooks*", "unacked*"):
+        keys = list(client.scan_iter(pattern))
+        if keys:
+            client.delete(*keys)
+    client.close()
+
+
+def webhook_worker(env: dict[str, str], log: Path, concurrency: int = 1) -> Process:
+    """`celery -A config worker -Q webhooks`, as compose.yaml's webhook-worker."""
+    return Process(
+        [
+            *(sys.executable, "-m", "celery", "-A", "config", "worker"),
+            "--queues=webhooks",
+            "--hostname=webhooks@%h",
+            f"--concurrency={concurrency}",
+            "--loglevel=INFO",
+            *("--without-gossip", "--without-mingle", "--without-heartbeat"),
+        ],
+        env,
+        log,
+    )

@@ -1,0 +1,86 @@
+"""The rules the environment must keep, as a pure function of it.
+
+`config/settings.py` calls `environment_problems(os.environ)` before it reads
+anything and refuses to load (ImproperlyConfigured, every problem named) when
+the list is not empty; so a web process, a worker or a management command
+with a malformed or unsafe environment never starts. The function reads only
+the mapping it is given, so its rules are tested in-process
+(tests/config/test_environment.py). What production needs beyond these
+(a real mail backend, Redis, an encryption key) is a deployment check
+(config/checks.py), reported by `manage.py check --deploy` with the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from config.env import ImproperlyConfiguredEnv, env_bool, env_int, env_list, env_str
+from lib.crypto import MAKE_A_KEY, is_fernet_key
+
+# The development SECRET_KEY (settings' default): refused in production.
+DEV_SECRET_KEY = "dev-insecure-key-do-not-use-in-production"
+
+# Every boolean and integer variable the settings read: a malformed one stops
+# the start with its name.
+BOOLEANS = ("DEBUG", "HTTPS_ONLY", "TRUST_X_FORWARDED_PROTO", "EMAIL_USE_TLS")
+BOOLEANS += ("OUTBOUND_ALLOW_LOOPBACK",)
+INTEGERS = (
+    "SECURE_HSTS_SECONDS",
+    "DB_CONN_MAX_AGE",
+    "TRUSTED_PROXY_COUNT",
+    "EMAIL_PORT",
+    "EMAIL_TIMEOUT",
+    "API_RATE_BURST",
+    "API_RATE_PER_MINUTE",
+    "GATHER_PROVIDER_TIMEOUT",
+    "GATHER_RATE_BURST",
+    "GATHER_RATE_PER_HOUR",
+    "BROKER_TIMEOUT",
+    "WEBHOOK_MAX_ENDPOINTS",
+    "WEBHOOK_USER_IN_FLIGHT",
+    "NUDGE_CAP",
+    "INVITATIONS_PER_DAY",
+)
+
+
+def environment_problems(environ: Mapping[str, str] = os.environ) -> list[str]:
+    """What is wrong with `environ` for config/settings.py, one message per
+    problem (naming the variable and what to set); empty when it may load."""
+    problems = []
+    for name in BOOLEANS:
+        try:
+            env_bool(name, environ=environ)
+        except ImproperlyConfiguredEnv as exc:
+            problems.append(str(exc))
+    for name in INTEGERS:
+        try:
+            env_int(name, 0, environ=environ)
+        except ImproperlyConfiguredEnv as exc:
+            problems.append(str(exc))
+    if problems:
+        return problems  # the rules below read these variables
+
+    debug = env_bool("DEBUG", default=True, environ=environ)
+    secret_key = env_str("SECRET_KEY", DEV_SECRET_KEY, environ=environ)
+    if not debug and (secret_key == DEV_SECRET_KEY or len(secret_key) < 32):
+        problems.append(
+            "Production mode (DEBUG=0) needs SECRET_KEY set to a random value of 32+ characters."
+        )
+    keys = env_list("FIELD_ENCRYPTION_KEYS", environ=environ)
+    if bad_keys := [i + 1 for i, key in enumerate(keys) if not is_fernet_key(key)]:
+        problems.append(
+            f"FIELD_ENCRYPTION_KEYS: key {bad_keys[0]} is not a Fernet key (URL-safe base64 of "
+            f"32 bytes); make one with: {MAKE_A_KEY}"
+        )
+    burst = env_int("API_RATE_BURST", 0, environ=environ)
+    per_minute = env_int("API_RATE_PER_MINUTE", 0, environ=environ)
+    if burst < 0 or (burst and per_minute < 1):
+        problems.append(
+            "API_RATE_BURST (calls at once) needs API_RATE_PER_MINUTE (calls a minute, 1 or more)."
+        )
+    endpoints = env_int("WEBHOOK_MAX_ENDPOINTS", 20, environ=environ)
+    in_flight = env_int("WEBHOOK_USER_IN_FLIGHT", 2, environ=environ)
+    if endpoints < 1 or in_flight < 1:
+        problems.append("WEBHOOK_MAX_ENDPOINTS and WEBHOOK_USER_IN_FLIGHT must be 1 or more.")
+    return problems

@@ -1,0 +1,129 @@
+"""The environment's rules (config/environment.py), in-process: a malformed
+variable is named, production needs a real SECRET_KEY, encryption keys must be
+Fernet keys in any mode, limits must not contradict each other. Every
+problem is reported at once. That config/settings.py applies them at import
+(and fails loudly) is proved in a fresh interpreter, once, in
+tests/config/test_production_settings.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from config.environment import DEV_SECRET_KEY, environment_problems
+from tests.harness.settings import REAL_FERNET_KEY, REAL_KEY
+
+PRODUCTION = {"DEBUG": "0", "SECRET_KEY": REAL_KEY, "FIELD_ENCRYPTION_KEYS": REAL_FERNET_KEY}
+
+
+def test_nothing_set_is_a_valid_development_environment():
+    assert environment_problems({}) == []
+
+
+def test_a_real_production_environment_has_no_problem():
+    assert environment_problems(PRODUCTION) == []
+
+
+def test_production_without_a_secret_key_is_refused():
+    problems = environment_problems({"DEBUG": "0"})
+
+    assert problems == [
+        "Production mode (DEBUG=0) needs SECRET_KEY set to a random value of 32+ characters."
+    ]
+
+
+@pytest.mark.parametrize(
+    "key", ["", "too-short", DEV_SECRET_KEY], ids=["empty", "short", "the-development-key"]
+)
+def test_production_refuses_a_key_that_is_not_real(key):
+    (problem,) = environment_problems({"DEBUG": "0", "SECRET_KEY": key})
+
+    assert "SECRET_KEY" in problem
+
+
+def test_development_takes_any_key():
+    assert environment_problems({"DEBUG": "1", "SECRET_KEY": "short"}) == []
+
+
+def test_production_may_load_without_an_encryption_key_for_the_check_to_report():
+    """The refusal is a deployment check (tests/config/test_deployment_checks.py)."""
+    assert environment_problems({**PRODUCTION, "FIELD_ENCRYPTION_KEYS": ""}) == []
+
+
+@pytest.mark.parametrize("debug", ["0", "1"])
+def test_an_encryption_key_that_is_not_a_fernet_key_is_refused(debug):
+    environ = {**PRODUCTION, "DEBUG": debug, "FIELD_ENCRYPTION_KEYS": f"{REAL_FERNET_KEY},a phrase"}
+
+    (problem,) = environment_problems(environ)
+
+    assert problem.startswith("FIELD_ENCRYPTION_KEYS: key 2 is not a Fernet key")
+    assert "make one with:" in problem
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("DEBUG", "maybe", "DEBUG must be a boolean (1/0, true/false), got 'maybe'"),
+        ("HTTPS_ONLY", "sometimes", "HTTPS_ONLY must be a boolean"),
+        ("OUTBOUND_ALLOW_LOOPBACK", "2", "OUTBOUND_ALLOW_LOOPBACK must be a boolean"),
+        ("SECURE_HSTS_SECONDS", "a year", "SECURE_HSTS_SECONDS must be an integer, got 'a year'"),
+        ("EMAIL_PORT", "smtp", "EMAIL_PORT must be an integer"),
+        ("NUDGE_CAP", "1.5", "NUDGE_CAP must be an integer"),
+    ],
+)
+def test_a_malformed_variable_is_named(name, value, message):
+    (problem,) = environment_problems({name: value, "SECRET_KEY": REAL_KEY})
+
+    assert problem.startswith(message)
+
+
+def test_every_variable_the_settings_read_as_a_number_or_flag_is_checked():
+    """A variable config/settings.py reads with env_bool or env_int and the
+    rules do not know would fail at import without the others' messages."""
+    import re
+    from pathlib import Path
+
+    from config import environment
+
+    source = (Path(environment.__file__).parent / "settings.py").read_text()
+    read = set(re.findall(r'env_(?:bool|int)\("([A-Z_]+)"', source))
+
+    assert read == set(environment.BOOLEANS) | set(environment.INTEGERS)
+
+
+@pytest.mark.parametrize(("burst", "rate"), [("5", ""), ("5", "0"), ("-1", "10")])
+def test_an_api_limit_without_a_rate_is_refused(burst, rate):
+    (problem,) = environment_problems({"API_RATE_BURST": burst, "API_RATE_PER_MINUTE": rate})
+
+    assert "API_RATE_PER_MINUTE" in problem
+
+
+def test_an_api_limit_with_a_rate_is_taken():
+    assert environment_problems({"API_RATE_BURST": "5", "API_RATE_PER_MINUTE": "60"}) == []
+
+
+@pytest.mark.parametrize(
+    "variable", ["WEBHOOK_MAX_ENDPOINTS", "WEBHOOK_USER_IN_FLIGHT"], ids=["endpoints", "flight"]
+)
+def test_webhook_limits_below_one_are_refused(variable):
+    (problem,) = environment_problems({variable: "0"})
+
+    assert problem == "WEBHOOK_MAX_ENDPOINTS and WEBHOOK_USER_IN_FLIGHT must be 1 or more."
+
+
+def test_every_problem_is_reported_at_once():
+    problems = environment_problems(
+        {"DEBUG": "0", "FIELD_ENCRYPTION_KEYS": "nope", "API_RATE_BURST": "3"}
+    )
+
+    assert [p.split()[0] for p in problems] == [
+        "Production",
+        "FIELD_ENCRYPTION_KEYS:",
+        "API_RATE_BURST",
+    ]
+
+
+def test_it_reads_only_the_mapping_it_is_given(monkeypatch):
+    monkeypatch.setenv("DEBUG", "maybe")
+
+    assert environment_problems({}) == []
+    assert environment_problems() == ["DEBUG must be a boolean (1/0, true/false), got 'maybe'"]
