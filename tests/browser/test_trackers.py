@@ -11,7 +11,7 @@ import uuid
 
 import httpx
 
-from tests.trackers.test_github import issues_event
+from tests.harness.tracker_payloads import issues_event
 from trackers.models import TrackerConnection
 
 

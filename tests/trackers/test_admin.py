@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.trackers.support import connect, deliver
-from tests.trackers.test_github import issues_event
+from tests.harness.tracker_payloads import issues_event
+from tests.harness.trackers import connect, deliver
 
 pytestmark = pytest.mark.django_db
 

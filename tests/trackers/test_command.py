@@ -8,7 +8,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.trackers.support import deliver
+from tests.harness.trackers import deliver
 from trackers.models import TrackerConnection
 
 pytestmark = pytest.mark.django_db
@@ -49,7 +49,7 @@ def test_it_prints_the_url_then_the_secret_and_the_hook_works(client, settings, 
     with db.cursor() as cursor:
         cursor.execute("SELECT secret FROM trackers_trackerconnection")
         assert secret not in cursor.fetchone()[0]
-    from tests.trackers.test_github import issues_event
+    from tests.harness.tracker_payloads import issues_event
 
     assert deliver(client, connection, secret, issues_event("assigned")).status_code == 200
 

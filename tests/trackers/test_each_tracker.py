@@ -15,8 +15,8 @@ import pytest
 from audit.services import Actor
 from commitments.models import Commitment, Status
 from commitments.services import commitment_accept
-from tests.trackers import payload_samples
-from tests.trackers.support import connect, deliver, hmac_hex, hook_path, written
+from tests.harness import tracker_payloads as payload_samples
+from tests.harness.trackers import connect, deliver, hmac_hex, hook_path, written
 from trackers.models import TrackerEvent
 
 pytestmark = pytest.mark.django_db

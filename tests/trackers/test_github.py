@@ -15,74 +15,11 @@ from audit.models import AuditEvent
 from audit.services import Actor
 from commitments.models import Commitment, OutboxEvent, Status
 from commitments.services import commitment_accept
-from tests.trackers.support import connect, deliver, written
+from tests.harness.tracker_payloads import issues_event
+from tests.harness.trackers import connect, deliver, written
 from trackers.models import TrackerEvent
 
 pytestmark = pytest.mark.django_db
-
-
-def _user(login: str, user_id: int = 1) -> dict:
-    return {
-        "login": login,
-        "id": user_id,
-        "node_id": "MDQ6VXNlcjE=",
-        "avatar_url": f"https://github.com/images/{login}.gif",
-        "html_url": f"https://github.com/{login}",
-        "type": "User",
-        "site_admin": False,
-    }
-
-
-def issues_event(action: str, *, assignees: tuple[str, ...] = ("knight-gh",), **extra) -> dict:
-    """An `issues` event as in GitHub's documentation (abridged to the fields
-    GitHub always sends)."""
-    people = [_user(login, n) for n, login in enumerate(assignees, start=10)]
-    payload = {
-        "action": action,
-        "issue": {
-            "url": "https://api.github.com/repos/acme/app/issues/123",
-            "repository_url": "https://api.github.com/repos/acme/app",
-            "html_url": "https://github.com/acme/app/issues/123",
-            "id": 1,
-            "node_id": "MDU6SXNzdWUx",
-            "number": 123,
-            "title": "Fix the login redirect",
-            "user": _user("lead-gh", 2),
-            "labels": [],
-            "state": "closed" if action == "closed" else "open",
-            "locked": False,
-            "assignee": people[0] if people else None,
-            "assignees": people,
-            "milestone": {
-                "url": "https://api.github.com/repos/acme/app/milestones/1",
-                "html_url": "https://github.com/acme/app/milestone/1",
-                "number": 1,
-                "title": "v1.0",
-                "state": "open",
-                "due_on": "2030-03-01T08:00:00Z",
-            },
-            "comments": 0,
-            "created_at": "2030-02-01T10:00:00Z",
-            "updated_at": "2030-02-02T10:00:00Z",
-            "closed_at": None,
-            "author_association": "OWNER",
-            "body": "It sends people to /home after signing in.",
-        },
-        "repository": {
-            "id": 1296269,
-            "node_id": "MDEwOlJlcG9zaXRvcnkxMjk2MjY5",
-            "name": "app",
-            "full_name": "acme/app",
-            "owner": _user("acme", 3),
-            "private": False,
-            "html_url": "https://github.com/acme/app",
-        },
-        "sender": _user("lead-gh", 2),
-    }
-    if action in ("assigned", "unassigned"):
-        payload["assignee"] = people[0] if people else _user("knight-gh", 10)
-    payload.update(extra)
-    return payload
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import pytest
 
 from audit.models import AuditEvent
 from tests.harness.api import sign_in
-from tests.trackers.support import connect, deliver
-from tests.trackers.test_github import issues_event
+from tests.harness.tracker_payloads import issues_event
+from tests.harness.trackers import connect, deliver
 from trackers.models import TrackerConnection, TrackerEvent
 
 pytestmark = pytest.mark.django_db
@@ -154,7 +154,7 @@ def test_another_persons_connection_is_not_found(signed_in, outsider):
 
 
 def test_a_linear_connection_can_use_linears_own_secret(client, signed_in, assigner):
-    from tests.trackers import payload_samples
+    from tests.harness import tracker_payloads as payload_samples
 
     connection, ours = connect(assigner, "linear")
     url = f"{PAGE}{connection.pk}/"

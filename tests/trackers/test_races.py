@@ -9,8 +9,8 @@ from django.test import Client
 
 from commitments.models import Commitment
 from tests.harness.concurrency import race
-from tests.trackers.support import connect, deliver
-from tests.trackers.test_github import issues_event
+from tests.harness.tracker_payloads import issues_event
+from tests.harness.trackers import connect, deliver
 from trackers.models import TrackerEvent
 
 

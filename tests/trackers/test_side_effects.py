@@ -11,8 +11,8 @@ from audit.services import Actor
 from commitments.models import Commitment, OutboxEvent
 from commitments.services import commitment_accept
 from notifications.nudges import nudge_message, nudge_recipients
-from tests.trackers.support import connect, deliver
-from tests.trackers.test_github import issues_event
+from tests.harness.tracker_payloads import issues_event
+from tests.harness.trackers import connect, deliver
 from webhooks.payloads import event_envelope
 
 pytestmark = pytest.mark.django_db
