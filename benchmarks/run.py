@@ -215,6 +215,30 @@ def wait_for_http(port: int, path: str = "/healthz", timeout: float = 90) -> Non
     raise SystemExit(f"The server on {port} did not answer {path} within {timeout:.0f} s.")
 
 
+def _load_one(args, ctx, name: str, headers: dict, counters: dict, label: str, **shape) -> dict:
+    """One load run of endpoint `name` (closed loop: concurrency=; open loop:
+    rate=), continuing the endpoint's numbering where the last run stopped."""
+    path, body, expect = ENDPOINTS[name]
+    spec = {
+        "port": ctx["port"],
+        "path": path,
+        "headers": headers,
+        "body": body,
+        "expect": expect,
+        "duration": args.duration,
+        "first": counters[name],
+        **shape,
+    }
+    if name == "sync":
+        spec["limit"] = max(0, ctx["active"] - counters[name])
+    if name == "replay":
+        spec["modulo"] = ctx["completed"]
+    log(f"{name}: {label}")
+    result = load(args, spec)
+    counters[name] = result["next"]
+    return result
+
+
 def http_endpoints(args, ctx, results: dict) -> None:
     token = ctx["token"]
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
@@ -222,48 +246,17 @@ def http_endpoints(args, ctx, results: dict) -> None:
     for name in ("floor", "inbox", "sync", "replay"):
         if name not in args.parts:
             continue
-        path, body, expect = ENDPOINTS[name]
         rows = []
         for concurrency in args.concurrency:
-            spec = {
-                "port": ctx["port"],
-                "path": path,
-                "headers": headers,
-                "body": body,
-                "expect": expect,
-                "concurrency": concurrency,
-                "duration": args.duration,
-                "first": counters[name],
-            }
-            if name == "sync":
-                spec["limit"] = max(0, ctx["active"] - counters[name])
-            if name == "replay":
-                spec["modulo"] = ctx["completed"]
-            log(f"{name}: closed loop, concurrency {concurrency}")
-            result = load(args, spec)
-            counters[name] = result["next"]
-            rows.append(result)
+            label = f"closed loop, concurrency {concurrency}"
+            rows.append(
+                _load_one(args, ctx, name, headers, counters, label, concurrency=concurrency)
+            )
         peak = max((r["rps"] for r in rows), default=0.0)
         if peak and args.rate_fraction > 0:
             rate = round(peak * args.rate_fraction, 1)
-            spec = {
-                "port": ctx["port"],
-                "path": path,
-                "headers": headers,
-                "body": body,
-                "expect": expect,
-                "rate": rate,
-                "duration": args.duration,
-                "first": counters[name],
-            }
-            if name == "sync":
-                spec["limit"] = max(0, ctx["active"] - counters[name])
-            if name == "replay":
-                spec["modulo"] = ctx["completed"]
-            log(f"{name}: open loop, {rate}/s ({args.rate_fraction:.0%} of the closed-loop peak)")
-            result = load(args, spec)
-            counters[name] = result["next"]
-            rows.append(result)
+            label = f"open loop, {rate}/s ({args.rate_fraction:.0%} of the closed-loop peak)"
+            rows.append(_load_one(args, ctx, name, headers, counters, label, rate=rate))
         results["http"][name] = rows
 
 

@@ -169,16 +169,20 @@ def tracker_connection_rotate_secret(
 ) -> str:
     """A new secret (shown once); the old one stops verifying at once."""
     secret = secret_generate()
+    _secret_set(connection, secret, actor=actor, action="tracker_connection_secret_rotated")
+    return secret
+
+
+def _secret_set(connection: TrackerConnection, secret: str, *, actor, action: str) -> None:
     connection.secret = secret
     connection.secret_rotated_at = timezone.now()
     connection.save(update_fields=["secret", "secret_rotated_at"])
     audit_event_record(
         actor=_actor(connection, actor),
         subject=connection,
-        action="tracker_connection_secret_rotated",
+        action=action,
         payload={"system": connection.system},
     )
-    return secret
 
 
 SECRET_MIN = 16
@@ -198,15 +202,7 @@ def tracker_connection_use_tracker_secret(
             "no spaces).",
             field="secret",
         )
-    connection.secret = secret
-    connection.secret_rotated_at = timezone.now()
-    connection.save(update_fields=["secret", "secret_rotated_at"])
-    audit_event_record(
-        actor=_actor(connection, actor),
-        subject=connection,
-        action="tracker_connection_secret_replaced",
-        payload={"system": connection.system},
-    )
+    _secret_set(connection, secret, actor=actor, action="tracker_connection_secret_replaced")
 
 
 @transaction.atomic
