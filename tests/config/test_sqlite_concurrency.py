@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -104,8 +105,8 @@ def post_inbox(port: int, token: str, n: int) -> tuple[int, str]:
 
 
 def test_twenty_concurrent_inbox_calls_while_the_worker_delivers_all_answer_201(tmp_path):
-    """`./scripts/serve` as it runs with nothing configured: the development
-    server (a thread per request) and `run_worker` on SQLite and the folder
+    """`./scripts/serve` as it runs with nothing configured: gunicorn with
+    config/gunicorn.py (two preloaded workers) and `run_worker` on SQLite and the folder
     broker. A backlog of nudges keeps the worker writing (claims, deliveries,
     attempts, sweeps every second) while twenty inbox calls arrive at once."""
     env = embedded_env(tmp_path)
@@ -132,12 +133,14 @@ for n in range({backlog}):
         env,
     )
     port = free_port()
-    server_args = manage("runserver", f"127.0.0.1:{port}", "--noreload", "--skip-checks")
+    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+    server_args = [gunicorn, "config.wsgi:application", "--config", "python:config.gunicorn"]
+    server_args += ["--bind", f"127.0.0.1:{port}", "--workers", "2"]
     with (
         Process(server_args, env, tmp_path / "web.log") as web,
         Process(manage("run_worker", "--concurrency=2"), env, tmp_path / "worker.log") as worker,
     ):
-        web.wait_for_output("Quit the server with", timeout=60)
+        web.wait_for_output("Booting worker", timeout=60)
         worker.wait_for_output("ready.", timeout=60)
         # The worker is at work on the backlog when the calls arrive.
         wait_until(lambda: read_mails(tmp_path / "mail"), timeout=60, what="a first nudge")
