@@ -173,13 +173,15 @@ class Receiver:
     receiver). Notes each POST's time and webhook id."""
 
     def __init__(self) -> None:
-        self.times: list[float] = []
+        self.times: list[float] = []  # answered
+        self.arrivals: list[float] = []  # arrived (an attempt made)
         self.ids: list[str] = []
         self.delay = 0.0
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
+                receiver.arrivals.append(time.monotonic())
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if receiver.delay:
                     time.sleep(receiver.delay)
@@ -206,6 +208,13 @@ class Receiver:
 
     def received_between(self, start: float, end: float) -> int:
         return sum(1 for t in list(self.times) if start <= t <= end)
+
+    def arrived_between(self, start: float, end: float) -> int:
+        return sum(1 for t in list(self.arrivals) if start <= t <= end)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.arrivals) - len(self.times)
 
 
 # --- memory ---------------------------------------------------------------------------
@@ -234,6 +243,7 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.procs, self.every = procs, every
         self.samples: list[dict] = []
+        self.marks: dict[str, int] = {}  # name: index of a sample
         self.stop_event = threading.Event()
         self.t0 = time.monotonic()
 
@@ -518,7 +528,9 @@ def main() -> None:
 
         # 1. The soak.
         log(f"soak: {args.soak_seconds:.0f} s at {args.rate}/s inbox + {args.rate}/s sync")
+        sampler.marks["soak start"] = len(sampler.samples)
         run.phases["soak"] = {"load": run.load_phase(args.soak_seconds)}
+        sampler.marks["soak end"] = len(sampler.samples) - 1
 
         # 2. PostgreSQL restarted.
         def pg_restart(phase: dict) -> None:
@@ -542,34 +554,40 @@ def main() -> None:
 
         run.under_load("redis", redis_bounce, args.fault_seconds)
 
-        # 4. The worker killed mid-send: the receiver is slow (1 s an answer), so
-        # webhook sends are in flight when SIGKILL comes to the worker's group.
+        # 4. A receiver that hangs (longer than WEBHOOK_TIMEOUT) while another
+        # person's endpoint keeps receiving: it hangs for three quarters of the
+        # phase and at least until two attempts reached it (at most 60 s).
+        def hang(phase: dict) -> None:
+            hanging.delay = 30.0
+            t0 = time.monotonic()
+            time.sleep(args.fault_seconds * 0.75)
+            while hanging.arrived_between(t0, time.monotonic()) < 2 and time.monotonic() < t0 + 60:
+                time.sleep(0.2)
+            hanging.delay = 0.0
+            t1 = time.monotonic()
+            phase["hang_seconds"] = round(t1 - t0, 1)
+            phase["attempts_at_hanging_endpoint_during_hang"] = hanging.arrived_between(t0, t1)
+            phase["other_endpoint_received_during_hang"] = receiver.received_between(t0, t1)
+
+        run.under_load("hang", hang, args.fault_seconds, streams=("inbox", "sync", "hang"))
+
+        # 5. The worker killed mid-send: the receiver is slow (1 s an answer), and
+        # SIGKILL goes to the worker's group while a webhook send is in flight.
         def worker_kill(phase: dict) -> None:
             receiver.delay = 1.0
             time.sleep(args.fault_seconds / 3)
+            deadline = time.monotonic() + 30
+            while receiver.in_flight == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            phase["sends_in_flight_at_kill"] = receiver.in_flight
             proc = procs["worker"]
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            phase["killed_at_in_flight"] = "webhook sends delayed 1 s each by the receiver"
             time.sleep(2)
             procs["worker"] = service.start("worker", worker_args, env)
             receiver.delay = 0.0
 
         run.under_load("worker_kill", worker_kill, args.fault_seconds)
-
-        # 5. A receiver that hangs (longer than WEBHOOK_TIMEOUT) while another
-        # person's endpoint keeps receiving.
-        def hang(phase: dict) -> None:
-            hanging.delay = 30.0
-            t0 = time.monotonic()
-            time.sleep(args.fault_seconds * 0.75)
-            hanging.delay = 0.0
-            t1 = time.monotonic()
-            phase["hang_seconds"] = round(t1 - t0, 1)
-            phase["other_endpoint_received_during_hang"] = receiver.received_between(t0, t1)
-            phase["hanging_endpoint_answered_during_hang"] = hanging.received_between(t0, t1)
-
-        run.under_load("hang", hang, args.fault_seconds, streams=("inbox", "sync", "hang"))
 
         # Drain, then count.
         log(f"draining (at most {args.drain_timeout:.0f} s)")
@@ -577,7 +595,7 @@ def main() -> None:
         results["checks"] = checks(pg.url, run, receiver, hanging)
         sampler.stop_event.set()
         sampler.join()
-        results["rss"] = rss_summary(sampler.samples)
+        results["rss"] = rss_summary(sampler.samples, sampler.marks)
     finally:
         if sampler:
             sampler.stop_event.set()
@@ -724,21 +742,24 @@ def checks(url: str, run: Run, receiver: Receiver, hanging: Receiver) -> dict:
     return found
 
 
-def rss_summary(samples: list[dict]) -> dict:
+def rss_summary(samples: list[dict], marks: dict[str, int]) -> dict:
+    """RSS at the soak's start, middle and end and at the run's end (after the
+    faults; the worker then is the one started after the kill)."""
+    start, end = marks.get("soak start", 0), marks.get("soak end", len(samples) - 1)
+    points = {
+        "soak_start": samples[start],
+        "soak_middle": samples[(start + end) // 2],
+        "soak_end": samples[end],
+        "run_end": samples[-1],
+    }
     out = {}
     for name in ("web", "worker"):
-        values = [s for s in samples if s.get(name)]
-        if not values:
-            continue
-        start, middle, end = values[0], values[len(values) // 2], values[-1]
-        out[name] = {
-            "start_mib": round(start[name] / 1024, 1),
-            "middle_mib": round(middle[name] / 1024, 1),
-            "end_mib": round(end[name] / 1024, 1),
-            "max_mib": round(max(v[name] for v in values) / 1024, 1),
-            "growth_mib": round((end[name] - start[name]) / 1024, 1),
-            "samples": len(values),
-        }
+        values = [s[name] for s in samples if s.get(name)]
+        row = {k: round((v.get(name) or 0) / 1024, 1) for k, v in points.items()}
+        row["max"] = round(max(values, default=0) / 1024, 1)
+        row["soak_growth"] = round(row["soak_end"] - row["soak_start"], 1)
+        out[name] = row
+    out["samples"] = len(samples)
     return out
 
 
@@ -767,11 +788,14 @@ def summarize(results: dict) -> str:
     for key, value in results["checks"].items():
         lines.append(f"{key:<38} {value}")
     lines.append(f"{'drained after (s)':<38} {results['drain_seconds']}")
-    for name, r in results.get("rss", {}).items():
-        lines.append(
-            f"RSS {name:<6} start {r['start_mib']} MiB, middle {r['middle_mib']}, end "
-            f"{r['end_mib']}, max {r['max_mib']}, growth {r['growth_mib']} MiB"
-        )
+    for name in ("web", "worker"):
+        r = results.get("rss", {}).get(name)
+        if r:
+            lines.append(
+                f"RSS MiB {name:<6} soak start {r['soak_start']}, middle {r['soak_middle']}, "
+                f"end {r['soak_end']} (growth {r['soak_growth']}); run end {r['run_end']}, "
+                f"max {r['max']}"
+            )
     return "\n".join(lines)
 
 
