@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import datetime as dt
 import glob
 import json
@@ -525,6 +526,16 @@ def main() -> None:
         time.sleep(3)  # the worker connects
         sampler = Sampler(procs)
         sampler.start()
+        results["worker_exits"] = []
+
+        def revive(phase: str) -> None:
+            """A worker that exited by itself (no fault of the run's asked it
+            to) is a finding: noted, and started again so the run goes on."""
+            code = procs["worker"].poll()
+            if code is not None:
+                log(f"the worker exited by itself during {phase} (code {code}): started again")
+                results["worker_exits"].append({"phase": phase, "code": code})
+                procs["worker"] = service.start("worker", worker_args, env)
 
         # 1. The soak.
         log(f"soak: {args.soak_seconds:.0f} s at {args.rate}/s inbox + {args.rate}/s sync")
@@ -542,6 +553,7 @@ def main() -> None:
             phase["down_seconds"] = round(time.monotonic() - t0, 1)
 
         run.under_load("postgres", pg_restart, args.fault_seconds)
+        revive("postgres")
 
         # 3. Redis stopped and started (its queues lost with it).
         def redis_bounce(phase: dict) -> None:
@@ -553,6 +565,7 @@ def main() -> None:
             phase["down_seconds"] = round(time.monotonic() - t0, 1)
 
         run.under_load("redis", redis_bounce, args.fault_seconds)
+        revive("redis")
 
         # 4. A receiver that hangs (longer than WEBHOOK_TIMEOUT) while another
         # person's endpoint keeps receiving: it hangs for three quarters of the
@@ -570,6 +583,7 @@ def main() -> None:
             phase["other_endpoint_received_during_hang"] = receiver.received_between(t0, t1)
 
         run.under_load("hang", hang, args.fault_seconds, streams=("inbox", "sync", "hang"))
+        revive("hang")
 
         # 5. The worker killed mid-send: the receiver is slow (1 s an answer), and
         # SIGKILL goes to the worker's group while a webhook send is in flight.
@@ -581,7 +595,8 @@ def main() -> None:
                 time.sleep(0.05)
             phase["sends_in_flight_at_kill"] = receiver.in_flight
             proc = procs["worker"]
-            os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # it exited by itself
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             time.sleep(2)
             procs["worker"] = service.start("worker", worker_args, env)
@@ -788,6 +803,8 @@ def summarize(results: dict) -> str:
     for key, value in results["checks"].items():
         lines.append(f"{key:<38} {value}")
     lines.append(f"{'drained after (s)':<38} {results['drain_seconds']}")
+    for exit_ in results.get("worker_exits", []):
+        lines.append(f"the worker exited by itself during {exit_['phase']} (code {exit_['code']})")
     for name in ("web", "worker"):
         r = results.get("rss", {}).get(name)
         if r:
