@@ -46,16 +46,21 @@ def _in_flight(owner_id, *, now: dt.datetime, besides=None) -> list:
 
 def next_in_line(owner_id, *, now: dt.datetime) -> None:
     """After a send of this person's ends: queue their oldest delivery that
-    is due or was never tried (one that waited for its turn) to an endpoint
-    with nothing in flight, after commit."""
+    is due or was never tried (one that waited for its turn), or that a dead
+    worker left `sending` (its lease ran out), to an endpoint with nothing in
+    flight, after commit. Without the last, such a row waited for a sweep to
+    find its endpoint idle: long, on a busy endpoint (docs/faults.md)."""
     sending = _in_flight(owner_id, now=now)
     if len(sending) >= settings.WEBHOOK_USER_IN_FLIGHT:
         return
-    rows = WebhookDelivery.objects.filter(status=WebhookDeliveryStatus.PENDING)
+    due = Q(status=WebhookDeliveryStatus.PENDING) & (
+        Q(next_attempt_at__lte=now) | Q(first_attempt_at__isnull=True)
+    )
+    abandoned = Q(status=WebhookDeliveryStatus.SENDING, claimed_until__lte=now)
+    rows = WebhookDelivery.objects.filter(due | abandoned)
     waiting = (
         rows.filter(endpoint__user_id=owner_id)
         .exclude(endpoint_id__in=sending)
-        .filter(Q(next_attempt_at__lte=now) | Q(first_attempt_at__isnull=True))
         .order_by("created_at")
         .values_list("pk", flat=True)
         .first()

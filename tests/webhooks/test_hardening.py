@@ -154,6 +154,36 @@ def test_a_person_with_as_many_sends_in_flight_as_allowed_waits_and_others_do_no
         assert sending.webhook_send(delivery_id=waiting.pk) == "delivered"
 
 
+def test_a_send_a_dead_worker_left_is_next_in_line_before_newer_ones(assigner, settings, queued):
+    """A delivery left `sending` by a worker that died (killed, or the
+    database gone before the outcome was written) is taken again when a send
+    to its endpoint ends, once its lease ran out, before newer deliveries:
+    not only when a sweep happens to find the endpoint idle."""
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    with Receiver() as receiver:
+        endpoint = endpoint_for(assigner, url=receiver.url)
+        abandoned = delivery_row(endpoint, None)
+        newer = delivery_row(endpoint, None)
+        WebhookDelivery.objects.filter(pk=abandoned.pk).update(
+            status=WebhookDeliveryStatus.SENDING,
+            attempts=1,
+            claimed_until=timezone.now() - dt.timedelta(seconds=1),
+        )
+        abandoned.attempt_log.create(started_at=timezone.now() - dt.timedelta(minutes=3))
+
+        turns.next_in_line(assigner.pk, now=timezone.now())
+
+        abandoned.refresh_from_db()
+        newer.refresh_from_db()
+        assert abandoned.enqueued_at is not None
+        assert newer.enqueued_at is None
+        assert sending.webhook_send(delivery_id=abandoned.pk) == "delivered"
+        abandoned.refresh_from_db()
+        assert abandoned.status == WebhookDeliveryStatus.DELIVERED and abandoned.attempts == 2
+        outcomes = sorted(abandoned.attempt_log.values_list("outcome", flat=True))
+        assert outcomes == ["delivered", "interrupted"]
+
+
 # --- point 4: the URL is a secret --------------------------------------------------------------
 
 

@@ -1,0 +1,820 @@
+"""Load held and faults survived: a soak, then faults under load, then checks.
+
+    python benchmarks/faults.py                  # soak 60 s, then the faults (~5 min)
+    python benchmarks/faults.py --quick          # a smoke run (~2 min)
+    python benchmarks/faults.py --soak-seconds 600 --rate 20
+
+Starts its own PostgreSQL cluster (initdb into a temporary folder, the
+machine's /usr/lib/postgresql/*/bin, a free port; as root it runs as the
+`postgres` user) and its own Redis server, so it can restart and stop them;
+the service (gunicorn with config/gunicorn.py, `manage.py run_worker`) runs
+on them with benchmarks/faults_settings.py. Prints figures and a table, writes
+var/faults/latest.json; see docs/faults.md. Nothing here is a timed test:
+the one verdict is "lost", which must be 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import datetime as dt
+import glob
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.run import (
+    ENDPOINTS,
+    PYTHON,
+    ROOT,
+    Service,
+    _cpu_model,
+    free_port,
+    load,
+    log,
+    run_checked,
+    wait_for_http,
+)
+
+HANG_SYSTEM = "hang"
+HANG_ASSIGNER = "hang-assigner@example.com"
+
+
+# --- the service's own PostgreSQL and Redis ---------------------------------------------
+
+
+class Postgres:
+    """A throwaway cluster: trust auth on 127.0.0.1, fsync off (a crash of the
+    server process loses nothing with it; the machine's crash would). Commits
+    stay synchronous: an asynchronous commit would lose answered work to the
+    immediate stop below, and count as the service's loss."""
+
+    def __init__(self) -> None:
+        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
+        if not found:
+            raise SystemExit("No PostgreSQL binaries in /usr/lib/postgresql/*/bin.")
+        self.bin = Path(found[-1]).parent
+        self.root = os.geteuid() == 0
+        self.folder = Path(tempfile.mkdtemp(prefix="faults-pg-"))
+        if self.root:
+            shutil.chown(self.folder, "postgres", "postgres")
+        self.data = self.folder / "data"
+        self.port = free_port()
+        self.url = f"postgres://postgres@127.0.0.1:{self.port}/faults"
+
+    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        command = [str(self.bin / args[0]), *args[1:]]
+        if self.root:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        return subprocess.run(  # noqa: S603
+            command, capture_output=True, text=True, timeout=120, check=check, cwd=self.folder
+        )
+
+    def init(self) -> None:
+        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
+        options = (
+            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.folder} "
+            "-c fsync=off -c full_page_writes=off "
+            "-c max_connections=200"
+        )
+        (self.folder / "options").write_text(options)
+        self.start()
+        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "faults")
+
+    def start(self) -> None:
+        options = (self.folder / "options").read_text()
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.folder / "log"),
+            "-w",
+            "start",
+        )
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop", check=False)
+
+    def cleanup(self) -> None:
+        self.stop("immediate")
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class Redis:
+    """redis-server as a child process, no persistence: a stop loses its queues."""
+
+    def __init__(self, folder: Path) -> None:
+        self.port = free_port()
+        self.folder = folder
+        self.proc: subprocess.Popen | None = None
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        out = (self.folder / "redis.log").open("ab")
+        self.proc = subprocess.Popen(  # noqa: S603
+            [
+                shutil.which("redis-server") or "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=self.folder,
+        )
+        out.close()
+        deadline = time.monotonic() + 10
+        import redis
+
+        while time.monotonic() < deadline:
+            try:
+                redis.Redis(port=self.port, socket_timeout=1).ping()
+                return
+            except redis.RedisError:
+                time.sleep(0.1)
+        raise SystemExit("redis-server did not start.")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=15)
+
+
+# --- receivers ------------------------------------------------------------------------
+
+
+class Receiver:
+    """Answers POSTs 200; `delay` seconds late when set (a slow or hanging
+    receiver). Notes each POST's time and webhook id."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []  # answered
+        self.arrivals: list[float] = []  # arrived (an attempt made)
+        self.ids: list[str] = []
+        self.delay = 0.0
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                receiver.arrivals.append(time.monotonic())
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if receiver.delay:
+                    time.sleep(receiver.delay)
+                receiver.times.append(time.monotonic())
+                receiver.ids.append(self.headers.get("Webhook-Id") or "")
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"ok")
+                except OSError:
+                    pass  # the sender gave up (its timeout)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/hook"
+
+    def received_between(self, start: float, end: float) -> int:
+        return sum(1 for t in list(self.times) if start <= t <= end)
+
+    def arrived_between(self, start: float, end: float) -> int:
+        return sum(1 for t in list(self.arrivals) if start <= t <= end)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.arrivals) - len(self.times)
+
+
+# --- memory ---------------------------------------------------------------------------
+
+
+def tree_rss_kib(pid: int) -> int:
+    """VmRSS of a process and all its descendants, in KiB (shared pages are
+    counted in each process: an upper bound, fine for growth)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+            for task in Path(f"/proc/{p}/task").iterdir():
+                children = (task / "children").read_text().split()
+                todo += [int(c) for c in children]
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+class Sampler(threading.Thread):
+    def __init__(self, procs: dict, every: float = 2.0) -> None:
+        super().__init__(daemon=True)
+        self.procs, self.every = procs, every
+        self.samples: list[dict] = []
+        self.marks: dict[str, int] = {}  # name: index of a sample
+        self.stop_event = threading.Event()
+        self.t0 = time.monotonic()
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            row = {"t": round(time.monotonic() - self.t0, 1)}
+            for name, proc in list(self.procs.items()):
+                row[name] = tree_rss_kib(proc.pid) if proc.poll() is None else None
+            self.samples.append(row)
+            self.stop_event.wait(self.every)
+
+
+# --- the probe: what a client sees, body and all ----------------------------------------
+
+
+class Probe(threading.Thread):
+    """One inbox call every `every` s with urllib, noting each answer's status,
+    whether it is JSON in the envelope ({"error": ...} on failure), and how long
+    it took. A hang shows as a timeout."""
+
+    def __init__(self, port: int, token: str, label: str, every: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.port, self.token, self.label, self.every = port, token, label, every
+        self.stop_event = threading.Event()
+        self.answers: list[dict] = []
+
+    def run(self) -> None:
+        n = 0
+        while not self.stop_event.is_set():
+            n += 1
+            body = json.loads(ENDPOINTS["inbox"][1].replace("{n}", f"{self.label}-{n}"))
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{self.port}/api/v1/inbox",
+                data=json.dumps(body).encode(),
+                headers={
+                    "Authorization": f"Bearer {self.token}",
+                    "Content-Type": "application/json",
+                },
+            )
+            started = time.monotonic()
+            answer: dict = {}
+            try:
+                with urllib.request.urlopen(request, timeout=15) as response:  # noqa: S310
+                    answer = self._read(response.status, response.headers, response.read())
+            except urllib.error.HTTPError as error:
+                answer = self._read(error.code, error.headers, error.read())
+            except OSError as error:
+                answer = {"status": "failed", "error": type(error).__name__}
+            answer["seconds"] = round(time.monotonic() - started, 3)
+            self.answers.append(answer)
+            self.stop_event.wait(self.every)
+
+    @staticmethod
+    def _read(status: int, headers, body: bytes) -> dict:
+        kind = headers.get("Content-Type", "")
+        envelope = False
+        try:
+            data = json.loads(body)
+            envelope = status < 400 or isinstance(data.get("error"), str)
+        except (ValueError, AttributeError):
+            data = None
+        return {
+            "status": status,
+            "json": "json" in kind and data is not None,
+            "envelope": envelope,
+            "error": data.get("error") if isinstance(data, dict) else None,
+            "html": b"<html" in body[:500].lower() or b"<!doctype" in body[:500].lower(),
+        }
+
+    def summary(self) -> dict:
+        statuses: dict[str, int] = {}
+        errors: dict[str, int] = {}
+        for a in self.answers:
+            statuses[str(a["status"])] = statuses.get(str(a["status"]), 0) + 1
+            if a.get("error"):
+                errors[a["error"]] = errors.get(a["error"], 0) + 1
+        failed = [a for a in self.answers if a["status"] == "failed"]
+        bad = [
+            a
+            for a in self.answers
+            if a["status"] != "failed" and (a["html"] or not a["json"] or not a["envelope"])
+        ]
+        return {
+            "calls": len(self.answers),
+            "statuses": statuses,
+            "error_names": errors,
+            "not_json_envelope": len(bad),
+            "html": sum(1 for a in self.answers if a.get("html")),
+            "no_answer": len(failed),
+            "slowest_s": max((a["seconds"] for a in self.answers), default=None),
+        }
+
+
+# --- the run --------------------------------------------------------------------------
+
+
+class Run:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.counters = {"inbox": 0, "sync": 0, "hang": 0}
+        self.sent: dict[str, dict] = {"inbox": {}, "sync": {}, "hang": {}}
+        self.phases: dict[str, dict] = {}
+
+    def load_phase(self, seconds: float, streams=("inbox", "sync")) -> dict:
+        """Open-loop load at --rate per stream for `seconds`, in parallel."""
+        results: dict[str, dict] = {}
+
+        def one(name: str) -> None:
+            token = self.ctx["hang_token"] if name == "hang" else self.ctx["token"]
+            path, body, expect = ENDPOINTS["sync" if name == "hang" else name]
+            if name == "hang":
+                body = body.replace('"bench"', f'"{HANG_SYSTEM}"').replace("sync-", "hang-")
+            spec = {
+                "port": self.port,
+                "path": path,
+                "headers": {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+                "body": body,
+                "expect": expect,
+                "duration": seconds,
+                "first": self.counters[name],
+                "rate": self.args.rate if name != "hang" else max(1.0, self.args.rate / 4),
+                "timeout": 20,
+            }
+            if name in ("sync", "hang"):
+                spec["limit"] = max(0, self.ctx[f"{name}_active"] - self.counters[name])
+            results[name] = load(self.args, spec)
+            self.counters[name] = results[name]["next"]
+            for status, count in results[name]["statuses"].items():
+                self.sent[name][status] = self.sent[name].get(status, 0) + count
+
+        threads = [threading.Thread(target=one, args=(s,)) for s in streams]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return {
+            k: {f: v[f] for f in ("requests", "statuses", "p50_ms", "p99_ms", "max_ms")}
+            for k, v in results.items()
+        }
+
+    def under_load(self, name: str, fault, seconds: float, streams=("inbox", "sync")) -> None:
+        """Load for `seconds` with a probe, and `fault(phase)` in a thread."""
+        log(f"{name}: {seconds:.0f} s of load, the fault in the middle")
+        probe = Probe(self.port, self.ctx["token"], f"probe-{name}")
+        phase: dict = {}
+        fault_thread = threading.Thread(target=fault, args=(phase,))
+        probe.start()
+        fault_thread.start()
+        phase["load"] = self.load_phase(seconds, streams)
+        fault_thread.join()
+        probe.stop_event.set()
+        probe.join()
+        phase["probe"] = probe.summary()
+        self.probes_accepted += probe.summary()["statuses"].get("201", 0)
+        self.phases[name] = phase
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="A smoke run: short phases.")
+    parser.add_argument("--soak-seconds", type=float, default=60.0)
+    parser.add_argument("--fault-seconds", type=float, default=20.0, help="Load per fault.")
+    parser.add_argument("--rate", type=float, default=10.0, help="Requests/s per load stream.")
+    parser.add_argument("--workers", type=int, default=3, help="gunicorn workers.")
+    parser.add_argument("--drain-timeout", type=float, default=240.0)
+    parser.add_argument("--load-cpu", default="1")
+    parser.add_argument("--out", default=str(ROOT / "var" / "faults" / "latest.json"))
+    parser.add_argument("--keep", action="store_true", help="Keep the logs' folder.")
+    args = parser.parse_args()
+    if args.quick:
+        args.soak_seconds = min(args.soak_seconds, 10.0)
+        args.fault_seconds = min(args.fault_seconds, 12.0)
+    for tool in ("taskset", "redis-server"):
+        if not shutil.which(tool):
+            raise SystemExit(f"{tool} is needed.")
+
+    folder = Path(tempfile.mkdtemp(prefix="faults-"))
+    pg = Postgres()
+    rd = Redis(folder)
+    receiver, hanging = Receiver(), Receiver()
+    service = Service(folder)
+    run = Run(args)
+    run.probes_accepted = 0
+    results: dict = {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "load_average": os.getloadavg()},
+        "settings": {
+            "soak_seconds": args.soak_seconds,
+            "fault_seconds": args.fault_seconds,
+            "rate_per_stream": args.rate,
+            "gunicorn_workers": args.workers,
+        },
+    }
+    sampler = None
+    try:
+        log(f"PostgreSQL {pg.bin.parent.name} on port {pg.port} ({pg.folder})")
+        pg.init()
+        log(f"Redis on port {rd.port}")
+        rd.start()
+        env = dict(os.environ)
+        env.update(
+            {
+                "DJANGO_SETTINGS_MODULE": "benchmarks.faults_settings",
+                "PYTHONPATH": str(ROOT),
+                "DEBUG": "0",
+                "SECRET_KEY": secrets.token_urlsafe(50),
+                "FIELD_ENCRYPTION_KEYS": base64.urlsafe_b64encode(os.urandom(32)).decode(),
+                "DATABASE_URL": pg.url,
+                "REDIS_URL": rd.url,
+                "VAR_DIR": str(folder / "var"),
+                "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
+                "EMAIL_FILE_PATH": str(folder / "mail"),
+                "NUDGE_CAP": "1000000000",
+                "API_RATE_BURST": "0",
+                "WEB_CONCURRENCY": str(args.workers),
+            }
+        )
+        env.pop("PORT", None)
+        log("migrating")
+        run_checked([PYTHON, "manage.py", "migrate", "--noinput"], env)
+        total = args.rate * (args.soak_seconds + 4 * args.fault_seconds) * 1.2 + 50
+        out = run_checked(
+            [
+                PYTHON,
+                str(ROOT / "benchmarks" / "fixtures.py"),
+                "--active",
+                str(int(total)),
+                "--completed",
+                "0",
+                "--receiver",
+                receiver.url,
+            ],
+            env,
+        )
+        ctx = json.loads(out.strip().splitlines()[-1])
+        hang_active = int(max(1.0, args.rate / 4) * args.fault_seconds * 1.2) + 10
+        out = run_checked(
+            [
+                PYTHON,
+                "manage.py",
+                "shell",
+                "-c",
+                HANG_FIXTURE
+                % {
+                    "email": HANG_ASSIGNER,
+                    "system": HANG_SYSTEM,
+                    "url": hanging.url,
+                    "n": hang_active,
+                    "assignee": ctx["assignee"],
+                },
+            ],
+            env,
+        )
+        ctx.update(json.loads(out.strip().splitlines()[-1]))
+        ctx["sync_active"] = int(total)
+        ctx["hang_active"] = hang_active
+        run.ctx = ctx
+        run.port = free_port()
+        log(f"gunicorn: {args.workers} workers, port {run.port}; manage.py run_worker")
+        procs = {
+            "web": service.start(
+                "gunicorn",
+                [
+                    PYTHON,
+                    "-m",
+                    "gunicorn",
+                    "config.wsgi:application",
+                    "--config",
+                    "python:config.gunicorn",
+                    "--workers",
+                    str(args.workers),
+                ],
+                dict(env, PORT=str(run.port)),
+            ),
+        }
+        worker_args = [PYTHON, "manage.py", "run_worker", "--loglevel=INFO"]
+        procs["worker"] = service.start("worker", worker_args, env)
+        wait_for_http(run.port)
+        time.sleep(3)  # the worker connects
+        sampler = Sampler(procs)
+        sampler.start()
+        results["worker_exits"] = []
+
+        def revive(phase: str) -> None:
+            """A worker that exited by itself (no fault of the run's asked it
+            to) is a finding: noted, and started again so the run goes on."""
+            code = procs["worker"].poll()
+            if code is not None:
+                log(f"the worker exited by itself during {phase} (code {code}): started again")
+                results["worker_exits"].append({"phase": phase, "code": code})
+                procs["worker"] = service.start("worker", worker_args, env)
+
+        # 1. The soak.
+        log(f"soak: {args.soak_seconds:.0f} s at {args.rate}/s inbox + {args.rate}/s sync")
+        sampler.marks["soak start"] = len(sampler.samples)
+        run.phases["soak"] = {"load": run.load_phase(args.soak_seconds)}
+        sampler.marks["soak end"] = len(sampler.samples) - 1
+
+        # 2. PostgreSQL restarted.
+        def pg_restart(phase: dict) -> None:
+            time.sleep(args.fault_seconds / 4)
+            t0 = time.monotonic()
+            pg.stop("immediate")
+            time.sleep(3)
+            pg.start()
+            phase["down_seconds"] = round(time.monotonic() - t0, 1)
+
+        run.under_load("postgres", pg_restart, args.fault_seconds)
+        revive("postgres")
+
+        # 3. Redis stopped and started (its queues lost with it).
+        def redis_bounce(phase: dict) -> None:
+            time.sleep(args.fault_seconds / 4)
+            t0 = time.monotonic()
+            rd.stop()
+            time.sleep(5)
+            rd.start()
+            phase["down_seconds"] = round(time.monotonic() - t0, 1)
+
+        run.under_load("redis", redis_bounce, args.fault_seconds)
+        revive("redis")
+
+        # 4. A receiver that hangs (longer than WEBHOOK_TIMEOUT) while another
+        # person's endpoint keeps receiving: it hangs for three quarters of the
+        # phase and at least until two attempts reached it (at most 60 s).
+        def hang(phase: dict) -> None:
+            hanging.delay = 30.0
+            t0 = time.monotonic()
+            time.sleep(args.fault_seconds * 0.75)
+            while hanging.arrived_between(t0, time.monotonic()) < 2 and time.monotonic() < t0 + 60:
+                time.sleep(0.2)
+            hanging.delay = 0.0
+            t1 = time.monotonic()
+            phase["hang_seconds"] = round(t1 - t0, 1)
+            phase["attempts_at_hanging_endpoint_during_hang"] = hanging.arrived_between(t0, t1)
+            phase["other_endpoint_received_during_hang"] = receiver.received_between(t0, t1)
+
+        run.under_load("hang", hang, args.fault_seconds, streams=("inbox", "sync", "hang"))
+        revive("hang")
+
+        # 5. The worker killed mid-send: the receiver is slow (1 s an answer), and
+        # SIGKILL goes to the worker's group while a webhook send is in flight.
+        def worker_kill(phase: dict) -> None:
+            receiver.delay = 1.0
+            time.sleep(args.fault_seconds / 3)
+            deadline = time.monotonic() + 30
+            while receiver.in_flight == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            phase["sends_in_flight_at_kill"] = receiver.in_flight
+            proc = procs["worker"]
+            with contextlib.suppress(ProcessLookupError):  # it exited by itself
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            time.sleep(2)
+            procs["worker"] = service.start("worker", worker_args, env)
+            receiver.delay = 0.0
+
+        run.under_load("worker_kill", worker_kill, args.fault_seconds)
+
+        # Drain, then count.
+        log(f"draining (at most {args.drain_timeout:.0f} s)")
+        results["drain_seconds"] = drain(pg.url, args.drain_timeout)
+        results["checks"] = checks(pg.url, run, receiver, hanging)
+        sampler.stop_event.set()
+        sampler.join()
+        results["rss"] = rss_summary(sampler.samples, sampler.marks)
+    finally:
+        if sampler:
+            sampler.stop_event.set()
+        service.stop_all()
+        rd.stop()
+        pg.cleanup()
+        receiver.server.shutdown()
+        hanging.server.shutdown()
+        if args.keep:
+            log(f"logs kept in {folder}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+    results["sent"] = run.sent
+    results["phases"] = run.phases
+    out_path = Path(args.out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(results, indent=2) + "\n")
+    print(summarize(results))
+    print(f"\nResults: {out_path}")
+    if results["checks"]["lost"]:
+        sys.exit(1)
+
+
+HANG_FIXTURE = """
+import json
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+from accounts.services import user_email_mark_verified
+from commitments.models import Commitment, Status
+from integrations.services import api_token_mint
+from webhooks.services import webhook_endpoint_create
+user = get_user_model().objects.create_user("%(email)s", "hang passphrase long enough")
+user_email_mark_verified(user=user)
+assignee = get_user_model().objects.get(email="%(assignee)s")
+webhook_endpoint_create(user=user, external_system="%(system)s", url="%(url)s")
+now = timezone.now()
+Commitment.objects.bulk_create([Commitment(status=Status.ACTIVE, assigner=user, assignee=assignee,
+    description="Fault run", external_system="%(system)s", external_id=f"hang-{n}",
+    activated_at=now) for n in range(%(n)d)])
+print(json.dumps({"hang_token": api_token_mint(user=user, name="hang").plaintext}))
+"""
+
+PENDING_SQL = """
+SELECT (SELECT count(*) FROM notifications_delivery WHERE status NOT IN ('delivered', 'failed'))
+     + (SELECT count(*) FROM webhooks_webhookdelivery WHERE status NOT IN ('delivered', 'failed'))
+     + (SELECT count(*) FROM commitments_outboxevent WHERE dispatched_at IS NULL)
+"""
+
+ATTEMPTS_BY_ENDPOINT = """
+SELECT e.external_system, count(*), sum(w.attempts), max(w.attempts)
+FROM webhooks_webhookdelivery w JOIN webhooks_webhookendpoint e ON w.endpoint_id = e.id
+GROUP BY 1 ORDER BY 1
+"""
+OUTCOMES = """
+SELECT 'webhook', outcome, count(*) FROM webhooks_webhookattempt GROUP BY 2
+UNION ALL SELECT 'nudge', outcome, count(*) FROM notifications_deliveryattempt GROUP BY 2
+ORDER BY 1, 2
+"""
+
+
+def drain(url: str, timeout: float) -> float:
+    """Wait until no outbox event is undispatched and no delivery is pending."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                if conn.execute(PENDING_SQL).fetchone()[0] == 0:
+                    break
+        except psycopg.Error:
+            pass
+        time.sleep(1)
+    return round(time.monotonic() - start, 1)
+
+
+def checks(url: str, run: Run, receiver: Receiver, hanging: Receiver) -> dict:
+    q = {
+        "inbox_commitments": "SELECT count(*), count(DISTINCT (assigner_id, external_system, "
+        "external_id)) FROM commitments_commitment WHERE external_id LIKE 'load-%%' "
+        "OR external_id LIKE 'probe-%%'",
+        "inbox_without_audit": "SELECT count(*) FROM commitments_commitment c WHERE "
+        "(c.external_id LIKE 'load-%%' OR c.external_id LIKE 'probe-%%') AND NOT EXISTS "
+        "(SELECT 1 FROM audit_auditevent a WHERE a.subject_id = c.id)",
+        "inbox_audit_rows": "SELECT count(*) FROM audit_auditevent a JOIN commitments_commitment c"
+        " ON a.subject_id = c.id WHERE c.external_id LIKE 'load-%%' OR c.external_id LIKE "
+        "'probe-%%'",
+        "inbox_without_nudge_delivered": "SELECT count(*) FROM commitments_commitment c WHERE "
+        "(c.external_id LIKE 'load-%%' OR c.external_id LIKE 'probe-%%') AND NOT EXISTS "
+        "(SELECT 1 FROM notifications_delivery d JOIN commitments_outboxevent e ON d.event_id ="
+        " e.id WHERE e.commitment_id = c.id AND d.status = 'delivered')",
+        "nudges_delivered": "SELECT count(*) FROM notifications_delivery WHERE status = "
+        "'delivered'",
+        "completed": "SELECT count(*) FROM commitments_commitment WHERE status = 'Completed'",
+        "completed_without_webhook_delivered": "SELECT count(*) FROM commitments_commitment c "
+        "WHERE c.status = 'Completed' AND NOT EXISTS (SELECT 1 FROM webhooks_webhookdelivery w "
+        "WHERE w.commitment_id = c.id AND w.status = 'delivered')",
+        "webhooks_delivered": "SELECT count(*) FROM webhooks_webhookdelivery WHERE status = "
+        "'delivered'",
+        "webhook_deliveries_retried": "SELECT count(*) FROM webhooks_webhookdelivery WHERE "
+        "attempts > 1",
+        "nudge_deliveries_retried": "SELECT count(*) FROM notifications_delivery WHERE "
+        "attempts > 1",
+        "deliveries_not_done": "SELECT (SELECT count(*) FROM notifications_delivery WHERE status"
+        " <> 'delivered') + (SELECT count(*) FROM webhooks_webhookdelivery WHERE status <> "
+        "'delivered')",
+        "events_undispatched": "SELECT count(*) FROM commitments_outboxevent WHERE dispatched_at"
+        " IS NULL",
+    }
+    found: dict = {}
+    with psycopg.connect(url, autocommit=True) as conn:
+        for key, sql in q.items():
+            row = conn.execute(sql.replace("%%", "%")).fetchone()
+            found[key] = row[0] if len(row) == 1 else list(row)
+        found["webhook_attempts_by_endpoint"] = {
+            system: {"deliveries": d, "attempts": a, "most_attempts": m}
+            for system, d, a, m in conn.execute(ATTEMPTS_BY_ENDPOINT).fetchall()
+        }
+        found["attempt_outcomes"] = {
+            f"{kind} {outcome or 'open'}": n
+            for kind, outcome, n in conn.execute(OUTCOMES).fetchall()
+        }
+    accepted = run.sent["inbox"].get("201", 0) + run.probes_accepted
+    synced = run.sent["sync"].get("200", 0) + run.sent["hang"].get("200", 0)
+    rows, distinct = found.pop("inbox_commitments")
+    found.update(
+        {
+            "inbox_accepted_201": accepted,
+            "inbox_commitments_found": rows,
+            "inbox_duplicates": rows - distinct,
+            "sync_completed_200": synced,
+            "webhook_posts_received": len(receiver.ids) + len(hanging.ids),
+            "webhook_ids_received_distinct": len(set(receiver.ids + hanging.ids)),
+        }
+    )
+    found["lost"] = (
+        max(0, accepted - rows)
+        + found["inbox_without_audit"]
+        + found["inbox_without_nudge_delivered"]
+        + max(0, synced - found["completed"])
+        + found["completed_without_webhook_delivered"]
+        + max(0, found["webhooks_delivered"] - found["webhook_ids_received_distinct"])
+        + found["deliveries_not_done"]
+        + found["events_undispatched"]
+    )
+    return found
+
+
+def rss_summary(samples: list[dict], marks: dict[str, int]) -> dict:
+    """RSS at the soak's start, middle and end and at the run's end (after the
+    faults; the worker then is the one started after the kill)."""
+    start, end = marks.get("soak start", 0), marks.get("soak end", len(samples) - 1)
+    points = {
+        "soak_start": samples[start],
+        "soak_middle": samples[(start + end) // 2],
+        "soak_end": samples[end],
+        "run_end": samples[-1],
+    }
+    out = {}
+    for name in ("web", "worker"):
+        values = [s[name] for s in samples if s.get(name)]
+        row = {k: round((v.get(name) or 0) / 1024, 1) for k, v in points.items()}
+        row["max"] = round(max(values, default=0) / 1024, 1)
+        row["soak_growth"] = round(row["soak_end"] - row["soak_start"], 1)
+        out[name] = row
+    out["samples"] = len(samples)
+    return out
+
+
+def summarize(results: dict) -> str:
+    lines = [f"{'phase':<12} {'stream':<6} {'requests':>8} {'p50 ms':>8} {'p99 ms':>9}  answers"]
+    for name, phase in results["phases"].items():
+        for stream, r in phase["load"].items():
+            answers = ", ".join(f"{k}: {v}" for k, v in sorted(r["statuses"].items()))
+            lines.append(
+                f"{name:<12} {stream:<6} {r['requests']:>8} {r['p50_ms']!s:>8} "
+                f"{r['p99_ms']!s:>9}  {answers}"
+            )
+        if "probe" in phase:
+            p = phase["probe"]
+            answers = ", ".join(f"{k}: {v}" for k, v in sorted(p["statuses"].items()))
+            names = ", ".join(f"{k}: {v}" for k, v in sorted(p["error_names"].items()))
+            lines.append(
+                f"{name:<12} probe  {p['calls']:>8}  answers {answers}; errors {names or '-'}; "
+                f"not JSON envelope {p['not_json_envelope']}, HTML {p['html']}, no answer "
+                f"{p['no_answer']}, slowest {p['slowest_s']} s"
+            )
+        extra = {k: v for k, v in phase.items() if k not in ("load", "probe")}
+        if extra:
+            lines.append(f"{'':<12} " + ", ".join(f"{k}: {v}" for k, v in extra.items()))
+    lines.append("")
+    for key, value in results["checks"].items():
+        lines.append(f"{key:<38} {value}")
+    lines.append(f"{'drained after (s)':<38} {results['drain_seconds']}")
+    for exit_ in results.get("worker_exits", []):
+        lines.append(f"the worker exited by itself during {exit_['phase']} (code {exit_['code']})")
+    for name in ("web", "worker"):
+        r = results.get("rss", {}).get(name)
+        if r:
+            lines.append(
+                f"RSS MiB {name:<6} soak start {r['soak_start']}, middle {r['soak_middle']}, "
+                f"end {r['soak_end']} (growth {r['soak_growth']}); run end {r['run_end']}, "
+                f"max {r['max']}"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
