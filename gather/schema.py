@@ -1,14 +1,11 @@
 """The draft-list schema: one JSON schema for both providers (OpenAI structured
-outputs in strict mode, Anthropic's forced tool call), and `validate_drafts`,
-the contract's rules for drafts as JSON, which every answer of POST
-/api/gather meets (the tests hold the answers to it). The service itself
-checks a model's answer once, where it is parsed (`gather.drafts`), and
-builds what it answers from typed drafts."""
+outputs in strict mode, Anthropic's forced tool call). The service checks a
+model's answer once, where it is parsed (`gather.drafts`), and builds what it
+answers from typed drafts; the tests hold every answer of POST /api/gather to
+the contract's rules (`tests.harness.gather.validate_drafts`)."""
 
 from __future__ import annotations
 
-import datetime as dt
-import re
 from typing import Any
 
 CONFIDENCE_LEVELS = ("high", "medium", "low")
@@ -81,68 +78,3 @@ DRAFT_LIST_SCHEMA: dict[str, Any] = {
     "required": ["drafts"],
     "additionalProperties": False,
 }
-
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-
-
-def parse_deadline(value: str) -> dt.datetime:
-    """An ISO-8601 date-time (a trailing Z allowed); ValueError otherwise."""
-    return dt.datetime.fromisoformat(value.strip())
-
-
-def _optional_string(draft: dict, name: str) -> str | None:
-    value = draft.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ValueError(f"{name} must be a string or null")
-    return value.strip() or None
-
-
-def validate_drafts(data: Any) -> list[dict]:
-    """The drafts of `{"drafts": [...]}` (camelCase JSON, as the API answers
-    them) checked against the draft-list schema, as clean dicts holding
-    exactly the draft fields (strings trimmed, empty optional strings null).
-    Raises ValueError on anything else; a deadline must be an ISO-8601
-    date-time with an offset."""
-    if not isinstance(data, dict) or not isinstance(data.get("drafts"), list):
-        raise ValueError('expected an object {"drafts": [...]}')
-    drafts: list[dict] = []
-    for index, draft in enumerate(data["drafts"]):
-        if not isinstance(draft, dict):
-            raise ValueError(f"draft {index} is not an object")
-        missing = [name for name in DRAFT_FIELDS if name not in draft]
-        if missing:
-            raise ValueError(f"draft {index} lacks {', '.join(missing)}")
-        description = draft["description"]
-        if not isinstance(description, str) or not description.strip():
-            raise ValueError(f"draft {index}: description must be a non-empty string")
-        description = description.strip()
-        if len(description) > DESCRIPTION_MAX:
-            raise ValueError(f"draft {index}: description longer than {DESCRIPTION_MAX} characters")
-        if draft["confidence"] not in CONFIDENCE_LEVELS:
-            raise ValueError(
-                f"draft {index}: confidence must be one of {', '.join(CONFIDENCE_LEVELS)}"
-            )
-        if not isinstance(draft["sourceQuote"], str):
-            raise ValueError(f"draft {index}: sourceQuote must be a string")
-        clean = {
-            "description": description,
-            "assigneeName": _optional_string(draft, "assigneeName"),
-            "assigneeEmail": _optional_string(draft, "assigneeEmail"),
-            "deadline": _optional_string(draft, "deadline"),
-            "deadlineText": _optional_string(draft, "deadlineText"),
-            "confidence": draft["confidence"],
-            "sourceQuote": draft["sourceQuote"].strip(),
-        }
-        if clean["assigneeEmail"] is not None and not _EMAIL.match(clean["assigneeEmail"]):
-            raise ValueError(f"draft {index}: assigneeEmail is not an e-mail address")
-        if clean["deadline"] is not None:
-            try:
-                deadline = parse_deadline(clean["deadline"])
-            except ValueError:
-                raise ValueError(f"draft {index}: deadline is not an ISO-8601 date-time") from None
-            if deadline.utcoffset() is None:
-                raise ValueError(f"draft {index}: deadline has no UTC offset")
-        drafts.append(clean)
-    return drafts

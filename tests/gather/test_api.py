@@ -16,7 +16,6 @@ from django.test import Client
 from audit.models import AuditEvent
 from commitments.models import Commitment
 from gather import api
-from gather.schema import validate_drafts
 from tests.harness.fake_provider import draft
 from tests.harness.gather import (
     ANTHROPIC_KEY,
@@ -25,6 +24,7 @@ from tests.harness.gather import (
     browser,
     gather,
     give_key,
+    validate_drafts,
 )
 
 pytestmark = pytest.mark.django_db

@@ -25,9 +25,9 @@ from gather.prompt import (
     user_message,
 )
 from gather.providers import OPENAI
-from gather.schema import validate_drafts
 from gather.selectors import Collaborator
 from tests.harness.fake_provider import draft
+from tests.harness.gather import validate_drafts
 
 AUCKLAND = zoneinfo.ZoneInfo("Pacific/Auckland")
 LOS_ANGELES = zoneinfo.ZoneInfo("America/Los_Angeles")
