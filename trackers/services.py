@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-import zoneinfo
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +22,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework import serializers
 
+from accounts.timezones import zone_named
 from audit.services import Actor, audit_event_record
 from commitments import selectors as commitment_selectors
 from commitments import services as commitment_services
@@ -254,11 +254,7 @@ class Receipt:
 
 def end_of_day(day: dt.date, tz_name: str) -> dt.datetime:
     """23:59:59 of `day` in the time zone `tz_name` (UTC when it is unknown)."""
-    try:
-        tz = zoneinfo.ZoneInfo(tz_name or "UTC")
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        tz = dt.UTC
-    return dt.datetime.combine(day, dt.time(23, 59, 59), tzinfo=tz)
+    return dt.datetime.combine(day, dt.time(23, 59, 59), tzinfo=zone_named(tz_name))
 
 
 def _email_of(person: payloads.Person, identity_map: dict[str, str]) -> str | None:
