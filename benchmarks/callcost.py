@@ -1,0 +1,145 @@
+"""Where one API call's time goes: the server's side of a call, measured in
+one process, with no load generator and no network between.
+
+    python benchmarks/callcost.py                       # CPU and wall ms per call
+    python benchmarks/callcost.py --cprofile inbox      # and where inbox's time goes
+
+Each endpoint of benchmarks/run.py (the floor, the inbox, a completing sync, a
+replay) is called `--calls` times through Django's full request handler and
+middleware (django.test.Client) with the benchmark's settings (production's,
+DEBUG=0, PostgreSQL, Redis), after `--warmup` calls. Printed per endpoint:
+CPU milliseconds per call (this process's time on the CPU: Python, psycopg,
+the Redis client) and wall milliseconds (plus waiting on PostgreSQL and
+Redis), and the CPU ratio to the floor: the server-core cost that the
+throughput ratios of benchmarks/run.py follow when the server's core is the
+limit. With `--cprofile NAME` the calls to NAME run again under cProfile and
+the functions with the most cumulative time are printed.
+
+Needs DATABASE_URL (PostgreSQL; the run makes its own database, the name
+given plus `_profile`) and REDIS_URL. See docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.run import ENDPOINTS, fresh_database, run_checked, with_database  # noqa: E402
+
+PYTHON = sys.executable
+NAMES = ("floor", "inbox", "sync", "replay")
+
+
+def outer(args: argparse.Namespace) -> None:
+    base_url, redis_url = os.environ.get("DATABASE_URL"), os.environ.get("REDIS_URL")
+    if not base_url or not base_url.startswith("postgres") or not redis_url:
+        raise SystemExit("Set DATABASE_URL (PostgreSQL) and REDIS_URL.")
+    database_url = with_database(base_url, urlsplit(base_url).path.lstrip("/") + "_profile")
+    folder = Path(tempfile.mkdtemp(prefix="profile-"))
+    env = dict(os.environ)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "benchmarks.settings",
+            "PYTHONPATH": str(ROOT),
+            "DEBUG": "0",
+            "SECRET_KEY": secrets.token_urlsafe(50),
+            "FIELD_ENCRYPTION_KEYS": base64.urlsafe_b64encode(os.urandom(32)).decode(),
+            "DATABASE_URL": database_url,
+            "REDIS_URL": redis_url,
+            "VAR_DIR": str(folder / "var"),
+            "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
+            "API_RATE_BURST": "0",
+            "LOG_JSON": "0",
+        }
+    )
+    fresh_database(database_url, env)
+    calls = args.warmup + args.calls
+    out = run_checked(
+        [
+            *(PYTHON, str(ROOT / "benchmarks" / "fixtures.py")),
+            *("--active", str(calls * 2 + 10), "--completed", "200"),
+            *("--receiver", "http://127.0.0.1:9/hook"),
+        ],
+        env,
+    )
+    ctx_file = folder / "ctx.json"
+    ctx_file.write_text(out.strip().splitlines()[-1])
+    inner = [PYTHON, __file__, "--inner", str(ctx_file), *sys.argv[1:]]
+    subprocess.run(inner, env=env, cwd=ROOT, check=True)  # noqa: S603 (our own script)
+
+
+def inner(args: argparse.Namespace) -> None:
+    import cProfile
+    import pstats
+
+    import django
+
+    django.setup()
+    from django.test import Client
+
+    ctx = json.loads(Path(args.inner).read_text())
+    client = Client(HTTP_HOST="localhost")
+    headers = {"Authorization": f"Bearer {ctx['token']}"}
+    counters = {name: 0 for name in NAMES}
+
+    def call(name: str) -> None:
+        path, body, expected = ENDPOINTS[name]
+        n = counters[name]
+        counters[name] += 1
+        data = body.replace("{n}", str(n)).replace("{m}", str(n % 200))
+        response = client.post(path, data=data, content_type="application/json", headers=headers)
+        if response.status_code not in expected:
+            raise SystemExit(f"{name}: {response.status_code} {response.content[:300]!r}")
+
+    figures = {}
+    for name in NAMES:
+        for _ in range(args.warmup):
+            call(name)
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        for _ in range(args.calls):
+            call(name)
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        figures[name] = (cpu * 1000 / args.calls, wall * 1000 / args.calls)
+    floor_cpu = figures["floor"][0]
+    print(f"{'call':8} {'cpu ms':>8} {'wall ms':>8} {'floor/cpu':>10}")
+    for name, (cpu, wall) in figures.items():
+        print(f"{name:8} {cpu:8.2f} {wall:8.2f} {floor_cpu / cpu:10.2f}")
+    if args.cprofile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(args.calls):
+            call(args.cprofile)
+        profiler.disable()
+        print(f"\ncProfile of {args.calls} {args.cprofile} calls, by cumulative time:")
+        stats = pstats.Stats(profiler).sort_stats("cumulative")
+        stats.print_stats(args.top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--cprofile", choices=NAMES, help="Profile this endpoint's calls.")
+    parser.add_argument("--top", type=int, default=45, help="Functions printed by --cprofile.")
+    parser.add_argument("--inner", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.inner:
+        inner(args)
+    else:
+        outer(args)
+
+
+if __name__ == "__main__":
+    main()
