@@ -211,6 +211,10 @@ class OutboxEvent(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     actor_token_id = models.UUIDField(null=True, blank=True)
+    # The id of the request that made the change (lib.logs), carried to the
+    # log lines of the work it causes: the relay publishes the event's task
+    # under it. Empty for changes made outside a request.
+    request_id = models.CharField(max_length=128, blank=True, default="")
     # Processing state, owned by the dispatcher in `integrations`: null until the
     # event has been turned into deliveries.
     dispatched_at = models.DateTimeField(null=True, blank=True)

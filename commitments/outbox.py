@@ -1,9 +1,10 @@
 """The outbox's processing state, for whoever turns events into work.
 
-`commitments` writes an `OutboxEvent` with every transition and hands its id
-to settings.OUTBOX_PUBLISHER after commit; these functions let the
-dispatcher claim an event once, put it back after a failure, and find the
-events whose publish was lost. They know nothing of what an event becomes.
+`commitments` writes an `OutboxEvent` with every transition; on PostgreSQL
+the insert notifies OUTBOX_CHANNEL when its transaction commits (migration
+0006). These functions let the relay find the events due, and the dispatcher
+claim an event once and put it back after a failure. They know nothing of
+what an event becomes.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from django.db.models import F
 from commitments.models import OutboxEvent
 from lib import leasing
 
+# The channel of migration 0006's trigger: a notification with no payload,
+# sent on commit by every transaction that wrote outbox events.
+OUTBOX_CHANNEL = "outbox_event"
 RETRY_BASE = 30  # seconds before a failed dispatch is tried again
 RETRY_CAP = 2 * 3600
 
@@ -47,20 +51,30 @@ def outbox_event_retry_later(*, event_id: int, now: dt.datetime) -> None:
     )
 
 
+def outbox_events_due_again(*, event_ids: list[int], now: dt.datetime) -> None:
+    """Events taken but not queued (the broker refused them): due at once
+    again, for the relay's next look."""
+    OutboxEvent.objects.filter(pk__in=event_ids, dispatched_at__isnull=True).update(
+        next_attempt_at=now
+    )
+
+
 def outbox_events_take_due(
     *, now: dt.datetime, grace: dt.timedelta, requeue_after: dt.timedelta, limit: int
-) -> list[int]:
-    """Ids of undispatched events due for more than `grace`, not to be taken
-    again before `requeue_after`. Events other sweeps hold are skipped
-    (SELECT ... FOR UPDATE SKIP LOCKED): call inside a transaction."""
-    ids = list(
+) -> list[tuple[int, str]]:
+    """Undispatched events due for more than `grace`, not to be taken again
+    before `requeue_after`: (id, request id) pairs, the request id being that
+    of the request that made the change ("" if none). Events other sweeps or
+    relays hold are skipped (SELECT ... FOR UPDATE SKIP LOCKED): call inside a
+    transaction."""
+    due = list(
         OutboxEvent.objects.select_for_update(skip_locked=True)
         .filter(dispatched_at__isnull=True, next_attempt_at__lte=now - grace)
         .order_by("next_attempt_at")
-        .values_list("id", flat=True)[:limit]
+        .values_list("id", "request_id")[:limit]
     )
-    if ids:
-        OutboxEvent.objects.filter(pk__in=ids, dispatched_at__isnull=True).update(
-            next_attempt_at=now + requeue_after
-        )
-    return ids
+    if due:
+        OutboxEvent.objects.filter(
+            pk__in=[event_id for event_id, _ in due], dispatched_at__isnull=True
+        ).update(next_attempt_at=now + requeue_after)
+    return due

@@ -12,14 +12,12 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from accounts.selectors import users_with_verified_primary_email
 from audit.services import Actor, audit_event_record
@@ -45,6 +43,7 @@ from commitments.models import (
     OutboxEvent,
     Status,
 )
+from lib.logs import request_id_var
 
 UNSET: Any = object()
 # The events that ask the assignee for their handshake.
@@ -112,7 +111,11 @@ def _record(
         # invitation to it (the workers read `commitment.invitation`).
         event = EventKind.INVITED
     if event is not None:
-        outbox_row = OutboxEvent.objects.create(
+        # Announced by the database itself: on PostgreSQL the insert notifies
+        # the relay when the transaction commits (migration 0006), elsewhere the
+        # relay looks every OUTBOX_RELAY_WAIT s (relay/listener.py). Nothing
+        # runs on this request's path for it.
+        OutboxEvent.objects.create(
             commitment=commitment,
             kind=event,
             previous_status=previous_status,
@@ -121,16 +124,8 @@ def _record(
             actor_kind=actor.kind,
             actor_user=actor.user,
             actor_token_id=actor.token_id,
+            request_id=request_id_var.get() or "",
         )
-        _publish_on_commit(outbox_row.pk)
-
-
-def _publish_on_commit(event_id: int) -> None:
-    """Hand the outbox row to its deliverer (settings.OUTBOX_PUBLISHER) once
-    the transaction commits; nothing is handed over for a rolled-back change."""
-    if settings.OUTBOX_PUBLISHER:
-        publisher = import_string(settings.OUTBOX_PUBLISHER)
-        transaction.on_commit(partial(publisher, event_id=event_id))
 
 
 def _move(

@@ -3,7 +3,8 @@
 Configuration is Django's CELERY_* settings (config/settings.py): Redis from
 REDIS_URL, else the embedded filesystem broker under VAR_DIR; late acks,
 requeue on a lost worker, prefetch one, bounded publishes and time limits;
-beat runs the outbox sweep (relay.tasks.sweep) and the reminders
+workers on the default queue run the outbox relay (relay/listener.py, a
+thread); beat runs the outbox sweep (relay.tasks.sweep) and the reminders
 (notifications.tasks.remind); each app's tasks.py is autodiscovered.
 
 Run: `python manage.py run_worker` (a worker with beat inside), or, with Redis
@@ -116,3 +117,30 @@ def _start_heartbeat(sender=None, **kwargs) -> None:
 def _stop_heartbeat(**kwargs) -> None:
     if _heartbeat is not None:
         _heartbeat.stop()
+
+
+# --- The outbox relay (relay/listener.py) ------------------------------------------
+
+
+@signals.worker_ready.connect
+def _start_relay(sender=None, **kwargs) -> None:
+    """Every worker that consumes the default queue (where the relay's
+    `dispatch_event` goes) runs the relay too: each outbox event queued as its
+    transaction commits. Several relays share the work (each takes its events
+    with SKIP LOCKED), and no other process is needed for it."""
+    from celery import current_app
+
+    from relay import listener
+
+    if sender is None:
+        return
+    default = current_app.conf.task_default_queue
+    if any(queue.name == default for queue in sender.task_consumer.queues):
+        listener.start()
+
+
+@signals.worker_shutdown.connect
+def _stop_relay(**kwargs) -> None:
+    from relay import listener
+
+    listener.stop()

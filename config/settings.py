@@ -117,6 +117,10 @@ TEMPLATES = [
 
 # --- Database -----------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL")
+# The outbox relay's LISTEN needs a session of its own: behind a pooler in
+# transaction mode, point this at PostgreSQL directly (or a session-mode
+# pool); empty: DATABASE_URL (relay/listener.py).
+DATABASE_LISTEN_URL = env_str("DATABASE_LISTEN_URL")
 if DATABASE_URL:
     DATABASES = {
         "default": dj_database_url.parse(
@@ -360,10 +364,6 @@ ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL") or None
 GATHER_MAX_CHUNK_CHARS = 12_000
 
 # --- Background work ----------------------------------------------------------
-# Called (by dotted path, so `commitments` imports no relay code) with the id
-# of every outbox row once its transaction commits. The row is the truth: a
-# publish that fails or never happens only waits for the next sweep.
-OUTBOX_PUBLISHER = "relay.outbox.outbox_publish_event"
 # Celery carries only row ids. The rows (commitments.OutboxEvent,
 # notifications.Delivery) are the truth, and a periodic sweep re-enqueues what
 # the broker lost; so a publish may fail, and it is bounded: a request never
@@ -400,6 +400,9 @@ else:
         "processed_folder": str(_broker_dir / "processed"),
         "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
+        # How often an idle worker lists the folder (kombu's default is 1 s,
+        # which also caps a worker at a few tasks a second).
+        "polling_interval": 0.1,
     }
 CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_TIMEOUT
 
@@ -464,8 +467,12 @@ CELERY_TIMEZONE = "UTC"
 # override them through Django's settings).
 OUTBOX_SWEEP_INTERVAL = 30  # s between sweeps (beat)
 # The sweep leaves a row alone this long after it was written or last queued,
-# so it does not queue again what the after-commit publish just queued.
+# so it does not queue again what the relay just queued.
 OUTBOX_SWEEP_GRACE = 10
+# The relay (relay/listener.py, in beat) queues each outbox event the moment
+# its transaction commits, woken by PostgreSQL's NOTIFY; without a wake-up
+# (SQLite, or a notification lost with its connection) it looks this often.
+OUTBOX_RELAY_WAIT = 1.0  # s
 OUTBOX_REQUEUE_AFTER = 120  # s before queueing a row again
 # A claimed send's lease; longer than CELERY_TASK_TIME_LIMIT, so it runs out
 # only when its worker is gone.

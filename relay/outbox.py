@@ -4,10 +4,12 @@ The database is the truth; Celery only carries ids, and any message may be
 lost, late or delivered twice:
 
 1. A commitments service writes an `OutboxEvent` in the transaction of the
-   change and, once it commits, calls `outbox_publish_event(event_id=...)`
-   (named by settings.OUTBOX_PUBLISHER, so `commitments` imports no relay
-   code), which queues `relay.tasks.dispatch_event(id)`. That publish is tried once,
-   bounded by BROKER_TIMEOUT, and its failure only logged.
+   change, and that is all the request does. On PostgreSQL the insert
+   notifies `commitments.outbox.OUTBOX_CHANNEL` when the transaction commits
+   (a trigger, migration commitments 0006); the relay (`relay/listener.py`, a
+   thread of beat) wakes on it, or every OUTBOX_RELAY_WAIT s without one
+   (SQLite), and `outbox_relay` queues `relay.tasks.dispatch_event(id)` for
+   every event due. A refused publish puts its event back for the next look.
 2. `outbox_event_dispatch` claims the event (`commitments.outbox`) and asks
    each deliverer for its rows, in one transaction: the nudges
    (`notifications.dispatch`) and the integrators' webhooks
@@ -34,9 +36,11 @@ from django.utils import timezone
 from commitments.outbox import (
     outbox_event_claim,
     outbox_event_retry_later,
+    outbox_events_due_again,
     outbox_events_take_due,
 )
 from lib import jobs
+from lib.logs import request_id_var
 from notifications import tasks as notification_tasks
 from notifications.channels import notification_tests_take_due
 from notifications.dispatch import nudge_deliveries_create, nudge_deliveries_take_due
@@ -50,13 +54,36 @@ log = logging.getLogger(__name__)
 SWEEP_BATCH = 500
 
 
-def outbox_publish_event(*, event_id: int) -> None:
-    """Queue the dispatch of one outbox event. `commitments` calls it (through
-    settings.OUTBOX_PUBLISHER) after the transaction that wrote the event has
-    committed. Runs no query; tried once, without retries, since the caller may
-    be a request that must not wait on a broker. A lost publish delays the
-    nudge until the next sweep; it never loses it."""
-    jobs.enqueue(tasks.dispatch_event, event_id, retry=False)
+def outbox_relay(*, now: dt.datetime | None = None, limit: int = SWEEP_BATCH) -> int:
+    """Queue the dispatch of every outbox event that is due (committed, or its
+    back-off over) and was not queued in the last OUTBOX_REQUEUE_AFTER s; the
+    relay calls it each time it wakes. Returns how many were queued. Each
+    publish is tried once: when the broker refuses one, that event and the
+    rest are put back, due at once, for the next look (and the sweep)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        due = outbox_events_take_due(
+            now=now,
+            grace=dt.timedelta(0),
+            requeue_after=dt.timedelta(seconds=settings.OUTBOX_REQUEUE_AFTER),
+            limit=limit,
+        )
+    for queued, (event_id, request_id) in enumerate(due):
+        if not _enqueue_event(event_id, request_id, retry=False):
+            left = [event_id for event_id, _ in due[queued:]]
+            outbox_events_due_again(event_ids=left, now=now)
+            return queued
+    return len(due)
+
+
+def _enqueue_event(event_id: int, request_id: str, *, retry: bool = True) -> bool:
+    """Queue `dispatch_event(event_id)` under the id of the request that made
+    the change, so the log lines of the work it causes carry it (lib.logs)."""
+    token = request_id_var.set(request_id or None)
+    try:
+        return jobs.enqueue(tasks.dispatch_event, event_id, retry=retry)
+    finally:
+        request_id_var.reset(token)
 
 
 def outbox_event_dispatch(*, event_id: int) -> list[uuid.UUID]:
@@ -89,7 +116,7 @@ def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
     now = now or timezone.now()
     requeue_after = dt.timedelta(seconds=settings.OUTBOX_REQUEUE_AFTER)
     with transaction.atomic():
-        event_ids = outbox_events_take_due(
+        events = outbox_events_take_due(
             now=now,
             grace=dt.timedelta(seconds=settings.OUTBOX_SWEEP_GRACE),
             requeue_after=requeue_after,
@@ -107,8 +134,8 @@ def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
         webhook_endpoints_forget_old_secrets(now=now)
 
         def enqueue() -> None:
-            for event_id in event_ids:
-                jobs.enqueue(tasks.dispatch_event, event_id)
+            for event_id, request_id in events:
+                _enqueue_event(event_id, request_id)
             for delivery_id in delivery_ids:
                 jobs.enqueue(notification_tasks.deliver_nudge, str(delivery_id))
             for delivery_id in webhook_ids:
@@ -117,17 +144,17 @@ def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
                 jobs.enqueue(notification_tasks.send_channel_test, str(test_id))
 
         transaction.on_commit(enqueue)
-    if event_ids or delivery_ids or webhook_ids or test_ids:
+    if events or delivery_ids or webhook_ids or test_ids:
         log.info(
             "Sweep queued %d event(s), %d delivery(ies), %d webhook delivery(ies) "
             "and %d channel test(s).",
-            len(event_ids),
+            len(events),
             len(delivery_ids),
             len(webhook_ids),
             len(test_ids),
         )
     return SweepResult(
-        events=len(event_ids),
+        events=len(events),
         deliveries=len(delivery_ids),
         webhooks=len(webhook_ids),
         tests=len(test_ids),

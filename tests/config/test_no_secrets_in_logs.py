@@ -25,6 +25,7 @@ from django.test import Client
 from lib import jobs
 from lib.redact import redact
 from notifications.models import ChannelKind, Delivery, DeliveryStatus, NotificationChannel
+from relay.outbox import outbox_relay
 from tests.harness.api import INBOX, inbox_body, mint, post_json
 from tests.harness.services import FakeService, Reply
 
@@ -68,7 +69,8 @@ def captured_logs(request):
 @pytest.fixture
 def worker(monkeypatch, django_capture_on_commit_callbacks):
     """Queued jobs, run by their real Celery tasks in this process (as a
-    worker would), with what they queue after commit, until none is left."""
+    worker would), with what they queue after commit, until none is left;
+    outbox events first queued by the relay, as a worker's relay does."""
     queue: list[tuple[str, str]] = []
 
     def record(task_name, arg, *, retry=True):
@@ -78,6 +80,7 @@ def worker(monkeypatch, django_capture_on_commit_callbacks):
     monkeypatch.setattr(jobs, "enqueue", record)
 
     def run() -> None:
+        outbox_relay()
         while queue:
             task, arg = queue.pop(0)
             with django_capture_on_commit_callbacks(execute=True):

@@ -80,17 +80,21 @@ def make_due(delivery: Delivery) -> None:
     )
 
 
-# --- enqueue -----------------------------------------------------------------------
+# --- relay (relay/listener.py runs outbox_relay; tests/relay/test_listener.py) ---
 
 
-def test_a_transition_queues_its_event_only_after_commit(
+def test_a_transition_leaves_its_event_to_the_relay(
     assigner, assignee, published, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         commitment = create_pending(assigner, assignee)
-        assert published == []  # nothing before the commit
-    assert len(callbacks) == 1
+    assert callbacks == []  # nothing runs after the commit on the request's path
+    assert published == []
     event = event_of(commitment)
+
+    assert outbox.outbox_relay() == 1
+    assert published == [("dispatch_event", str(event.pk))]
+    assert outbox.outbox_relay() == 0  # queued: not again before OUTBOX_REQUEUE_AFTER
     assert published == [("dispatch_event", str(event.pk))]
     # What that task does: dispatch the event, once.
     assert outbox.outbox_event_dispatch(event_id=event.pk)
@@ -99,47 +103,53 @@ def test_a_transition_queues_its_event_only_after_commit(
     assert outbox.outbox_event_dispatch(event_id=event.pk) == []
 
 
-def test_a_rolled_back_transition_queues_nothing(
-    assigner, assignee, published, django_capture_on_commit_callbacks
-):
+def test_a_rolled_back_transition_leaves_nothing_to_relay(assigner, assignee, published):
     from django.db import transaction
 
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        try:
-            with transaction.atomic():
-                create_pending(assigner, assignee)
-                raise RuntimeError("the caller gives up")
-        except RuntimeError:
-            pass
-    assert callbacks == []
-    assert published == []
+    try:
+        with transaction.atomic():
+            create_pending(assigner, assignee)
+            raise RuntimeError("the caller gives up")
+    except RuntimeError:
+        pass
     assert not OutboxEvent.objects.exists()
+    assert outbox.outbox_relay() == 0
+    assert published == []
 
 
-def test_a_broker_that_refuses_the_publish_does_not_fail_the_caller(
-    assigner, assignee, monkeypatch, django_capture_on_commit_callbacks
-):
+def test_the_relay_leaves_an_event_whose_back_off_is_not_over(assigner, assignee, published):
+    event = event_of(create_pending(assigner, assignee))
+    later = timezone.now() + dt.timedelta(seconds=30)
+    OutboxEvent.objects.filter(pk=event.pk).update(next_attempt_at=later)
+    assert outbox.outbox_relay() == 0
+    assert outbox.outbox_relay(now=later) == 1
+    assert published == [("dispatch_event", str(event.pk))]
+
+
+def test_a_broker_that_refuses_the_relay_loses_nothing(assigner, assignee, monkeypatch):
     from celery import current_app
     from kombu.exceptions import OperationalError
 
     def broker_down(*args, **kwargs):
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
-    sent = []
+    first = event_of(create_pending(assigner, assignee))
+    second = event_of(create_pending(assigner, assignee, description="Second"))
     monkeypatch.setattr(current_app, "send_task", broker_down)
-    with django_capture_on_commit_callbacks(execute=True):
-        commitment = create_pending(assigner, assignee)  # no exception reaches the caller
-    event = event_of(commitment)
-    assert event.dispatched_at is None  # left for the sweep
+    assert outbox.outbox_relay() == 0  # no exception reaches the relay's loop
+    for event in (first, second):
+        event.refresh_from_db()
+        assert event.dispatched_at is None
+        assert event.next_attempt_at <= timezone.now()  # due again at once
 
-    # The broker is back: the next sweep past the grace period queues the event.
+    # The broker is back: the relay's next look queues both.
+    sent = []
     monkeypatch.setattr(current_app, "send_task", lambda name, args, **kw: sent.append(args))
-    with django_capture_on_commit_callbacks(execute=True):
-        outbox.outbox_sweep(now=timezone.now() + dt.timedelta(seconds=11))
-    assert sent == [[event.pk]]
+    assert outbox.outbox_relay() == 2
+    assert sorted(sent) == sorted([[first.pk], [second.pk]])
 
 
-def test_an_inbox_request_queues_its_event_after_the_response(
+def test_an_inbox_request_leaves_its_event_to_the_relay(
     client, assigner, assignee, published, committed
 ):
     from tests.harness.api import INBOX, inbox_body, mint, post_json
@@ -148,11 +158,43 @@ def test_an_inbox_request_queues_its_event_after_the_response(
     with committed():
         response = post_json(client, INBOX, inbox_body(), token=token)
     assert response.status_code == 201
+    assert published == []
     event = OutboxEvent.objects.get(commitment_id=response.json()["id"])
+    assert outbox.outbox_relay() == 1
     assert published == [("dispatch_event", str(event.pk))]
 
 
-def test_requests_that_wrote_no_event_publish_nothing(
+def test_the_relay_queues_an_event_under_the_id_of_the_request_that_made_it(
+    client, assigner, assignee, monkeypatch
+):
+    from lib import jobs
+    from lib.logs import request_id_var
+    from tests.harness.api import INBOX, inbox_body, mint, post_json
+
+    seen = []
+
+    def enqueue(task, arg, *, retry=True):
+        seen.append((arg, request_id_var.get()))
+        return True
+
+    monkeypatch.setattr(jobs, "enqueue", enqueue)
+    token = mint(assigner)
+    response = post_json(
+        client, INBOX, inbox_body(), token=token, **{"X-Request-ID": "req-inbox-42"}
+    )
+    assert response.status_code == 201
+    event = OutboxEvent.objects.get(commitment_id=response.json()["id"])
+    assert event.request_id == "req-inbox-42"
+    # A change outside any request keeps none.
+    other = event_of(create_pending(assigner, assignee, description="No request"))
+    assert other.request_id == ""
+
+    assert outbox.outbox_relay() == 2
+    assert sorted(seen, key=str) == sorted([(event.pk, "req-inbox-42"), (other.pk, None)], key=str)
+    assert request_id_var.get() is None  # the relay's own context is left as it was
+
+
+def test_requests_that_wrote_no_event_leave_nothing_to_relay(
     client, assigner, assignee, published, committed
 ):
     from tests.harness.api import INBOX, inbox_body, mint, post_json
@@ -166,6 +208,8 @@ def test_requests_that_wrote_no_event_publish_nothing(
         assert refused.status_code == 400
         client.force_login(assignee)
         assert client.post("/settings/notifications/", {"kind": "email"}).status_code == 302
+    assert not OutboxEvent.objects.exists()
+    assert outbox.outbox_relay() == 0
     assert published == []
 
 

@@ -180,9 +180,10 @@ def test_an_inbox_call_while_redis_is_paused_returns_and_the_nudge_goes_once_it_
         commitment, stderr, took = inbox_call_in_a_web_process(
             env, mint(assigner), "Written while Redis was paused", before=pause
         )
-        assert "Could not queue relay.tasks.dispatch_event" in stderr  # the publish did fail
+        # The request does not touch the broker: the relay queues its event.
+        assert "Could not queue" not in stderr
         assert took < PROMPT, f"the call took {took:.1f} s"
-        # Redis comes back by itself; the sweep finds the event.
+        # Redis comes back by itself; the relay (or the sweep) queues the event.
         wait_until(lambda: delivered(commitment), timeout=30, what="the nudge")
         let_sweeps_run(worker)
     assert_one_nudge(commitment, tmp_path / "mail")
@@ -202,12 +203,12 @@ def test_an_inbox_call_while_redis_is_down_returns_and_the_nudge_goes_once_it_is
         commitment, stderr, took = inbox_call_in_a_web_process(
             env, mint(assigner), "Written while Redis was down"
         )
-        assert "Could not queue relay.tasks.dispatch_event" in stderr
+        assert "Could not queue" not in stderr  # the request does not touch the broker
         assert took < PROMPT, f"the call took {took:.1f} s"
         time.sleep(2)
         assert not delivered(commitment)  # nothing can carry it yet
         redis_server.start()  # empty: whatever was queued before is gone
-        # The worker reconnects; the sweep finds the event.
+        # The worker reconnects; its relay queues the event it could not.
         wait_until(lambda: delivered(commitment), timeout=60, what="the nudge")
         let_sweeps_run(worker)
     assert_one_nudge(commitment, tmp_path / "mail")

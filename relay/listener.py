@@ -1,0 +1,124 @@
+"""The relay's loop: outbox events queued the moment their transaction commits,
+with no work on the path of the request that wrote them.
+
+A thread of each Celery worker that consumes the default queue (started by
+config/celery.py when the worker is ready; several relays share the work, as
+each takes its events with SKIP LOCKED). On PostgreSQL it LISTENs
+on `commitments.outbox.OUTBOX_CHANNEL`, which the outbox table's trigger
+notifies on commit, on a connection of its own; each time it wakes, and at
+least every OUTBOX_RELAY_WAIT s (the only schedule on SQLite, which has no
+notifications), it runs `relay.outbox.outbox_relay`. A notification that
+arrives while it relays is read at the next wait, so none is missed; one lost
+with its connection is made up by the next timed look, and an event nobody
+queued at all by the sweep.
+
+A database or broker that fails is logged and tried again after a pause; the
+loop ends only with its worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+
+import psycopg
+from django.conf import settings
+from django.db import connection, connections
+
+from commitments.outbox import OUTBOX_CHANNEL
+from relay.outbox import outbox_relay
+
+log = logging.getLogger(__name__)
+
+FAILURE_PAUSE = 2.0  # s before trying again after the database or broker failed
+STOP_CHECK = 0.5  # s: how soon a waiting relay notices stop()
+
+
+class Relay(threading.Thread):
+    def __init__(self) -> None:
+        super().__init__(name="outbox-relay", daemon=True)
+        self.stopping = threading.Event()
+        self.relayed = 0  # events queued since the start (for tests and logs)
+
+    def stop(self, timeout: float = 5) -> None:
+        self.stopping.set()
+        self.join(timeout)
+
+    def run(self) -> None:
+        log.info("Outbox relay started (%s).", connection.vendor)
+        while not self.stopping.is_set():
+            try:
+                self._relay_until_stopped()
+            except Exception:
+                log.warning("Outbox relay failed; trying again shortly.", exc_info=True)
+                self.stopping.wait(FAILURE_PAUSE)
+            finally:
+                # This thread's connections: closed so the next round starts clean.
+                connection.close()
+
+    def _relay_until_stopped(self) -> None:
+        wait = self._waiter()
+        try:
+            while not self.stopping.is_set():
+                self.relayed += outbox_relay()
+                wait()
+        finally:
+            close = getattr(wait, "close", None)
+            if close:
+                close()
+
+    def _waiter(self):
+        """A callable that returns when there may be something to relay: a
+        notification, or OUTBOX_RELAY_WAIT s."""
+        timeout = settings.OUTBOX_RELAY_WAIT
+        if connection.vendor != "postgresql":
+            return lambda: self.stopping.wait(timeout)
+        # A connection of its own, in autocommit, for LISTEN only: to
+        # DATABASE_LISTEN_URL (PostgreSQL itself when DATABASE_URL is a pooler
+        # in transaction mode), else with Django's settings for the database.
+        if settings.DATABASE_LISTEN_URL:
+            pg = psycopg.connect(settings.DATABASE_LISTEN_URL, autocommit=True)
+            listener = pg
+        else:
+            listener = connections.create_connection("default")
+            listener.ensure_connection()
+            listener.set_autocommit(True)
+            pg = listener.connection
+        pg.execute(f"LISTEN {OUTBOX_CHANNEL}")
+
+        def wait() -> None:
+            # Returns at the first notification (those that came while relaying
+            # are already waiting), after the timeout, or soon after stop().
+            deadline = time.monotonic() + timeout
+            while not self.stopping.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                for _ in pg.notifies(timeout=min(left, STOP_CHECK), stop_after=1):
+                    return
+
+        def close() -> None:
+            with contextlib.suppress(Exception):
+                listener.close()
+
+        wait.close = close  # type: ignore[attr-defined]
+        return wait
+
+
+_relay: Relay | None = None
+
+
+def start() -> Relay:
+    """Start the process's relay (once)."""
+    global _relay
+    if _relay is None or not _relay.is_alive():
+        _relay = Relay()
+        _relay.start()
+    return _relay
+
+
+def stop() -> None:
+    if _relay is not None:
+        _relay.stop()

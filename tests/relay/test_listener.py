@@ -1,0 +1,144 @@
+"""The relay's loop (relay/listener.py), a thread as beat runs it, against the
+real database: on PostgreSQL a committed transition wakes it through the
+outbox trigger's NOTIFY (migration commitments 0006), long before its timed
+look; anywhere, the timed look finds what was committed; a rolled-back
+transition notifies nobody."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+import psycopg
+import pytest
+from django.db import connection, transaction
+
+from audit.services import Actor
+from commitments import services
+from commitments.models import OutboxEvent
+from commitments.outbox import OUTBOX_CHANNEL
+from relay.listener import Relay
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def create_pending(assigner, assignee, external_id: str = "relay-1"):
+    return services.commitment_create_pending(
+        actor=Actor.for_user(assigner),
+        assigner=assigner,
+        assignee=assignee,
+        description="Ship the quarterly report",
+        deadline=dt.datetime(2030, 3, 1, 17, 0, tzinfo=dt.UTC),
+        external_system="relay",
+        external_id=external_id,
+    )
+
+
+def wait_for(condition, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
+
+
+@pytest.fixture
+def relay():
+    started: list[Relay] = []
+
+    def start() -> Relay:
+        thread = Relay()
+        thread.start()
+        started.append(thread)
+        return thread
+
+    yield start
+    for thread in started:
+        thread.stop()
+        assert not thread.is_alive()
+
+
+def listening_connection() -> psycopg.Connection:
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    conn = psycopg.connect(**params, autocommit=True)
+    conn.execute(f"LISTEN {OUTBOX_CHANNEL}")
+    return conn
+
+
+@pytest.mark.postgres
+def test_the_outbox_trigger_notifies_on_commit_only(assigner, assignee):
+    listener = listening_connection()
+    try:
+        try:
+            with transaction.atomic():
+                create_pending(assigner, assignee, external_id="rolled-back")
+                raise RuntimeError("the caller gives up")
+        except RuntimeError:
+            pass
+        assert list(listener.notifies(timeout=0.5)) == []
+
+        with transaction.atomic():
+            create_pending(assigner, assignee, external_id="first")
+            create_pending(assigner, assignee, external_id="second")
+            assert list(listener.notifies(timeout=0.3)) == []  # not before the commit
+        notes = list(listener.notifies(timeout=2, stop_after=1))
+        assert [(n.channel, n.payload) for n in notes] == [(OUTBOX_CHANNEL, "")]
+        # One transaction, one wake-up (identical notifications are folded).
+        assert list(listener.notifies(timeout=0.3)) == []
+    finally:
+        listener.close()
+
+
+def listen_url() -> str:
+    """The test database's URL, as DATABASE_LISTEN_URL would name PostgreSQL
+    itself behind a pooler."""
+    db = connection.settings_dict
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return f"postgresql://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("listen", ["DATABASE_URL", "DATABASE_LISTEN_URL"])
+def test_a_committed_transition_wakes_the_relay_at_once(
+    assigner, assignee, published, relay, settings, listen
+):
+    settings.OUTBOX_RELAY_WAIT = 60  # only a notification can wake it within the test
+    settings.DATABASE_LISTEN_URL = listen_url() if listen == "DATABASE_LISTEN_URL" else ""
+    thread = relay()
+    time.sleep(0.3)  # its first look (nothing due) is done; it is waiting
+    event = OutboxEvent.objects.get(commitment=create_pending(assigner, assignee))
+    assert wait_for(lambda: ("dispatch_event", str(event.pk)) in published, timeout=10)
+    assert thread.relayed == 1
+    assert published == [("dispatch_event", str(event.pk))]
+
+
+def test_without_a_notification_the_relay_looks_on_its_own(
+    assigner, assignee, published, relay, settings
+):
+    settings.OUTBOX_RELAY_WAIT = 0.2
+    thread = relay()
+    # Written with no trigger to announce it (as on SQLite, or a lost notification).
+    commitment = create_pending(assigner, assignee)
+    event = OutboxEvent.objects.get(commitment=commitment)
+    assert wait_for(lambda: ("dispatch_event", str(event.pk)) in published)
+    assert thread.relayed >= 1
+
+
+@pytest.mark.postgres
+def test_the_relay_survives_losing_its_connection(assigner, assignee, published, relay, settings):
+    settings.OUTBOX_RELAY_WAIT = 60
+    relay()
+    time.sleep(0.3)
+    # PostgreSQL ends every other session of this database (a restart, as the
+    # relay sees it): the relay reconnects and LISTENs again.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    time.sleep(2.5)  # past the relay's pause after a failure
+    event = OutboxEvent.objects.get(commitment=create_pending(assigner, assignee))
+    assert wait_for(lambda: ("dispatch_event", str(event.pk)) in published, timeout=10)
