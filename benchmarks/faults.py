@@ -373,7 +373,7 @@ def main() -> None:
     parser.add_argument(
         "--schemathesis-examples",
         type=int,
-        default=100,
+        default=250,
         help="Generated requests per operation and mode (positive, negative); --quick: 25.",
     )
     parser.add_argument("--schemathesis-seed", type=int, help="Repeat a run's generation.")
@@ -796,9 +796,11 @@ def summarize(results: dict) -> str:
         lines.append(f"the worker exited by itself during {exit_['phase']} (code {exit_['code']})")
     for name in ("web", "worker"):
         r = results.get("rss", {}).get(name)
+        # Without a soak (--parts), its start and end are the run's.
+        span = "soak" if "soak" in results["phases"] else "run (no soak)"
         if r:
             lines.append(
-                f"RSS MiB {name:<6} soak start {r['soak_start']}, middle {r['soak_middle']}, "
+                f"RSS MiB {name:<6} {span} start {r['soak_start']}, middle {r['soak_middle']}, "
                 f"end {r['soak_end']} (growth {r['soak_growth']}); run end {r['run_end']}, "
                 f"max {r['max']}"
             )
