@@ -5,6 +5,8 @@ import zoneinfo
 from django import forms
 
 from accounts.models import User
+from lib.forms import TextField
+from lib.text import strip_blank
 
 TIMEZONES = sorted(zoneinfo.available_timezones())
 TIMEZONE_CHOICES = [(tz, tz) for tz in TIMEZONES]
@@ -16,7 +18,7 @@ DISPLAY_NAME_HELP = (
 class SignupForm(forms.Form):
     """Extra fields on allauth's sign-up form."""
 
-    display_name = forms.CharField(
+    display_name = TextField(
         max_length=100, required=False, label="Display name", help_text=DISPLAY_NAME_HELP
     )
     timezone = forms.ChoiceField(
@@ -28,7 +30,7 @@ class SignupForm(forms.Form):
     )
 
     def signup(self, request, user: User) -> None:
-        user.display_name = self.cleaned_data.get("display_name", "").strip()
+        user.display_name = strip_blank(self.cleaned_data.get("display_name", ""))
         user.timezone = self.cleaned_data.get("timezone") or "UTC"
         user.save(update_fields=["display_name", "timezone"])
 
@@ -89,3 +91,4 @@ class ProfileForm(forms.ModelForm):
         fields = ["display_name", "timezone"]
         labels = {"display_name": "Display name"}
         help_texts = {"display_name": DISPLAY_NAME_HELP}
+        field_classes = {"display_name": TextField}

@@ -3,12 +3,14 @@
     python benchmarks/faults.py                  # soak 60 s, then the faults (~5 min)
     python benchmarks/faults.py --quick          # a smoke run (~2 min)
     python benchmarks/faults.py --soak-seconds 600 --rate 20
+    python benchmarks/faults.py --parts schemathesis --schemathesis-examples 200
 
 Starts its own PostgreSQL cluster (initdb into a temporary folder, the
 machine's /usr/lib/postgresql/*/bin, a free port; as root it runs as the
 `postgres` user) and its own Redis server, so it can restart and stop them;
 the service (gunicorn with config/gunicorn.py, `manage.py run_worker`) runs
-on them with benchmarks/faults_settings.py. Prints figures and a table, writes
+on them with benchmarks/faults_settings.py. Last, schemathesis against the
+running server (benchmarks/schema_check.py). Prints figures and a table, writes
 var/faults/latest.json; see docs/faults.md. Nothing here is a timed test:
 the one verdict is "lost", which must be 0.
 """
@@ -32,13 +34,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.receiver import Receiver
 from benchmarks.run import (
     ENDPOINTS,
     PYTHON,
@@ -51,7 +53,9 @@ from benchmarks.run import (
     run_checked,
     wait_for_http,
 )
+from benchmarks.schema_check import run_schemathesis, summarize_schemathesis
 
+PARTS = ("soak", "postgres", "redis", "hang", "worker_kill", "schemathesis")
 HANG_SYSTEM = "hang"
 HANG_ASSIGNER = "hang-assigner@example.com"
 
@@ -164,58 +168,6 @@ class Redis:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=15)
-
-
-# --- receivers ------------------------------------------------------------------------
-
-
-class Receiver:
-    """Answers POSTs 200; `delay` seconds late when set (a slow or hanging
-    receiver). Notes each POST's time and webhook id."""
-
-    def __init__(self) -> None:
-        self.times: list[float] = []  # answered
-        self.arrivals: list[float] = []  # arrived (an attempt made)
-        self.ids: list[str] = []
-        self.delay = 0.0
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                receiver.arrivals.append(time.monotonic())
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if receiver.delay:
-                    time.sleep(receiver.delay)
-                receiver.times.append(time.monotonic())
-                receiver.ids.append(self.headers.get("Webhook-Id") or "")
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Length", "2")
-                    self.end_headers()
-                    self.wfile.write(b"ok")
-                except OSError:
-                    pass  # the sender gave up (its timeout)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}/hook"
-
-    def received_between(self, start: float, end: float) -> int:
-        return sum(1 for t in list(self.times) if start <= t <= end)
-
-    def arrived_between(self, start: float, end: float) -> int:
-        return sum(1 for t in list(self.arrivals) if start <= t <= end)
-
-    @property
-    def in_flight(self) -> int:
-        return len(self.arrivals) - len(self.times)
 
 
 # --- memory ---------------------------------------------------------------------------
@@ -413,10 +365,27 @@ def main() -> None:
     parser.add_argument("--load-cpu", default="1")
     parser.add_argument("--out", default=str(ROOT / "var" / "faults" / "latest.json"))
     parser.add_argument("--keep", action="store_true", help="Keep the logs' folder.")
+    parser.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help=f"Comma-separated; they run in this order: {', '.join(PARTS)} (all by default).",
+    )
+    parser.add_argument(
+        "--schemathesis-examples",
+        type=int,
+        default=250,
+        help="Generated requests per operation and mode (positive, negative); --quick: 25.",
+    )
+    parser.add_argument("--schemathesis-seed", type=int, help="Repeat a run's generation.")
     args = parser.parse_args()
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        parser.error(f"unknown parts {sorted(unknown)}; the parts are {', '.join(PARTS)}")
     if args.quick:
         args.soak_seconds = min(args.soak_seconds, 10.0)
         args.fault_seconds = min(args.fault_seconds, 12.0)
+        args.schemathesis_examples = min(args.schemathesis_examples, 25)
     for tool in ("taskset", "redis-server"):
         if not shutil.which(tool):
             raise SystemExit(f"{tool} is needed.")
@@ -436,6 +405,7 @@ def main() -> None:
             "fault_seconds": args.fault_seconds,
             "rate_per_stream": args.rate,
             "gunicorn_workers": args.workers,
+            "parts": parts,
         },
     }
     sampler = None
@@ -538,10 +508,11 @@ def main() -> None:
                 procs["worker"] = service.start("worker", worker_args, env)
 
         # 1. The soak.
-        log(f"soak: {args.soak_seconds:.0f} s at {args.rate}/s inbox + {args.rate}/s sync")
-        sampler.marks["soak start"] = len(sampler.samples)
-        run.phases["soak"] = {"load": run.load_phase(args.soak_seconds)}
-        sampler.marks["soak end"] = len(sampler.samples) - 1
+        if "soak" in parts:
+            log(f"soak: {args.soak_seconds:.0f} s at {args.rate}/s inbox + {args.rate}/s sync")
+            sampler.marks["soak start"] = len(sampler.samples)
+            run.phases["soak"] = {"load": run.load_phase(args.soak_seconds)}
+            sampler.marks["soak end"] = len(sampler.samples) - 1
 
         # 2. PostgreSQL restarted.
         def pg_restart(phase: dict) -> None:
@@ -552,8 +523,9 @@ def main() -> None:
             pg.start()
             phase["down_seconds"] = round(time.monotonic() - t0, 1)
 
-        run.under_load("postgres", pg_restart, args.fault_seconds)
-        revive("postgres")
+        if "postgres" in parts:
+            run.under_load("postgres", pg_restart, args.fault_seconds)
+            revive("postgres")
 
         # 3. Redis stopped and started (its queues lost with it).
         def redis_bounce(phase: dict) -> None:
@@ -564,8 +536,9 @@ def main() -> None:
             rd.start()
             phase["down_seconds"] = round(time.monotonic() - t0, 1)
 
-        run.under_load("redis", redis_bounce, args.fault_seconds)
-        revive("redis")
+        if "redis" in parts:
+            run.under_load("redis", redis_bounce, args.fault_seconds)
+            revive("redis")
 
         # 4. A receiver that hangs (longer than WEBHOOK_TIMEOUT) while another
         # person's endpoint keeps receiving: it hangs for three quarters of the
@@ -582,8 +555,9 @@ def main() -> None:
             phase["attempts_at_hanging_endpoint_during_hang"] = hanging.arrived_between(t0, t1)
             phase["other_endpoint_received_during_hang"] = receiver.received_between(t0, t1)
 
-        run.under_load("hang", hang, args.fault_seconds, streams=("inbox", "sync", "hang"))
-        revive("hang")
+        if "hang" in parts:
+            run.under_load("hang", hang, args.fault_seconds, streams=("inbox", "sync", "hang"))
+            revive("hang")
 
         # 5. The worker killed mid-send: the receiver is slow (1 s an answer), and
         # SIGKILL goes to the worker's group while a webhook send is in flight.
@@ -602,7 +576,20 @@ def main() -> None:
             procs["worker"] = service.start("worker", worker_args, env)
             receiver.delay = 0.0
 
-        run.under_load("worker_kill", worker_kill, args.fault_seconds)
+        if "worker_kill" in parts:
+            run.under_load("worker_kill", worker_kill, args.fault_seconds)
+
+        # 6. Schemathesis against the server that went through all that.
+        if "schemathesis" in parts:
+            log(f"schemathesis: {args.schemathesis_examples} examples per operation and mode")
+            results["schemathesis"] = run_schemathesis(
+                run.port,
+                ctx["token"],
+                (ctx["assigner"], ctx["assignee"]),
+                args.schemathesis_examples,
+                args.schemathesis_seed,
+            )
+            revive("schemathesis")
 
         # Drain, then count.
         log(f"draining (at most {args.drain_timeout:.0f} s)")
@@ -799,6 +786,8 @@ def summarize(results: dict) -> str:
         extra = {k: v for k, v in phase.items() if k not in ("load", "probe")}
         if extra:
             lines.append(f"{'':<12} " + ", ".join(f"{k}: {v}" for k, v in extra.items()))
+    if "schemathesis" in results:
+        lines.append(summarize_schemathesis(results["schemathesis"]))
     lines.append("")
     for key, value in results["checks"].items():
         lines.append(f"{key:<38} {value}")
@@ -807,9 +796,11 @@ def summarize(results: dict) -> str:
         lines.append(f"the worker exited by itself during {exit_['phase']} (code {exit_['code']})")
     for name in ("web", "worker"):
         r = results.get("rss", {}).get(name)
+        # Without a soak (--parts), its start and end are the run's.
+        span = "soak" if "soak" in results["phases"] else "run (no soak)"
         if r:
             lines.append(
-                f"RSS MiB {name:<6} soak start {r['soak_start']}, middle {r['soak_middle']}, "
+                f"RSS MiB {name:<6} {span} start {r['soak_start']}, middle {r['soak_middle']}, "
                 f"end {r['soak_end']} (growth {r['soak_growth']}); run end {r['run_end']}, "
                 f"max {r['max']}"
             )

@@ -28,7 +28,6 @@ import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -36,6 +35,9 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the fake provider of the gather tests
+
+from benchmarks.receiver import Receiver  # noqa: E402
+
 PYTHON = sys.executable
 ALL_PARTS = ("first", "floor", "inbox", "sync", "replay", "gather", "pgbench", "worker")
 GATHER_TEXT = (
@@ -80,37 +82,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-# --- the outbound webhooks' receiver ----------------------------------------------------
-
-
-class Receiver:
-    """Answers every POST 200 at once and notes when it came."""
-
-    def __init__(self) -> None:
-        self.times: list[float] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                receiver.times.append(time.monotonic())
-                self.send_response(200)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}/hook"
 
 
 # --- processes ------------------------------------------------------------------------

@@ -44,6 +44,7 @@ from commitments.models import (
     Status,
 )
 from lib.logs import request_id_var
+from lib.text import is_blank, strip_blank
 
 UNSET: Any = object()
 # The events that ask the assignee for their handshake.
@@ -148,7 +149,8 @@ def _move(
 
 
 def _clean_text(value: str) -> str:
-    return (value or "").strip()
+    """Trimmed by the API's one definition of blank (lib.text)."""
+    return strip_blank(value or "")
 
 
 def _iso(value: dt.datetime | None) -> str | None:
@@ -532,7 +534,9 @@ def commitment_decline(
         audit_action="declined",
         event=EventKind.REFUSED,
         terms_version=terms_version,
-        payload={"reason": _clean_text(reason)[:DECLINE_REASON_MAX]} if reason.strip() else None,
+        payload={"reason": _clean_text(reason)[:DECLINE_REASON_MAX]}
+        if not is_blank(reason or "")
+        else None,
     )
 
 

@@ -30,6 +30,7 @@ from commitments.errors import (
     TermsChanged,
 )
 from commitments.models import DESCRIPTION_MAX, Commitment, Status
+from lib.forms import TextField
 
 # Audit actions as the timeline words them; anything else is shown as its name.
 TIMELINE_WORDS = {
@@ -116,7 +117,7 @@ class TermsForm(forms.Form):
     """What the assigner may change before a handshake completed. The deadline
     is read and shown in the viewer's time zone (UserTimezoneMiddleware)."""
 
-    description = forms.CharField(
+    description = TextField(
         max_length=DESCRIPTION_MAX, strip=True, widget=forms.Textarea(attrs={"rows": 3})
     )
     deadline = forms.DateTimeField(

@@ -24,6 +24,7 @@ from audit.services import Actor
 from commitments import selectors, services
 from commitments.errors import AddressNotAskable, NotPermitted
 from commitments.models import DESCRIPTION_MAX, Status
+from lib.forms import TextField
 
 PAGE_SIZE = 25
 # Seconds between two looks of the Accord's script at the fragment.
@@ -51,7 +52,7 @@ SECTIONS = (
 
 class AccordFilter(forms.Form):
     person = forms.UUIDField(required=False)
-    q = forms.CharField(required=False, max_length=200, strip=True)
+    q = TextField(required=False, max_length=200, strip=True)
 
 
 def _page_number(value: str | None) -> int:
@@ -172,7 +173,7 @@ class AskForm(forms.Form):
         ),
         help_text="Someone without an account gets an invitation by e-mail.",
     )
-    description = forms.CharField(
+    description = TextField(
         label="What",
         max_length=DESCRIPTION_MAX,
         strip=True,

@@ -14,17 +14,18 @@ from django.views.decorators.http import require_http_methods, require_POST
 from commitments import selectors, services
 from commitments.errors import LinkTemplateInvalid
 from commitments.models import EXTERNAL_SYSTEM_MAX, LINK_TEMPLATE_MAX
+from lib.forms import TextField
 
 
 class LinkTemplateForm(forms.Form):
-    system = forms.CharField(
+    system = TextField(
         label="External system",
         max_length=EXTERNAL_SYSTEM_MAX,
         strip=True,
         help_text="The externalSystem your tracker sends with each commitment, e.g. jira.",
         widget=forms.TextInput(attrs={"list": "known-systems", "autocomplete": "off"}),
     )
-    template = forms.CharField(
+    template = TextField(
         label="Link address",
         max_length=LINK_TEMPLATE_MAX,
         strip=True,

@@ -9,13 +9,14 @@ from django import forms
 from accounts.selectors import users_with_verified_primary_email
 from commitments.models import DESCRIPTION_MAX
 from gather.serializers import TEXT_MAX
+from lib.forms import TextField
 
 ASSIGNEE_UNKNOWN = "No user can receive commitments at this e-mail address."
 CONFIDENCES = [("high", "High"), ("medium", "Medium"), ("low", "Low")]
 
 
 class CaptureForm(forms.Form):
-    raw_text = forms.CharField(
+    raw_text = TextField(
         label="Text",
         max_length=TEXT_MAX,
         widget=forms.Textarea(attrs={"rows": 12, "id": "capture-text"}),
@@ -25,9 +26,7 @@ class CaptureForm(forms.Form):
 
 class DraftForm(forms.Form):
     save = forms.BooleanField(label="Save this draft", required=False, initial=True)
-    description = forms.CharField(
-        max_length=DESCRIPTION_MAX, widget=forms.Textarea(attrs={"rows": 2})
-    )
+    description = TextField(max_length=DESCRIPTION_MAX, widget=forms.Textarea(attrs={"rows": 2}))
     assignee_email = forms.EmailField(
         label="Assignee",
         help_text="One of your collaborators, or anyone's e-mail address.",
@@ -39,8 +38,8 @@ class DraftForm(forms.Form):
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
     )
     confidence = forms.ChoiceField(choices=CONFIDENCES, widget=forms.HiddenInput)
-    source_quote = forms.CharField(required=False, widget=forms.HiddenInput)
-    deadline_text = forms.CharField(required=False, widget=forms.HiddenInput)
+    source_quote = TextField(required=False, widget=forms.HiddenInput)
+    deadline_text = TextField(required=False, widget=forms.HiddenInput)
 
     def clean(self):
         data = super().clean()

@@ -15,6 +15,7 @@ from audit.services import Actor, audit_event_record
 from integrations import tokens
 from integrations.models import SCOPES, ApiToken
 from lib.client_address import normalise_networks
+from lib.text import strip_blank
 
 TOKEN_NAME_MAX = ApiToken._meta.get_field("name").max_length
 
@@ -32,7 +33,7 @@ class MintedToken:
 
 
 def _clean_name(name: str) -> str:
-    name = (name or "").strip()
+    name = strip_blank(name or "")
     if not name:
         raise ValidationError({"name": "Give the token a name."})
     if len(name) > TOKEN_NAME_MAX:

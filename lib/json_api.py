@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.serializers import Serializer
 
 from lib.api_errors import ApiError
-from lib.text import NOT_BLANK_PATTERN, is_blank, strip_blank
+from lib.text import TEXT_PATTERN, is_blank, strip_blank
 
 JSON = "application/json"
 
@@ -55,6 +55,22 @@ def validated_body(request: Request, serializer_class: type[Serializer]) -> dict
     return serializer.validated_data
 
 
+class TextPatternValidator(RegexValidator):
+    """`TEXT_PATTERN`, which drf-spectacular writes into the document as the
+    field's `pattern`. On the server it never has the last word: a blank value
+    is refused before validators run ("may not be blank"), and a value with a
+    NUL is DRF's ("Null characters are not allowed."), so this one stays quiet
+    on those rather than add a second, wrong message."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_PATTERN, message="This field may not be blank.")
+
+    def __call__(self, value: Any) -> None:
+        if isinstance(value, str) and "\x00" in value:
+            return
+        super().__call__(value)
+
+
 class StrictCharField(serializers.CharField):
     """A string that must not be blank, trimmed, and never made from a number
     or a boolean.
@@ -62,18 +78,16 @@ class StrictCharField(serializers.CharField):
     Blank is `lib.text`'s one definition, on both sides of the contract: the
     value is trimmed of those characters before the length limits apply, a
     value of nothing else is "may not be blank", and the OpenAPI document
-    carries `NOT_BLANK_PATTERN` (from the validator below), which a trimmed,
-    non-blank value always matches and a blank one never does, whether a
-    client's validator reads it as ECMA-262 or as Python.
+    carries `TEXT_PATTERN` (from the validator below), which a trimmed,
+    non-blank value without NUL always matches and any other never does,
+    whether a client's validator reads it as ECMA-262 or as Python.
     """
 
     default_error_messages = {"invalid": "Must be a string."}
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.validators.append(
-            RegexValidator(NOT_BLANK_PATTERN, message="This field may not be blank.")
-        )
+        self.validators.append(TextPatternValidator())
 
     def run_validation(self, data: Any = empty) -> Any:
         if isinstance(data, str) and self.trim_whitespace and is_blank(data):

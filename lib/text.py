@@ -10,7 +10,8 @@ once, as a set of characters: every character either of them calls white
 space, plus the zero-width characters that show nothing (U+180E, U+200B..U+200D,
 U+2060). The server trims exactly these (`strip_blank`), and the schema's
 pattern (`NOT_BLANK_PATTERN`) is a character class of the same set written
-with `\\uXXXX` escapes, which ECMA-262 and Python's `re` read alike.
+with `\\uXXXX` escapes, which ECMA-262 and Python's `re` read alike. The document
+carries `TEXT_PATTERN`: the same, and no NUL (which the server refuses too).
 """
 
 from __future__ import annotations
@@ -80,3 +81,13 @@ def _class_of(characters: frozenset[str]) -> str:
 # Matches (with re.search, or JSON Schema's unanchored `pattern`) exactly the
 # strings that are not blank: one character outside the set is enough.
 NOT_BLANK_PATTERN = f"[^{_class_of(BLANK)}]"
+
+# What the OpenAPI document says of a non-blank string field: not blank, and
+# no NUL anywhere (PostgreSQL cannot store one; DRF's CharField refuses it,
+# "Null characters are not allowed."). Anchored, one pattern (JSON Schema has
+# one per schema): leading blanks, a character neither blank nor NUL, then
+# anything but NUL. Each part gives way to the next on one character only, so
+# a match takes linear time in every engine. Python's `$` also matches before
+# a final newline, which the last part would take anyway: the two readings
+# accept the same strings.
+TEXT_PATTERN = f"^[{_class_of(BLANK)}]*[^{_class_of(BLANK)}\\u0000][^\\u0000]*$"

@@ -31,6 +31,7 @@ from commitments.models import DESCRIPTION_MAX, Status
 from integrations import selectors as integration_selectors
 from integrations.serializers import InboxSerializer
 from lib.api_errors import flatten_errors
+from lib.text import is_blank, strip_blank
 from trackers import payloads
 from trackers.models import LOGIN_MAX, Kind, Outcome, TrackerConnection, TrackerEvent
 
@@ -74,7 +75,7 @@ def clean_kind(value: str) -> str:
 
 def clean_system(value: str | None, *, kind: str) -> str:
     """The inbox's own rule for externalSystem (trimmed, 1..32 characters)."""
-    value = kind if value is None or not value.strip() else value
+    value = kind if value is None or is_blank(value) else value
     field_rule = InboxSerializer().fields["externalSystem"]
     try:
         return field_rule.run_validation(value)
@@ -91,11 +92,11 @@ def parse_identity_lines(lines: list[str] | str) -> dict[str, str]:
     mapping: dict[str, str] = {}
     seen: set[str] = set()
     for number, raw in enumerate(lines, start=1):
-        line = raw.strip()
+        line = strip_blank(raw)
         if not line:
             continue
         name, sep, email = line.rpartition("=")
-        name, email = name.strip(), email.strip().lower()
+        name, email = strip_blank(name), strip_blank(email).lower()
         where = f"Line {number} (“{line[:60]}”)"
         if not sep or not name or not email:
             raise TrackerError(f"{where}: write LOGIN=EMAIL.", field="identity_map")

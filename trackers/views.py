@@ -24,6 +24,7 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.reauth import recent_sign_in_required
 from commitments.models import EXTERNAL_SYSTEM_MAX
+from lib.forms import TextField
 from lib.once import form_key_new, form_key_use
 from trackers import selectors, services
 from trackers.models import Kind, TrackerConnection
@@ -42,7 +43,7 @@ def identity_text(identity_map: dict[str, str]) -> str:
 
 class ConnectionForm(forms.Form):
     kind = forms.ChoiceField(choices=Kind.choices, label="Tracker")
-    system = forms.CharField(
+    system = TextField(
         max_length=EXTERNAL_SYSTEM_MAX,
         required=False,
         label="System name (optional)",
@@ -50,7 +51,7 @@ class ConnectionForm(forms.Form):
             "The externalSystem its commitments carry (default: the tracker's name, e.g. github)."
         ),
     )
-    identities = forms.CharField(
+    identities = TextField(
         required=False,
         label="People (optional)",
         widget=forms.Textarea(attrs={"rows": 4, "placeholder": "octocat=ada@example.com"}),
@@ -63,7 +64,7 @@ class ConnectionForm(forms.Form):
 
 
 class IdentitiesForm(forms.Form):
-    identities = forms.CharField(
+    identities = TextField(
         required=False,
         label="People",
         widget=forms.Textarea(attrs={"rows": 6}),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from django import forms
 
 from commitments.models import EXTERNAL_SYSTEM_MAX
+from lib.forms import TextField
 from webhooks.errors import WebhookError
 from webhooks.models import URL_MAX
 
@@ -35,7 +36,7 @@ class OneTimeForm(forms.Form):
 
 
 class EndpointCreateForm(OneTimeForm):
-    external_system = forms.CharField(
+    external_system = TextField(
         label="External system",
         max_length=EXTERNAL_SYSTEM_MAX,
         strip=True,

@@ -30,6 +30,7 @@ from audit.services import Actor, audit_event_record
 from commitments.models import EXTERNAL_SYSTEM_MAX
 from lib import deliveries, outbound
 from lib.outbound import masked_url
+from lib.text import strip_blank
 from ratelimits.buckets import take
 from webhooks import payloads
 from webhooks.dispatch import webhooks_queue_on_commit
@@ -73,7 +74,7 @@ def webhook_url_check(url: str) -> str:
 
 
 def _external_system(value: str) -> str:
-    value = (value or "").strip()
+    value = strip_blank(value or "")  # as the inbox trims externalSystem
     if not 1 <= len(value) <= EXTERNAL_SYSTEM_MAX:
         raise WebhookError(
             f"Enter the external system's name (1 to {EXTERNAL_SYSTEM_MAX} characters), "

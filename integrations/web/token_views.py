@@ -27,6 +27,7 @@ from accounts.reauth import recent_sign_in_required
 from audit.services import Actor
 from integrations import services
 from integrations.models import SCOPES, ApiToken
+from lib.forms import TextField
 from lib.once import form_key_new, form_key_use
 
 MINTED_KEY = "integrations.minted_token"  # the plaintext, until the next GET shows it
@@ -34,7 +35,7 @@ FORM_SCOPE = "integrations.tokens"  # lib.once: its one-time form keys
 
 
 class TokenForm(forms.Form):
-    name = forms.CharField(
+    name = TextField(
         max_length=services.TOKEN_NAME_MAX,
         strip=True,
         help_text=(

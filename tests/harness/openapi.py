@@ -9,6 +9,8 @@ from django.db import close_old_connections
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
+    negative_data_rejection,
+    positive_data_acceptance,
     response_headers_conformance,
     response_schema_conformance,
     status_code_conformance,
@@ -20,6 +22,11 @@ CHECKS = [
     content_type_conformance,
     response_headers_conformance,
     response_schema_conformance,
+    # The schema and the server agree on what is valid: a request the document
+    # allows is not refused 400 (401, 403, 404, 409 are fine), one it forbids
+    # is not accepted.
+    positive_data_acceptance,
+    negative_data_rejection,
 ]
 
 

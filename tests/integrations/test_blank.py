@@ -6,7 +6,11 @@ server exactly when the OpenAPI document's `pattern` refuses it, whichever way
 a client's validator reads the pattern: as ECMA-262 (what OpenAPI means; Node's
 RegExp, and jsonschema-rs, which schemathesis uses) or as Python's `re`
 (Python's jsonschema). Before, the pattern was `\\S`: NEL (U+0085) matched it
-in ECMA-262 while Python's strip() emptied it, so a "valid" request got 400.
+in ECMA-262 while Python's strip() emptied it, so a "valid" request got 400. Likewise NUL
+(U+0000), which the server refuses anywhere in a string ("Null characters are
+not allowed."; PostgreSQL cannot store it): schemathesis against the live
+server (benchmarks/faults.py) found the document's pattern allowed it, so the
+document's pattern (`TEXT_PATTERN`) now refuses it too.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import pytest
 from commitments.models import Commitment
 from gather.serializers import GatherSerializer
 from integrations.serializers import InboxSerializer, SyncSerializer
-from lib.text import BLANK, NOT_BLANK_PATTERN, is_blank, strip_blank
+from lib.text import BLANK, NOT_BLANK_PATTERN, TEXT_PATTERN, is_blank, strip_blank
 from tests.harness.api import INBOX, assert_envelope, inbox_body, mint, post_json
 
 NEL, NBSP, ZWSP, IDEOGRAPHIC, BOM = "\u0085", "\u00a0", "\u200b", "\u3000", "\ufeff"
@@ -39,6 +43,7 @@ BLANKS = {
 }
 NOT_BLANK = {
     "a letter": "x",
+    "text between blanks": f"{NEL} x {BOM}",
     "an ideograph": "日",
     "an emoji (outside the BMP)": "\U0001f680",
     "a soft hyphen (visible where a line breaks)": "\u00ad",
@@ -76,6 +81,16 @@ def document(django_db_blocker) -> dict:
 
 def pattern_of(document: dict, schema: str, field: str) -> str:
     return document["components"]["schemas"][schema]["properties"][field]["pattern"]
+
+
+WITH_NUL = {
+    "NUL alone": "\x00",
+    "NUL after text": "x\x00",
+    "NUL inside text": "x\x00y",
+    "NUL before text": "\x00x",
+    "NUL between blanks": f"{NEL}\x00{NBSP}",
+    "NUL and a final newline": "x\x00\n",
+}
 
 
 def server_refuses_as_blank(serializer_class, body: dict, field: str, value: str) -> bool:
@@ -129,7 +144,7 @@ SAMPLES = {**BLANKS, **NOT_BLANK}
 def test_every_non_blank_field_carries_the_one_pattern(
     document, schema, field, serializer_class, body
 ):
-    assert pattern_of(document, schema, field) == NOT_BLANK_PATTERN
+    assert pattern_of(document, schema, field) == TEXT_PATTERN
 
 
 @pytest.mark.parametrize(("schema", "field", "serializer_class", "body"), FIELDS, ids=FIELD_IDS)
@@ -145,13 +160,28 @@ def test_the_server_refuses_exactly_what_the_schema_refuses(
     assert jsonschema_rs_ecma(pattern)(value) is not refused
 
 
+@pytest.mark.parametrize(("schema", "field", "serializer_class", "body"), FIELDS, ids=FIELD_IDS)
+@pytest.mark.parametrize("sample", list(WITH_NUL), ids=list(WITH_NUL))
+def test_a_nul_is_refused_by_the_server_and_by_the_schema(
+    document, schema, field, serializer_class, body, sample
+):
+    value = WITH_NUL[sample]
+    pattern = pattern_of(document, schema, field)
+    serializer = serializer_class(data={**body, field: value})
+    assert not serializer.is_valid()
+    # DRF's message alone: the pattern's validator does not add "may not be blank".
+    assert serializer.errors[field] == ["Null characters are not allowed."], serializer.errors
+    assert python_re(pattern)(value) is False
+    assert jsonschema_rs_ecma(pattern)(value) is False
+
+
 @needs_node
 @pytest.mark.parametrize("flags", ["", "u"])
 def test_ecma_262_reads_the_pattern_as_the_server_does(document, flags):
     pattern = pattern_of(document, "InboxRequest", "externalSystem")
-    values = list(SAMPLES.values())
+    values = [*SAMPLES.values(), *WITH_NUL.values()]
     answers = node_regexp(pattern, values, flags)
-    assert answers == [not is_blank(value) for value in values]
+    assert answers == [not is_blank(value) and "\x00" not in value for value in values]
 
 
 def test_trimming_takes_the_same_characters_off_the_ends():
@@ -182,6 +212,14 @@ def test_for_every_character_python_re_and_jsonschema_rs_agree_with_the_server()
     server = [not is_blank(ch) for ch in BMP]
     assert [python_re(NOT_BLANK_PATTERN)(ch) for ch in BMP] == server
     assert [jsonschema_rs_ecma(NOT_BLANK_PATTERN)(ch) for ch in BMP] == server
+    # The document's pattern: the same, but for NUL; alone and around text.
+    accepted = [not is_blank(ch) and ch != "\x00" for ch in BMP]
+    assert [python_re(TEXT_PATTERN)(ch) for ch in BMP] == accepted
+    assert [jsonschema_rs_ecma(TEXT_PATTERN)(ch) for ch in BMP] == accepted
+    framed = [f"{NEL}{ch}x{NBSP}" for ch in BMP]
+    expected = [ch != "\x00" for ch in BMP]
+    assert [python_re(TEXT_PATTERN)(value) for value in framed] == expected
+    assert [jsonschema_rs_ecma(TEXT_PATTERN)(value) for value in framed] == expected
 
 
 @needs_node
@@ -191,6 +229,9 @@ def test_for_every_character_node_agrees_with_the_server():
     server = [not is_blank(ch) for ch in values]
     assert node_regexp(NOT_BLANK_PATTERN, values) == server
     assert node_regexp(NOT_BLANK_PATTERN, values, "u") == server
+    accepted = [not is_blank(ch) and ch != "\x00" for ch in values]
+    assert node_regexp(TEXT_PATTERN, values) == accepted
+    assert node_regexp(TEXT_PATTERN, values, "u") == accepted
 
 
 def test_the_old_pattern_disagreed_where_this_one_does_not():

@@ -12,7 +12,7 @@ from openapi_spec_validator import validate
 
 from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, EXTERNAL_SYSTEM_MAX
 from integrations.serializers import InboxSerializer, SyncSerializer
-from lib.text import NOT_BLANK_PATTERN
+from lib.text import TEXT_PATTERN
 
 OPERATIONS = {
     ("/api/v1/inbox", "post"): {"201", "400", "401", "403", "409", "413", "429", "500"},
@@ -107,8 +107,8 @@ def test_the_request_schemas_are_the_views_serializers(document):
         DESCRIPTION_MAX,
     )
     for name in ("description", "externalSystem", "externalId"):
-        # Blank after trimming is refused: the schema says so with a pattern.
-        assert props[name]["pattern"] == NOT_BLANK_PATTERN, name
+        # Blank after trimming is refused, and NUL: the schema says so with a pattern.
+        assert props[name]["pattern"] == TEXT_PATTERN, name
     assert props["externalSystem"]["maxLength"] == EXTERNAL_SYSTEM_MAX
     assert props["externalId"]["maxLength"] == EXTERNAL_ID_MAX
     assert props["deadline"]["format"] == "date-time" and props["deadline"]["nullable"] is True

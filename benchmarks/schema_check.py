@@ -1,0 +1,162 @@
+"""Schemathesis against the live server: the fault run's `schemathesis` part
+(benchmarks/faults.py, docs/faults.md).
+
+Loads the OpenAPI document the running server serves (/api-reference/
+openapi.json), generates valid and invalid requests to each bearer-token
+operation (/api/v1/..., the tracker hooks aside: they take a signature, not a
+token), sends them over loopback with a real token, and holds each answer to
+the document with the checks the in-process tests use (tests/harness/
+openapi.py: no 5xx, a documented status, content type, headers and body, and
+two that catch the schema and the server disagreeing on what is valid: a
+request the document allows must not get 400, `positive_data_acceptance`,
+where 401, 403, 404 and 409 are fine; one it forbids must not succeed,
+`negative_data_rejection`). Every other valid inbox request names the
+token's own user as assigner and the stage's assignee, so it can get past
+the lookups to 201 (generated e-mails name nobody: 403 or 404). Unlike the
+tests it does not stop at the first failure: it counts them.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import Counter
+
+SERVER_ERROR = "ServerError"
+KEPT = 5  # failures kept in full for the report, per kind
+
+
+def run_schemathesis(
+    port: int, token: str, users: tuple[str, str], examples: int, seed: int | None = None
+) -> dict:
+    """`examples` generated requests per operation and generation mode
+    (positive, negative), plus the document's own examples. Returns the
+    figures: operations, calls, server errors, mismatches (by kind) and a few
+    failures in full."""
+    import schemathesis
+    from hypothesis import HealthCheck, Phase, given
+    from hypothesis import seed as hypothesis_seed
+    from hypothesis import settings as hypothesis_settings
+    from schemathesis import GenerationMode
+    from schemathesis.core.failures import Failure, FailureGroup
+
+    from tests.harness.openapi import CHECKS
+
+    assigner, assignee = users
+
+    seed = secrets.randbelow(2**32) if seed is None else seed
+    base_url = f"http://127.0.0.1:{port}"
+    schema = schemathesis.openapi.from_url(f"{base_url}/api-reference/openapi.json")
+    operations = [
+        op
+        for op in (result.ok() for result in schema.get_all_operations())
+        if op.path.startswith("/api/v1/") and not op.path.startswith("/api/v1/hooks/")
+    ]
+    names = sorted(f"{op.method.upper()} {op.path}" for op in operations)
+    missing = {"POST /api/v1/inbox", "POST /api/v1/sync"} - set(names)
+    if missing:
+        raise SystemExit(f"The served document lacks {sorted(missing)}.")
+    headers = {"Authorization": f"Bearer {token}"}
+    calls: Counter[str] = Counter()
+    statuses: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    failed_calls = {"server_errors": 0, "mismatches": 0, "no_answer": 0}
+    kept: list[dict] = []
+    started = time.monotonic()
+
+    def note(operation, mode, case, response, failures) -> None:
+        server = [f for f in failures if type(f).__name__ == SERVER_ERROR]
+        other = [f for f in failures if type(f).__name__ != SERVER_ERROR]
+        failed_calls["server_errors"] += bool(server)
+        failed_calls["mismatches"] += bool(other)
+        for failure in failures:
+            kind = type(failure).__name__
+            kinds[kind] += 1
+            if sum(1 for k in kept if k["kind"] == kind) < KEPT:
+                kept.append(
+                    {
+                        "kind": kind,
+                        "title": failure.title,
+                        "message": (failure.message or "")[:500],
+                        "operation": f"{operation.method.upper()} {operation.path}",
+                        "mode": mode.value,
+                        "status": response.status_code if response is not None else None,
+                        "media_type": case.media_type,
+                        "body": repr(case.body)[:300],
+                        "answer": response.text[:300] if response is not None else None,
+                    }
+                )
+
+    def explore(operation, mode) -> None:
+        name = f"{operation.method.upper()} {operation.path}"
+
+        @hypothesis_seed(seed)
+        @given(case=operation.as_strategy(generation_mode=mode))
+        @hypothesis_settings(
+            max_examples=examples,
+            deadline=None,
+            database=None,
+            phases=[Phase.explicit, Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
+        def run(case) -> None:
+            calls[name] += 1
+            if (
+                mode is GenerationMode.POSITIVE
+                and name == "POST /api/v1/inbox"
+                and isinstance(case.body, dict)
+                and calls[name] % 2
+            ):
+                case.body = {**case.body, "assignerEmail": assigner, "assigneeEmail": assignee}
+            try:
+                response = case.call(base_url=base_url, headers=headers, timeout=30)
+            except OSError as error:  # requests' errors are OSErrors
+                failed_calls["no_answer"] += 1
+                kinds[f"no answer: {type(error).__name__}"] += 1
+                return
+            statuses[str(response.status_code)] += 1
+            try:
+                case.validate_response(response, checks=CHECKS, headers=headers)
+            except FailureGroup as group:
+                note(operation, mode, case, response, list(group.exceptions))
+            except Failure as failure:
+                note(operation, mode, case, response, [failure])
+
+        run()
+
+    for operation in operations:
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            explore(operation, mode)
+
+    return {
+        "seed": seed,
+        "examples_per_operation_and_mode": examples,
+        "operations": names,
+        "calls": sum(calls.values()),
+        "calls_by_operation": dict(calls),
+        "statuses": dict(sorted(statuses.items())),
+        "server_errors": failed_calls["server_errors"],
+        "mismatches": failed_calls["mismatches"],
+        "no_answer": failed_calls["no_answer"],
+        "failures_by_kind": dict(kinds),
+        "failures": kept,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def summarize_schemathesis(result: dict) -> str:
+    lines = [
+        f"schemathesis (live server, seed {result['seed']}, "
+        f"{result['examples_per_operation_and_mode']} examples per operation and mode, "
+        f"{result['seconds']} s): operations {', '.join(result['operations'])}",
+        f"  calls {result['calls']} ({result['calls_by_operation']}); answers "
+        + ", ".join(f"{k}: {v}" for k, v in result["statuses"].items()),
+        f"  server errors (5xx) {result['server_errors']}, calls with a schema mismatch "
+        f"{result['mismatches']}, no answer {result['no_answer']}",
+    ]
+    for failure in result["failures"]:
+        lines.append(
+            f"  {failure['kind']} ({failure['operation']}, {failure['mode']}, status "
+            f"{failure['status']}): {failure['title']}; body {failure['body']}"
+        )
+    return "\n".join(lines)
