@@ -214,6 +214,47 @@ def test_an_inbox_call_while_redis_is_down_returns_and_the_nudge_goes_once_it_is
 
 
 @pytest.mark.postgres
+def test_a_worker_with_a_send_in_flight_when_redis_goes_survives_and_consumes_once_it_is_back(
+    tmp_path, redis_server, assigner, assignee
+):
+    """Redis stops while a nudge is being sent (its message unacknowledged) and
+    the worker has room for another (concurrency 2: its next BRPOP is waiting).
+    Before config/broker.py's second fix the worker exited here ("Unrecoverable
+    error: AttributeError(... 'hostname')") and nothing was sent until someone
+    started it again."""
+    from tests.harness.api import mint
+
+    env = subprocess_env(
+        tmp_path,
+        REDIS_URL=f"redis://127.0.0.1:{redis_server.port}/0",
+        TEST_DELIVERY_LEASE_SECONDS="3",
+        TEST_NOTIFY_HTTP_TIMEOUT="20",
+    )
+    token = mint(assigner)
+    with FakeService() as slack:
+        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
+        held = threading.Event()
+        slack.reply_with(Reply(200, "ok", hold=held))  # the first send hangs
+        with celery_worker(env, tmp_path / "worker.log", concurrency=2) as worker:
+            worker.wait_for_output("ready.")
+            first = create_pending(assigner, assignee, "Sent while Redis went")
+            slack.wait_for_requests(1)  # in flight
+            redis_server.stop()
+            worker.wait_for_output("Connection to broker lost")
+            redis_server.start()  # empty
+            held.set()
+            # Queued once Redis is back, straight to it (as a web process does).
+            second, _, _ = inbox_call_in_a_web_process(env, token, "Queued after Redis came back")
+
+            def both_delivered() -> bool:
+                assert worker.proc.poll() is None, "the worker exited:\n" + worker.output()[-3000:]
+                return bool(delivered(first) and delivered(second))
+
+            wait_until(both_delivered, timeout=60, what="both nudges")
+        assert "Unrecoverable error" not in worker.output()
+
+
+@pytest.mark.postgres
 @pytest.mark.redis
 def test_a_worker_killed_in_the_middle_of_a_delivery_does_not_lose_the_nudge(
     tmp_path, redis_env, assigner, assignee
