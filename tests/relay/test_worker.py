@@ -326,3 +326,76 @@ print(commitment.pk)
     (mail,) = mails
     assert mail["Subject"] == "Lead asks you: Water the shrubbery"
     assert mail["To"] == "knight@example.com"
+
+
+# --- run_worker supervises its workers ------------------------------------------------
+
+
+def children_of(pid: int) -> dict[int, str]:
+    """The processes whose parent is `pid`, with their command lines."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid:
+            found[int(entry.name)] = cmdline
+    return found
+
+
+def readies(process: Process, name: str) -> int:
+    """How many times a worker named `name` said it was ready."""
+    lines = process.output().splitlines()
+    return sum(1 for line in lines if f"{name}@" in line and "ready." in line)
+
+
+def the_celery_worker(supervisor: int) -> int:
+    (pid,) = [
+        pid
+        for pid, cmd in children_of(supervisor).items()
+        if " worker " in cmd and "--queues=celery" in cmd
+    ]
+    return pid
+
+
+@pytest.mark.postgres
+def test_run_worker_starts_a_killed_worker_again_and_stops_everything_on_sigterm(
+    tmp_path, redis_server, assigner, assignee
+):
+    from tests.harness.api import mint
+
+    env = subprocess_env(tmp_path, REDIS_URL=f"redis://127.0.0.1:{redis_server.port}/0")
+    token = mint(assigner)
+    with Process(
+        manage("run_worker", "--concurrency=1", "--webhook-concurrency=1"),
+        env,
+        tmp_path / "worker.log",
+    ) as supervisor:
+        wait_until(lambda: readies(supervisor, "celery") == 1, timeout=60, what="the worker")
+        children = children_of(supervisor.proc.pid)
+        assert len(children) == 3  # the two workers and beat
+        killed = the_celery_worker(supervisor.proc.pid)
+
+        os.kill(killed, signal.SIGKILL)
+        supervisor.wait_for_output("killed by SIGKILL")
+        supervisor.wait_for_output("Started the worker of the 'celery' queue again")
+        wait_until(lambda: readies(supervisor, "celery") == 2, what="the new worker ready")
+        again = the_celery_worker(supervisor.proc.pid)
+        assert again != killed
+        assert supervisor.proc.poll() is None
+
+        # It consumes: a nudge queued now is delivered.
+        commitment, _, _ = inbox_call_in_a_web_process(env, token, "Queued after the kill")
+        wait_until(lambda: delivered(commitment), timeout=30, what="the nudge")
+
+        # A clean stop: every child stops, and run_worker exits.
+        remaining = children_of(supervisor.proc.pid)
+        supervisor.proc.send_signal(signal.SIGTERM)
+        assert supervisor.proc.wait(timeout=60) == 0
+    assert "Stopping the workers (SIGTERM received)." in supervisor.output()
+    assert not [pid for pid in remaining if Path(f"/proc/{pid}").exists()]
