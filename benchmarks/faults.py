@@ -498,12 +498,26 @@ def main() -> None:
         sampler.start()
         results["worker_exits"] = []
 
+        worker_log = service.folder / "worker.log"
+        restarts_seen = [0]
+
         def revive(phase: str) -> None:
             """A worker that exited by itself (no fault of the run's asked it
-            to) is a finding: noted, and started again so the run goes on."""
+            to) is a finding: noted. run_worker starts such a child again and
+            logs it (lib/supervise.py); were run_worker itself gone, the
+            script starts it again so the run goes on."""
+            lines = [
+                line
+                for line in worker_log.read_text(errors="replace").splitlines()
+                if "exited by itself" in line
+            ]
+            for line in lines[restarts_seen[0] :]:
+                log(f"during {phase}: {line.strip()} (run_worker started it again)")
+                results["worker_exits"].append({"phase": phase, "child": line.strip()})
+            restarts_seen[0] = len(lines)
             code = procs["worker"].poll()
             if code is not None:
-                log(f"the worker exited by itself during {phase} (code {code}): started again")
+                log(f"run_worker exited by itself during {phase} (code {code}): started again")
                 results["worker_exits"].append({"phase": phase, "code": code})
                 procs["worker"] = service.start("worker", worker_args, env)
 
@@ -793,7 +807,8 @@ def summarize(results: dict) -> str:
         lines.append(f"{key:<38} {value}")
     lines.append(f"{'drained after (s)':<38} {results['drain_seconds']}")
     for exit_ in results.get("worker_exits", []):
-        lines.append(f"the worker exited by itself during {exit_['phase']} (code {exit_['code']})")
+        what = exit_.get("child") or f"run_worker exited, code {exit_['code']}"
+        lines.append(f"a worker exited by itself during {exit_['phase']}: {what}")
     for name in ("web", "worker"):
         r = results.get("rss", {}).get(name)
         # Without a soak (--parts), its start and end are the run's.

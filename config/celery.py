@@ -7,7 +7,7 @@ workers on the default queue run the outbox relay (relay/listener.py, a
 thread); beat runs the outbox sweep (relay.tasks.sweep) and the reminders
 (notifications.tasks.remind); each app's tasks.py is autodiscovered.
 
-Run: `python manage.py run_worker` (a worker with beat inside), or, with Redis
+Run: `python manage.py run_worker` (the workers and beat, supervised), or, with Redis
 and several workers, `celery -A config worker` processes plus one
 `celery -A config beat`.
 """

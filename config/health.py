@@ -108,6 +108,9 @@ class Heartbeat:
 @dataclass
 class Readiness:
     checks: dict[str, dict[str, object]] = field(default_factory=dict)
+    # Why a check failed, for the log only (an exception's text may name
+    # hosts and users, which the probe's answer does not show).
+    causes: dict[str, str] = field(default_factory=dict)
 
     @property
     def ready(self) -> bool:
@@ -116,16 +119,33 @@ class Readiness:
     def as_json(self) -> dict[str, object]:
         return {"status": "ready" if self.ready else "not ready", "checks": self.checks}
 
+    def log_not_ready(self) -> None:
+        """One WARNING line naming every failed check (and its cause), for a
+        probe that answered 503; nothing when ready."""
+        failed = [
+            f"{name}: {str(check.get('error', 'failed')).rstrip('.')}"
+            + (f" ({self.causes[name]})" if name in self.causes else "")
+            for name, check in self.checks.items()
+            if not check["ok"]
+        ]
+        if failed:
+            logger.warning("Not ready: %s.", "; ".join(failed))
 
-def _check_database() -> dict[str, object]:
+
+def _cause(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _check_database(readiness: Readiness) -> None:
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
             cursor.fetchone()
     except Exception as exc:  # any driver error means: not ready
-        logger.warning("Readiness: the database did not answer: %s", exc)
-        return {"ok": False, "error": "The database did not answer."}
-    return {"ok": True}
+        readiness.causes["database"] = _cause(exc)
+        readiness.checks["database"] = {"ok": False, "error": "The database did not answer."}
+        return
+    readiness.checks["database"] = {"ok": True}
 
 
 def _check_redis_and_queues(readiness: Readiness) -> None:
@@ -139,7 +159,7 @@ def _check_redis_and_queues(readiness: Readiness) -> None:
             pipe.zcount(KEY_PREFIX + queue, now - settings.WORKER_HEARTBEAT_STALE, "+inf")
         counts = pipe.execute()
     except redis.RedisError as exc:
-        logger.warning("Readiness: Redis did not answer: %s", exc)
+        readiness.causes["redis"] = _cause(exc)
         readiness.checks["redis"] = {"ok": False, "error": "Redis did not answer."}
         readiness.checks["queues"] = {"ok": False, "error": "Not checked: Redis did not answer."}
         return
@@ -163,7 +183,7 @@ def _check_redis_and_queues(readiness: Readiness) -> None:
 
 def readiness() -> Readiness:
     result = Readiness()
-    result.checks["database"] = _check_database()
+    _check_database(result)
     if settings.REDIS_URL:
         _check_redis_and_queues(result)
     else:

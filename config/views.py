@@ -22,9 +22,15 @@ def healthz(request: HttpRequest) -> JsonResponse:
 def readyz(request: HttpRequest) -> JsonResponse:
     """Readiness: the database, Redis, and a live consumer on every queue the
     service routes tasks to (config/health.py); 200 when all hold, else 503
-    naming what does not."""
+    naming what does not. A 503 is logged as one WARNING line naming what is
+    missing, not by django.request (an ERROR per probe, every few seconds, for
+    as long as a worker or Redis is away)."""
     result = health.readiness()
-    return _no_store(JsonResponse(result.as_json(), status=200 if result.ready else 503))
+    response = _no_store(JsonResponse(result.as_json(), status=200 if result.ready else 503))
+    if not result.ready:
+        result.log_not_ready()
+        response._has_been_logged = True  # django.utils.log.log_response then stays quiet
+    return response
 
 
 def not_yet(request: HttpRequest):

@@ -1,12 +1,16 @@
-"""config.broker: an ack that Redis does not answer must not stall a worker.
+"""config.broker: an ack that Redis does not answer must not stall a worker,
+and a worker's connection torn down after Redis went must not end the worker.
 
 A real Redis server of the test's own, paused with CLIENT PAUSE while a
-message is acknowledged. Stock kombu is run too, as the control: it keeps the
-prefetch slot taken, which is how a worker stopped taking work in CI.
+message is acknowledged, or stopped while a message is unacknowledged. Stock
+kombu is run too, as the control: it keeps the prefetch slot taken, which is
+how a worker stopped taking work in CI, and it raises the AttributeError that
+made a worker exit in benchmarks/faults.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 
 import pytest
@@ -80,3 +84,63 @@ def test_the_workers_and_publishers_use_this_transport():
 
     with app.connection_for_write() as connection:
         assert isinstance(connection.transport, Transport)
+
+
+def lose_redis_the_way_a_worker_does(redis_server, transport: str) -> None:
+    """What a Celery worker's connection holds when Redis goes: a task's message
+    taken and not acknowledged, the next BRPOP waiting on the task channel, and
+    a second channel subscribed to an auto-delete fanout queue (the remote
+    control's). Redis stops; then the consumer's teardown, exactly as Celery's
+    `Consumer.on_connection_error_after_connected` runs it."""
+    from celery.worker.consumer.consumer import COLLECT_SOCKET_TIMEOUT
+    from kombu import Consumer
+    from kombu.common import ignore_errors
+
+    connection = Connection(
+        f"redis://127.0.0.1:{redis_server.port}/0",
+        transport=transport,
+        transport_options={"socket_timeout": 2, "socket_connect_timeout": 2},
+    )
+    tasks = connection.default_channel
+    tasks.basic_qos(0, 2, False)  # prefetch two: one task running, room for the next
+    queue = Queue("broker-test", Exchange("broker-test", type="direct"), "broker-test")
+    taken = []
+    Consumer(tasks, [queue], callbacks=[lambda body, message: taken.append(message)]).consume()
+    control = Queue("control-test", Exchange("control-test", type="fanout"), auto_delete=True)
+    Consumer(connection.channel(), [control], callbacks=[lambda body, message: None]).consume()
+    connection.Producer(connection.channel()).publish(
+        {"n": 1}, exchange=queue.exchange, routing_key="broker-test", declare=[queue]
+    )
+    with contextlib.suppress(TimeoutError):
+        for _ in range(10):  # the message, and the subscription's confirmation
+            connection.drain_events(timeout=0.5)
+    assert len(taken) == 1 and not taken[0].acknowledged  # the running task's message
+    assert tasks._in_poll  # the next BRPOP is waiting
+
+    redis_server.stop()
+    with contextlib.suppress(Exception):  # Celery ignores whatever collect() raises
+        connection.collect(socket_timeout=COLLECT_SOCKET_TIMEOUT)
+    ignore_errors(connection, connection.close)  # ignores connection errors only
+
+
+@pytest.mark.processes
+def test_a_worker_connection_torn_down_after_redis_went_closes_without_an_attribute_error(
+    redis_server,
+):
+    lose_redis_the_way_a_worker_does(redis_server, "config.broker:Transport")
+    # What the worker does next: connect again once Redis is back, and consume.
+    redis_server.start()
+    connection, _channel, message = take_one_message(redis_server.port, "config.broker:Transport")
+    try:
+        assert message.payload == {"n": 1}
+        message.ack()
+    finally:
+        connection.release()
+
+
+@pytest.mark.processes
+def test_stock_kombu_raises_the_attribute_error_that_made_the_worker_exit(redis_server):
+    """The control: kombu's own transport, in the same teardown, reads the
+    released connection's hostname; Celery calls that unrecoverable."""
+    with pytest.raises(AttributeError, match="hostname"):
+        lose_redis_the_way_a_worker_does(redis_server, "redis")

@@ -100,6 +100,55 @@ def test_readyz_is_503_when_redis_does_not_answer(client, settings):
     assert body["checks"]["database"] == {"ok": True}
 
 
+def not_ready_log(caplog) -> list[tuple[str, int, str]]:
+    return [
+        (record.name, record.levelno, record.getMessage())
+        for record in caplog.records
+        if record.levelno >= logging.WARNING
+    ]
+
+
+@pytest.mark.django_db
+def test_a_not_ready_probe_logs_one_warning_naming_what_is_missing_and_no_error(
+    client, settings, monkeypatch, caplog
+):
+    from django.db.backends.utils import CursorWrapper
+
+    from tests.harness.services import free_port
+
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    settings.BROKER_TIMEOUT = 1
+
+    def refuse(self, sql, params=None):
+        raise RuntimeError("connection refused")
+
+    monkeypatch.setattr(CursorWrapper, "execute", refuse)
+    with caplog.at_level(logging.INFO):
+        for _ in range(2):  # every probe: one line, the same
+            assert client.get("/readyz").status_code == 503
+
+    (first, second) = not_ready_log(caplog)
+    assert first == second
+    name, level, message = first
+    assert (name, level) == ("config.health", logging.WARNING)
+    assert message.startswith("Not ready: database: The database did not answer")
+    assert "(RuntimeError: connection refused)" in message
+    assert "redis: Redis did not answer (ConnectionError" in message
+    assert "queues: Not checked" in message
+
+
+@pytest.mark.redis
+@pytest.mark.django_db
+def test_a_probe_without_a_webhooks_worker_logs_which_queue_has_none(client, caplog):
+    forget_workers_of_earlier_tests()
+    with caplog.at_level(logging.INFO):
+        assert client.get("/readyz").status_code == 503
+
+    ((name, level, message),) = not_ready_log(caplog)
+    assert (name, level) == ("config.health", logging.WARNING)
+    assert "queues: No live worker consumes the queue 'celery', the queue 'webhooks'" in message
+
+
 def readyz(client) -> tuple[int, dict]:
     response = client.get("/readyz")
     assert response["Content-Type"] == "application/json"

@@ -290,7 +290,7 @@ class Process:
             print(f"--- last lines of {self.log} ---\n{self.output()[-6000:]}")
 
 
-def celery_worker(env: dict[str, str], log: Path) -> Process:
+def celery_worker(env: dict[str, str], log: Path, *, concurrency: int = 1) -> Process:
     """`celery -A config worker` with beat embedded (the sweep), as deployed."""
     schedule = Path(env["VAR_DIR"]) / "celerybeat-schedule"
     schedule.parent.mkdir(parents=True, exist_ok=True)
@@ -304,7 +304,7 @@ def celery_worker(env: dict[str, str], log: Path) -> Process:
             "worker",
             "--beat",
             f"--schedule={schedule}",
-            "--concurrency=1",
+            f"--concurrency={concurrency}",
             "--loglevel=INFO",
             "--without-gossip",
             "--without-mingle",

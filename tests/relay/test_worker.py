@@ -215,6 +215,47 @@ def test_an_inbox_call_while_redis_is_down_returns_and_the_nudge_goes_once_it_is
 
 
 @pytest.mark.postgres
+def test_a_worker_with_a_send_in_flight_when_redis_goes_survives_and_consumes_once_it_is_back(
+    tmp_path, redis_server, assigner, assignee
+):
+    """Redis stops while a nudge is being sent (its message unacknowledged) and
+    the worker has room for another (concurrency 2: its next BRPOP is waiting).
+    Before config/broker.py's second fix the worker exited here ("Unrecoverable
+    error: AttributeError(... 'hostname')") and nothing was sent until someone
+    started it again."""
+    from tests.harness.api import mint
+
+    env = subprocess_env(
+        tmp_path,
+        REDIS_URL=f"redis://127.0.0.1:{redis_server.port}/0",
+        TEST_DELIVERY_LEASE_SECONDS="3",
+        TEST_NOTIFY_HTTP_TIMEOUT="20",
+    )
+    token = mint(assigner)
+    with FakeService() as slack:
+        notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
+        held = threading.Event()
+        slack.reply_with(Reply(200, "ok", hold=held))  # the first send hangs
+        with celery_worker(env, tmp_path / "worker.log", concurrency=2) as worker:
+            worker.wait_for_output("ready.")
+            first = create_pending(assigner, assignee, "Sent while Redis went")
+            slack.wait_for_requests(1)  # in flight
+            redis_server.stop()
+            worker.wait_for_output("Connection to broker lost")
+            redis_server.start()  # empty
+            held.set()
+            # Queued once Redis is back, straight to it (as a web process does).
+            second, _, _ = inbox_call_in_a_web_process(env, token, "Queued after Redis came back")
+
+            def both_delivered() -> bool:
+                assert worker.proc.poll() is None, "the worker exited:\n" + worker.output()[-3000:]
+                return bool(delivered(first) and delivered(second))
+
+            wait_until(both_delivered, timeout=60, what="both nudges")
+        assert "Unrecoverable error" not in worker.output()
+
+
+@pytest.mark.postgres
 @pytest.mark.redis
 def test_a_worker_killed_in_the_middle_of_a_delivery_does_not_lose_the_nudge(
     tmp_path, redis_env, assigner, assignee
@@ -286,3 +327,76 @@ print(commitment.pk)
     (mail,) = mails
     assert mail["Subject"] == "Lead asks you: Water the shrubbery"
     assert mail["To"] == "knight@example.com"
+
+
+# --- run_worker supervises its workers ------------------------------------------------
+
+
+def children_of(pid: int) -> dict[int, str]:
+    """The processes whose parent is `pid`, with their command lines."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid:
+            found[int(entry.name)] = cmdline
+    return found
+
+
+def readies(process: Process, name: str) -> int:
+    """How many times a worker named `name` said it was ready."""
+    lines = process.output().splitlines()
+    return sum(1 for line in lines if f"{name}@" in line and "ready." in line)
+
+
+def the_celery_worker(supervisor: int) -> int:
+    (pid,) = [
+        pid
+        for pid, cmd in children_of(supervisor).items()
+        if " worker " in cmd and "--queues=celery" in cmd
+    ]
+    return pid
+
+
+@pytest.mark.postgres
+def test_run_worker_starts_a_killed_worker_again_and_stops_everything_on_sigterm(
+    tmp_path, redis_server, assigner, assignee
+):
+    from tests.harness.api import mint
+
+    env = subprocess_env(tmp_path, REDIS_URL=f"redis://127.0.0.1:{redis_server.port}/0")
+    token = mint(assigner)
+    with Process(
+        manage("run_worker", "--concurrency=1", "--webhook-concurrency=1"),
+        env,
+        tmp_path / "worker.log",
+    ) as supervisor:
+        wait_until(lambda: readies(supervisor, "celery") == 1, timeout=60, what="the worker")
+        children = children_of(supervisor.proc.pid)
+        assert len(children) == 3  # the two workers and beat
+        killed = the_celery_worker(supervisor.proc.pid)
+
+        os.kill(killed, signal.SIGKILL)
+        supervisor.wait_for_output("killed by SIGKILL")
+        supervisor.wait_for_output("Started the worker of the 'celery' queue again")
+        wait_until(lambda: readies(supervisor, "celery") == 2, what="the new worker ready")
+        again = the_celery_worker(supervisor.proc.pid)
+        assert again != killed
+        assert supervisor.proc.poll() is None
+
+        # It consumes: a nudge queued now is delivered.
+        commitment, _, _ = inbox_call_in_a_web_process(env, token, "Queued after the kill")
+        wait_until(lambda: delivered(commitment), timeout=30, what="the nudge")
+
+        # A clean stop: every child stops, and run_worker exits.
+        remaining = children_of(supervisor.proc.pid)
+        supervisor.proc.send_signal(signal.SIGTERM)
+        assert supervisor.proc.wait(timeout=60) == 0
+    assert "Stopping the workers (SIGTERM received)." in supervisor.output()
+    assert not [pid for pid in remaining if Path(f"/proc/{pid}").exists()]

@@ -1,6 +1,11 @@
-"""Run the background workers: a Celery worker for the nudges and the outbox
-(with the beat scheduler, the outbox sweep, inside it), and a second worker
-process for the outbound webhooks' queue (settings.WEBHOOK_QUEUE).
+"""Run the background workers: a Celery worker for the nudges and the outbox,
+a second worker for the outbound webhooks' queue (settings.WEBHOOK_QUEUE),
+and beat (the scheduler of the outbox sweep and the reminders), each a child
+process that this command supervises (lib/supervise.py): a child that exits
+by itself (a crash, a kill, an outage it did not survive) is started again
+after a back-off, logged; SIGTERM or SIGINT to this command stops them all
+(the workers' warm shutdown) and it exits. A child that could not start at
+all (bad settings) stops the others and this command exits with its code.
 
 The webhooks get a process of their own because a receiver may take the
 whole WEBHOOK_TIMEOUT (10 s) to fail, again and again: on the same pool,
@@ -20,13 +25,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
-from celery import current_app
 from django.conf import settings
 from django.core.management.base import BaseCommand
+
+from lib.supervise import Supervisor
 
 DEFAULT_QUEUE = "celery"
 
@@ -67,46 +72,66 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         queues = options["queues"]
-        name = "webhooks" if queues == settings.WEBHOOK_QUEUE else "celery"
-        argv = [
-            "worker",
-            f"--concurrency={options['concurrency']}",
-            f"--loglevel={options['loglevel']}",
-            f"--queues={queues}",
-            f"--hostname={name}@%h",
-            # Worker-to-worker chatter the service does not use; it only adds
-            # broker traffic (and files, on the embedded broker).
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
+        loglevel = f"--loglevel={options['loglevel']}"
+        children = [
+            (
+                f"worker of the {queues!r} queue",
+                worker_argv(
+                    queues=queues,
+                    name="webhooks" if queues == settings.WEBHOOK_QUEUE else "celery",
+                    concurrency=options["concurrency"],
+                    loglevel=loglevel,
+                ),
+            )
         ]
+        if options["webhook_concurrency"] > 0 and queues != settings.WEBHOOK_QUEUE:
+            children.append(
+                (
+                    f"worker of the {settings.WEBHOOK_QUEUE!r} queue",
+                    worker_argv(
+                        queues=settings.WEBHOOK_QUEUE,
+                        name="webhooks",
+                        concurrency=options["webhook_concurrency"],
+                        loglevel=loglevel,
+                    ),
+                )
+            )
         if not options["no_beat"]:
             schedule = Path(settings.CELERY_BEAT_SCHEDULE_FILENAME)
             schedule.parent.mkdir(parents=True, exist_ok=True)
-            argv += ["--beat", f"--schedule={schedule}"]
+            children.append(("beat", [*CELERY, "beat", f"--schedule={schedule}", loglevel]))
         broker = "Redis" if settings.REDIS_URL else "the embedded broker in VAR_DIR"
-        child = None
-        if options["webhook_concurrency"] > 0 and queues != settings.WEBHOOK_QUEUE:
-            child = subprocess.Popen(  # noqa: S603 (our own command)
-                [
-                    sys.executable,
-                    str(Path(settings.BASE_DIR) / "manage.py"),
-                    "run_worker",
-                    f"--queues={settings.WEBHOOK_QUEUE}",
-                    f"--concurrency={options['webhook_concurrency']}",
-                    "--webhook-concurrency=0",
-                    f"--loglevel={options['loglevel']}",
-                    "--no-beat",
-                ],
-                preexec_fn=_die_with_parent,
-            )
-        self.stdout.write(f"Starting the background worker ({queues}) on {broker}.")
-        try:
-            current_app.worker_main(argv)
-        finally:
-            if child is not None:
-                child.terminate()
-                try:
-                    child.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    child.kill()
+        self.stdout.write(
+            f"Starting the background workers on {broker}: "
+            + ", ".join(name for name, _ in children)
+            + "."
+        )
+        self.stdout.flush()
+        supervisor = Supervisor.of(
+            children,
+            preexec_fn=_die_with_parent,
+            # A warm shutdown waits for the tasks running; none runs longer.
+            stop_timeout=settings.CELERY_TASK_TIME_LIMIT + 10,
+        )
+        code = supervisor.run()
+        if code:
+            sys.exit(code)
+
+
+CELERY = [sys.executable, "-m", "celery", "-A", "config"]
+
+
+def worker_argv(*, queues: str, name: str, concurrency: int, loglevel: str) -> list[str]:
+    return [
+        *CELERY,
+        "worker",
+        f"--concurrency={concurrency}",
+        loglevel,
+        f"--queues={queues}",
+        f"--hostname={name}@%h",
+        # Worker-to-worker chatter the service does not use; it only adds
+        # broker traffic (and files, on the embedded broker).
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
