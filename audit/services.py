@@ -60,11 +60,12 @@ class Actor:
         return data
 
 
-def audit_event_record(
+def audit_event_build(
     *, actor: Actor, subject: models.Model, action: str, payload: dict[str, Any] | None = None
 ) -> AuditEvent:
-    """Append one audit event. Call it inside the transaction of the change it records."""
-    return AuditEvent.objects.create(
+    """One audit event, not yet written: for a caller that writes it together
+    with the change it records (lib.db.write_together, one statement)."""
+    return AuditEvent(
         actor_kind=actor.kind,
         user=actor.user,
         token_id=actor.token_id,
@@ -75,3 +76,12 @@ def audit_event_record(
         action=action,
         payload=payload or {},
     )
+
+
+def audit_event_record(
+    *, actor: Actor, subject: models.Model, action: str, payload: dict[str, Any] | None = None
+) -> AuditEvent:
+    """Append one audit event. Call it inside the transaction of the change it records."""
+    event = audit_event_build(actor=actor, subject=subject, action=action, payload=payload)
+    event.save(force_insert=True)
+    return event

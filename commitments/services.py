@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +22,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.selectors import users_with_verified_primary_email
-from audit.services import Actor, audit_event_record
+from audit.services import Actor, audit_event_build, audit_event_record
 from commitments.errors import (
     AddressNotAskable,
     CommitmentNotFound,
@@ -43,6 +45,7 @@ from commitments.models import (
     OutboxEvent,
     Status,
 )
+from lib.db import write_together
 from lib.logs import request_id_var
 from lib.text import is_blank, strip_blank
 
@@ -103,10 +106,17 @@ def _record(
     previous_status: str,
     event: str | None,
     payload: dict[str, Any] | None = None,
+    changed: Sequence[str] = (),
+    created: bool = False,
 ) -> None:
+    """Write the change with its audit row and its outbox row, in one
+    statement on PostgreSQL (lib.db.write_together): the new commitment
+    (`created`) or the fields `_move` changed (`changed`)."""
     body = {"from": previous_status or None, "to": commitment.status}
     body.update(payload or {})
-    audit_event_record(actor=actor, subject=commitment, action=action, payload=body)
+    rows: list[Any] = [
+        audit_event_build(actor=actor, subject=commitment, action=action, payload=body)
+    ]
     if event in ASKS_ASSIGNEE and commitment.assignee_id is None:
         # Nobody has an account for the address asked yet: the nudge is an
         # invitation to it (the workers read `commitment.invitation`).
@@ -116,17 +126,23 @@ def _record(
         # the relay when the transaction commits (migration 0006), elsewhere the
         # relay looks every OUTBOX_RELAY_WAIT s (relay/listener.py). Nothing
         # runs on this request's path for it.
-        OutboxEvent.objects.create(
-            commitment=commitment,
-            kind=event,
-            previous_status=previous_status,
-            new_status=commitment.status,
-            occurred_at=commitment.updated_at,
-            actor_kind=actor.kind,
-            actor_user=actor.user,
-            actor_token_id=actor.token_id,
-            request_id=request_id_var.get() or "",
+        rows.append(
+            OutboxEvent(
+                commitment=commitment,
+                kind=event,
+                previous_status=previous_status,
+                new_status=commitment.status,
+                occurred_at=commitment.updated_at,
+                actor_kind=actor.kind,
+                actor_user=actor.user,
+                actor_token_id=actor.token_id,
+                request_id=request_id_var.get() or "",
+            )
         )
+    write_together(
+        inserts=[commitment, *rows] if created else rows,
+        updates=[(commitment, changed)] if changed else (),
+    )
 
 
 def _move(
@@ -136,7 +152,10 @@ def _move(
     stamp_field: str | None,
     now: dt.datetime,
     extra_fields: tuple[str, ...] = (),
-) -> str:
+) -> tuple[str, list[str]]:
+    """Move the (locked) commitment to `to`, in memory: returns the status it
+    left and the fields to write, which `_record` writes with the audit and
+    outbox rows."""
     previous = commitment.status
     commitment.status = to
     commitment.updated_at = now
@@ -144,8 +163,7 @@ def _move(
     if stamp_field:
         setattr(commitment, stamp_field, now)
         fields.append(stamp_field)
-    commitment.save(update_fields=fields)
-    return previous
+    return previous, fields
 
 
 def _clean_text(value: str) -> str:
@@ -201,20 +219,24 @@ def _create(
     payload: dict[str, Any] = {}
     if external_system is not None:
         payload = {"externalSystem": external_system, "externalId": external_id}
+    commitment = Commitment(
+        status=status,
+        assigner=assigner,
+        assignee=assignee,
+        invitation=invitation,
+        description=_clean_text(description),
+        deadline=deadline,
+        raw_text=raw_text,
+        external_system=external_system,
+        external_id=external_id,
+        link_url=link_url,
+    )
+    # Outside a transaction the one statement of _record is a transaction by
+    # itself (no BEGIN and COMMIT to send); inside the caller's, a savepoint
+    # keeps that transaction usable after a duplicate.
+    in_transaction = transaction.get_connection().in_atomic_block
     try:
-        with transaction.atomic():
-            commitment = Commitment.objects.create(
-                status=status,
-                assigner=assigner,
-                assignee=assignee,
-                invitation=invitation,
-                description=_clean_text(description),
-                deadline=deadline,
-                raw_text=raw_text,
-                external_system=external_system,
-                external_id=external_id,
-                link_url=link_url,
-            )
+        with transaction.atomic() if in_transaction else nullcontext():
             _record(
                 commitment,
                 actor=actor,
@@ -222,6 +244,7 @@ def _create(
                 previous_status="",
                 event=event,
                 payload=payload,
+                created=True,
             )
     except IntegrityError as exc:
         if "commitment_external_ref_unique" in str(exc) or (
@@ -467,9 +490,10 @@ def _assignee_answers(
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move=move)
     _check_terms(commitment, move=move, terms_version=terms_version)
-    previous = _move(commitment, to=to, stamp_field=stamp_field, now=timezone.now())
+    previous, changed = _move(commitment, to=to, stamp_field=stamp_field, now=timezone.now())
     _record(
         commitment,
+        changed=changed,
         actor=actor,
         action=audit_action,
         previous_status=previous,
@@ -483,9 +507,12 @@ def _assignee_answers(
 def commitment_send_for_handshake(*, actor: Actor, commitment_id: uuid.UUID) -> TransitionResult:
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move="send")
-    previous = _move(commitment, to=Status.PENDING_HANDSHAKE, stamp_field=None, now=timezone.now())
+    previous, changed = _move(
+        commitment, to=Status.PENDING_HANDSHAKE, stamp_field=None, now=timezone.now()
+    )
     _record(
         commitment,
+        changed=changed,
         actor=actor,
         action="sent_for_handshake",
         previous_status=previous,
@@ -564,7 +591,7 @@ def commitment_complete(
     replay_into = Status.COMPLETED if replay_is_noop else ""
     if not _check(commitment, actor=actor, move="complete", replay_into=replay_into):
         return TransitionResult(commitment, commitment.status, False)
-    previous = _move(
+    previous, changed = _move(
         commitment, to=Status.COMPLETED, stamp_field="completed_at", now=timezone.now()
     )
     payload = {}
@@ -575,6 +602,7 @@ def commitment_complete(
         }
     _record(
         commitment,
+        changed=changed,
         actor=actor,
         action="completed",
         previous_status=previous,
@@ -603,7 +631,7 @@ def commitment_renegotiate(
     if not changes:
         raise NothingChanged()
     commitment.terms_version += 1
-    previous = _move(
+    previous, changed = _move(
         commitment,
         to=Status.PENDING_HANDSHAKE,
         stamp_field="renegotiated_at",
@@ -612,6 +640,7 @@ def commitment_renegotiate(
     )
     _record(
         commitment,
+        changed=changed,
         actor=actor,
         action="renegotiated",
         previous_status=previous,

@@ -120,3 +120,26 @@ def mint_on_the_page(client: Client, name: str, **fields: Any):
     assert response.status_code == 302, response.content
     assert response["Location"] == TOKENS_PAGE
     return client.get(TOKENS_PAGE)
+
+
+def inbox_statements(*, in_test_transaction: bool = True) -> int:
+    """A steady inbox call's statements (docs/api.md, "Query budgets"), as
+    pytest-django counts them. PostgreSQL: the token, the two users, and one
+    statement writing the commitment, its audit row and its outbox row
+    (lib.db.write_together), a transaction by itself (inside a test's own
+    transaction, a SAVEPOINT and RELEASE around it). SQLite: the token, the
+    users, BEGIN, the three INSERTs, COMMIT."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        return 5 if in_test_transaction else 3
+    return 7
+
+
+def sync_statements() -> int:
+    """A completing sync's statements: the token, BEGIN, the commitment locked
+    (SELECT ... FOR UPDATE), then on PostgreSQL one statement (its UPDATE, the
+    audit and outbox INSERTs), on SQLite three, and COMMIT."""
+    from django.db import connection
+
+    return 5 if connection.vendor == "postgresql" else 7
