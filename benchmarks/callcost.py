@@ -22,10 +22,8 @@ given plus `_profile`) and REDIS_URL. See docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
-import secrets
 import subprocess
 import sys
 import tempfile
@@ -36,7 +34,13 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.run import ENDPOINTS, fresh_database, run_checked, with_database  # noqa: E402
+from benchmarks.run import (  # noqa: E402
+    ENDPOINTS,
+    fresh_database,
+    run_checked,
+    service_env,
+    with_database,
+)
 
 PYTHON = sys.executable
 NAMES = ("floor", "inbox", "sync", "replay")
@@ -48,22 +52,8 @@ def outer(args: argparse.Namespace) -> None:
         raise SystemExit("Set DATABASE_URL (PostgreSQL) and REDIS_URL.")
     database_url = with_database(base_url, urlsplit(base_url).path.lstrip("/") + "_profile")
     folder = Path(tempfile.mkdtemp(prefix="profile-"))
-    env = dict(os.environ)
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "benchmarks.settings",
-            "PYTHONPATH": str(ROOT),
-            "DEBUG": "0",
-            "SECRET_KEY": secrets.token_urlsafe(50),
-            "FIELD_ENCRYPTION_KEYS": base64.urlsafe_b64encode(os.urandom(32)).decode(),
-            "DATABASE_URL": database_url,
-            "REDIS_URL": redis_url,
-            "VAR_DIR": str(folder / "var"),
-            "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
-            "API_RATE_BURST": "0",
-            "LOG_JSON": "0",
-        }
-    )
+    env = service_env(database_url, redis_url, folder)
+    env.update({"EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend", "LOG_JSON": "0"})
     fresh_database(database_url, env)
     calls = args.warmup + args.calls
     out = run_checked(

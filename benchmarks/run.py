@@ -123,6 +123,28 @@ def run_checked(args: list[str], env: dict[str, str]) -> str:
     return done.stdout
 
 
+def service_env(database_url: str, redis_url: str, folder: Path) -> dict[str, str]:
+    """The environment of the benchmark's service: the benchmark's settings
+    (production's, DEBUG=0), fresh secrets, its database and Redis, no cap on
+    nudges and no rate limit (they would measure themselves, not the calls)."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "benchmarks.settings",
+            "PYTHONPATH": str(ROOT),
+            "DEBUG": "0",
+            "SECRET_KEY": secrets.token_urlsafe(50),
+            "FIELD_ENCRYPTION_KEYS": base64.urlsafe_b64encode(os.urandom(32)).decode(),
+            "DATABASE_URL": database_url,
+            "REDIS_URL": redis_url,
+            "VAR_DIR": str(folder / "var"),
+            "NUDGE_CAP": "1000000000",
+            "API_RATE_BURST": "0",
+        }
+    )
+    return env
+
+
 def with_database(url: str, name: str) -> str:
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path=f"/{name}"))
@@ -557,21 +579,11 @@ def main() -> None:
     from tests.harness.fake_provider import FakeProvider
 
     provider = FakeProvider().start()
-    env = dict(os.environ)
+    env = service_env(database_url, redis_url, folder)
     env.update(
         {
-            "DJANGO_SETTINGS_MODULE": "benchmarks.settings",
-            "PYTHONPATH": str(ROOT),
-            "DEBUG": "0",
-            "SECRET_KEY": secrets.token_urlsafe(50),
-            "FIELD_ENCRYPTION_KEYS": base64.urlsafe_b64encode(os.urandom(32)).decode(),
-            "DATABASE_URL": database_url,
-            "REDIS_URL": redis_url,
-            "VAR_DIR": str(folder / "var"),
             "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
             "EMAIL_FILE_PATH": str(folder / "mail"),
-            "NUDGE_CAP": "1000000000",
-            "API_RATE_BURST": "0",
             "WEB_CONCURRENCY": str(args.workers),
             "OPENAI_BASE_URL": provider.openai_base_url,
             "GATHER_RATE_BURST": "1000000000",

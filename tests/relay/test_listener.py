@@ -6,32 +6,22 @@ transition notifies nobody."""
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 
 import psycopg
 import pytest
 from django.db import connection, transaction
 
-from audit.services import Actor
-from commitments import services
 from commitments.models import OutboxEvent
 from commitments.outbox import OUTBOX_CHANNEL
 from relay.listener import Relay
+from tests.harness.webhooks import mapped_pending
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def create_pending(assigner, assignee, external_id: str = "relay-1"):
-    return services.commitment_create_pending(
-        actor=Actor.for_user(assigner),
-        assigner=assigner,
-        assignee=assignee,
-        description="Ship the quarterly report",
-        deadline=dt.datetime(2030, 3, 1, 17, 0, tzinfo=dt.UTC),
-        external_system="relay",
-        external_id=external_id,
-    )
+    return mapped_pending(assigner, assignee, system="relay", external_id=external_id)
 
 
 def wait_for(condition, timeout: float = 10.0) -> bool:
