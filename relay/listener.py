@@ -59,52 +59,52 @@ class Relay(threading.Thread):
                 connection.close()
 
     def _relay_until_stopped(self) -> None:
-        wait = self._waiter()
+        wakeup = _Notifications(self.stopping) if connection.vendor == "postgresql" else None
         try:
             while not self.stopping.is_set():
                 self.relayed += outbox_relay()
-                wait()
+                if wakeup:
+                    wakeup.wait(settings.OUTBOX_RELAY_WAIT)
+                else:
+                    self.stopping.wait(settings.OUTBOX_RELAY_WAIT)
         finally:
-            close = getattr(wait, "close", None)
-            if close:
-                close()
+            if wakeup:
+                wakeup.close()
 
-    def _waiter(self):
-        """A callable that returns when there may be something to relay: a
-        notification, or OUTBOX_RELAY_WAIT s."""
-        timeout = settings.OUTBOX_RELAY_WAIT
-        if connection.vendor != "postgresql":
-            return lambda: self.stopping.wait(timeout)
-        # A connection of its own, in autocommit, for LISTEN only: to
-        # DATABASE_LISTEN_URL (PostgreSQL itself when DATABASE_URL is a pooler
-        # in transaction mode), else with Django's settings for the database.
+
+class _Notifications:
+    """The outbox's notifications, on a connection of its own in autocommit,
+    for LISTEN only: to DATABASE_LISTEN_URL (PostgreSQL itself when
+    DATABASE_URL is a pooler in transaction mode), else with Django's settings
+    for the database."""
+
+    def __init__(self, stopping: threading.Event) -> None:
+        self.stopping = stopping
         if settings.DATABASE_LISTEN_URL:
-            pg = psycopg.connect(settings.DATABASE_LISTEN_URL, autocommit=True)
-            listener = pg
+            self.pg = psycopg.connect(settings.DATABASE_LISTEN_URL, autocommit=True)
+            self._close = self.pg.close
         else:
-            listener = connections.create_connection("default")
-            listener.ensure_connection()
-            listener.set_autocommit(True)
-            pg = listener.connection
-        pg.execute(f"LISTEN {OUTBOX_CHANNEL}")
+            wrapper = connections.create_connection("default")
+            wrapper.ensure_connection()
+            wrapper.set_autocommit(True)
+            self.pg = wrapper.connection
+            self._close = wrapper.close
+        self.pg.execute(f"LISTEN {OUTBOX_CHANNEL}")
 
-        def wait() -> None:
-            # Returns at the first notification (those that came while relaying
-            # are already waiting), after the timeout, or soon after stop().
-            deadline = time.monotonic() + timeout
-            while not self.stopping.is_set():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                for _ in pg.notifies(timeout=min(left, STOP_CHECK), stop_after=1):
-                    return
+    def wait(self, timeout: float) -> None:
+        """Return at the first notification (those that came while the relay
+        was busy are already waiting), after `timeout`, or soon after stop()."""
+        deadline = time.monotonic() + timeout
+        while not self.stopping.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            for _ in self.pg.notifies(timeout=min(left, STOP_CHECK), stop_after=1):
+                return
 
-        def close() -> None:
-            with contextlib.suppress(Exception):
-                listener.close()
-
-        wait.close = close  # type: ignore[attr-defined]
-        return wait
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._close()
 
 
 _relay: Relay | None = None
