@@ -188,8 +188,10 @@ def fresh_database(url: str, env: dict[str, str]) -> None:
 def load(args: argparse.Namespace, spec: dict) -> dict:
     """One measurement by benchmarks/load.py, pinned to the load's core."""
     command = ["taskset", "-c", args.load_cpu, PYTHON, str(ROOT / "benchmarks" / "load.py")]
+    # Its own length, plus the last calls' answers (each bounded by spec["timeout"]).
+    limit = float(spec["duration"]) + float(spec.get("timeout", 30)) + 60
     out = subprocess.run(  # noqa: S603
-        [*command, json.dumps(spec)], capture_output=True, text=True, check=True, timeout=600
+        [*command, json.dumps(spec)], capture_output=True, text=True, check=True, timeout=limit
     )
     return json.loads(out.stdout)
 
