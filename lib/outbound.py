@@ -34,9 +34,11 @@ cut off at the deadline.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -382,14 +384,23 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         time.sleep(seconds)
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One client SSL context per process (certifi's CA bundle, verifying).
+    Making one loads and parses the bundle, about 18 ms of CPU: made per send,
+    two of them (httpx's transport and its pool) cost a webhook or chat send
+    more CPU than everything else it does (docs/benchmarks.md)."""
+    return httpx.create_ssl_context(trust_env=False)
+
+
 def _deadline_transport(deadline: float) -> httpx.HTTPTransport:
-    transport = httpx.HTTPTransport(trust_env=False)
+    context = _ssl_context()
+    transport = httpx.HTTPTransport(verify=context, trust_env=False)
     # httpx takes no network backend, so its pool is replaced by one with the
     # same SSL context on the deadline-bound backend (tests/lib/test_outbound.py
     # proves a trickling server is cut off, so an httpx change would show).
     transport._pool = httpcore.ConnectionPool(
-        ssl_context=httpx.create_ssl_context(trust_env=False),
-        network_backend=_DeadlineBackend(deadline),
+        ssl_context=context, network_backend=_DeadlineBackend(deadline)
     )
     return transport
 
