@@ -39,11 +39,10 @@ def write_together(
     as `save(update_fields=...)`) and `inserts` (new instances), in that order
     where order shows. Inserted instances get their database-made primary
     keys and count as saved."""
-    writes = [*updates, *inserts]
-    if not writes:
+    rows = [obj for obj, _ in updates] + list(inserts)
+    if not rows:
         return
-    first = writes[0][0] if updates else inserts[0]
-    using = router.db_for_write(type(first))
+    using = router.db_for_write(type(rows[0]))
     connection = connections[using]
     if connection.vendor != "postgresql":
         # No savepoint of its own: inside a caller's transaction a failure
