@@ -35,16 +35,22 @@ def new_request_id() -> str:
     return uuid.uuid4().hex
 
 
+def _request_id(record: logging.LogRecord) -> str | None:
+    """The record's request id: set on it, the current one, or (Django logs a
+    4xx or 5xx answer, django.request, with the request attached, after the
+    middleware that set the variable returned) the attached request's."""
+    return (
+        getattr(record, "request_id", None)
+        or request_id_var.get()
+        or getattr(getattr(record, "request", None), "request_id", None)
+    )
+
+
 class RequestIdFilter(logging.Filter):
     """Puts the current request id (and task) on every record it passes."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if getattr(record, "request_id", None) is None:
-            # Django logs a 4xx or 5xx answer (django.request) with the request
-            # attached, after the middleware that set the variable returned.
-            record.request_id = request_id_var.get() or getattr(
-                getattr(record, "request", None), "request_id", None
-            )
+        record.request_id = _request_id(record)
         task = task_var.get()
         if task is not None and getattr(record, "task_id", None) is None:
             record.task_name, record.task_id = task
@@ -65,9 +71,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        request_id = getattr(record, "request_id", None) or request_id_var.get()
-        if request_id is None:
-            request_id = getattr(getattr(record, "request", None), "request_id", None)
+        request_id = _request_id(record)
         if request_id:
             entry["request_id"] = request_id
         task = task_var.get()
