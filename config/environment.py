@@ -24,7 +24,7 @@ DEV_SECRET_KEY = "dev-insecure-key-do-not-use-in-production"
 # Every boolean and integer variable the settings read: a malformed one stops
 # the start with its name.
 BOOLEANS = ("DEBUG", "HTTPS_ONLY", "TRUST_X_FORWARDED_PROTO", "EMAIL_USE_TLS")
-BOOLEANS += ("OUTBOUND_ALLOW_LOOPBACK", "LOG_JSON")
+BOOLEANS += ("OUTBOUND_ALLOW_LOOPBACK", "LOG_JSON", "DB_DISABLE_SERVER_SIDE_CURSORS")
 INTEGERS = (
     "SECURE_HSTS_SECONDS",
     "DB_CONN_MAX_AGE",
