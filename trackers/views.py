@@ -91,14 +91,13 @@ def _mine(request: HttpRequest, connection_id: uuid.UUID) -> TrackerConnection:
 
 
 def _list(request: HttpRequest, form: ConnectionForm, *, status: int = 200) -> HttpResponse:
-    connections = list(selectors.connections_of(owner=request.user))
     shown = request.session.pop(SHOWN_KEY, None) if request.method == "GET" else None
     return render(
         request,
         "trackers/list.html",
         {
             "form": form,
-            "connections": [(c, hook_url(c)) for c in connections],
+            "connections": list(selectors.connections_of(owner=request.user)),
             "shown": shown,
         },
         status=status,
