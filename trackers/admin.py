@@ -17,9 +17,6 @@ class TrackerEventInline(ReadOnlyInlineMixin, admin.TabularInline):
     readonly_fields = fields
     ordering = ("-received_at", "-id")
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).order_by("-received_at", "-id")
-
 
 @admin.register(TrackerConnection)
 class TrackerConnectionAdmin(

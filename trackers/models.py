@@ -27,6 +27,7 @@ class Kind(models.TextChoices):
 
 
 DELIVERY_ID_MAX = 200
+EVENT_MAX = 100
 LOGIN_MAX = 200
 
 
@@ -84,7 +85,7 @@ class TrackerEvent(models.Model):
     delivery_id = models.CharField(max_length=DELIVERY_ID_MAX)
     received_at = models.DateTimeField(default=timezone.now)
     # The tracker's name of the event, e.g. "issues.assigned", "Issue Hook.close".
-    event = models.CharField(max_length=100, blank=True)
+    event = models.CharField(max_length=EVENT_MAX, blank=True)
     external_id = models.CharField(max_length=EXTERNAL_ID_MAX, blank=True)
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
     # What was done and why, in words (shown on the connection's page).

@@ -27,13 +27,20 @@ from audit.services import Actor, audit_event_record
 from commitments import selectors as commitment_selectors
 from commitments import services as commitment_services
 from commitments.errors import CommitmentError, DuplicateExternalRef
-from commitments.models import DESCRIPTION_MAX, Status
+from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, Status
 from integrations import selectors as integration_selectors
 from integrations.serializers import InboxSerializer
 from lib.api_errors import flatten_errors
 from lib.text import is_blank, strip_blank
 from trackers import payloads
-from trackers.models import LOGIN_MAX, Kind, Outcome, TrackerConnection, TrackerEvent
+from trackers.models import (
+    EVENT_MAX,
+    LOGIN_MAX,
+    Kind,
+    Outcome,
+    TrackerConnection,
+    TrackerEvent,
+)
 
 MAX_CONNECTIONS = 20
 MAX_IDENTITIES = 500
@@ -434,8 +441,8 @@ def tracker_delivery_receive(
             user=connection.owner, connection_id=connection.pk, label=connection.label
         )
         receipt = _apply(connection, change, actor)
-    row.event = receipt.event[:100]
-    row.external_id = receipt.external_id[:128]
+    row.event = receipt.event[:EVENT_MAX]
+    row.external_id = receipt.external_id[:EXTERNAL_ID_MAX]
     row.outcome = receipt.outcome
     row.summary = receipt.summary
     row.actions = receipt.actions

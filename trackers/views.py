@@ -83,6 +83,19 @@ class TrackerSecretForm(forms.Form):
     )
 
 
+def _show_once(
+    request: HttpRequest, connection: TrackerConnection, secret: str, *, new: bool
+) -> None:
+    """Keep the secret for the GET that follows (trackers/_shown.html), which removes it."""
+    request.session[SHOWN_KEY] = {
+        "label": connection.label,
+        "kind": connection.get_kind_display(),
+        "url": hook_url(connection),
+        "secret": secret,
+        "new": new,
+    }
+
+
 def _mine(request: HttpRequest, connection_id: uuid.UUID) -> TrackerConnection:
     connection = selectors.connection_of(owner=request.user, connection_id=connection_id)
     if connection is None:
@@ -91,14 +104,13 @@ def _mine(request: HttpRequest, connection_id: uuid.UUID) -> TrackerConnection:
 
 
 def _list(request: HttpRequest, form: ConnectionForm, *, status: int = 200) -> HttpResponse:
-    connections = list(selectors.connections_of(owner=request.user))
     shown = request.session.pop(SHOWN_KEY, None) if request.method == "GET" else None
     return render(
         request,
         "trackers/list.html",
         {
             "form": form,
-            "connections": [(c, hook_url(c)) for c in connections],
+            "connections": list(selectors.connections_of(owner=request.user)),
             "shown": shown,
         },
         status=status,
@@ -129,13 +141,7 @@ def connection_list(request: HttpRequest) -> HttpResponse:
         )
     except services.TrackerError as exc:
         return _refused(request, exc)
-    request.session[SHOWN_KEY] = {
-        "label": connection.label,
-        "kind": connection.get_kind_display(),
-        "url": hook_url(connection),
-        "secret": secret,
-        "new": True,
-    }
+    _show_once(request, connection, secret, new=True)
     return redirect("tracker_connections")
 
 
@@ -202,13 +208,7 @@ def connection_rotate(request: HttpRequest, connection_id: uuid.UUID) -> HttpRes
     if request.method == "GET":
         return render(request, "trackers/rotate.html", {"connection": connection})
     secret = services.tracker_connection_rotate_secret(connection=connection)
-    request.session[SHOWN_KEY] = {
-        "label": connection.label,
-        "kind": connection.get_kind_display(),
-        "url": hook_url(connection),
-        "secret": secret,
-        "new": False,
-    }
+    _show_once(request, connection, secret, new=False)
     return redirect("tracker_connection", connection_id=connection.pk)
 
 
