@@ -129,8 +129,7 @@ def _record(claim: deliveries.Claim, outcome: Outcome) -> str:
             elif not delivery.is_test:
                 due = next_attempt_at(
                     attempts=claim.fence,
-                    first_attempt_at=claim.rows.values_list("first_attempt_at", flat=True).first()
-                    or now,
+                    first_attempt_at=delivery.first_attempt_at,
                     now=now,
                     retry_after=outcome.retry_after,
                 )
