@@ -154,13 +154,17 @@ def attempt_begin(row: LeasedDelivery, *, interrupted: str, **fields) -> Attempt
 
 @dataclass(frozen=True)
 class Claim:
-    """A claimed row and its attempt. `fence` is `attempts` after the claim:
-    a later claimer changes it, which fences this worker's failure out."""
+    """A claimed row (loaded after the claim) and its attempt."""
 
     row: LeasedDelivery
     attempt_id: int | None
-    fence: int
     started: float = field(default_factory=time.monotonic)
+
+    @property
+    def fence(self) -> int:
+        """`attempts` after the claim: a later claimer changes it, which
+        fences this worker's failure out."""
+        return self.row.attempts
 
     @property
     def rows(self) -> QuerySet:

@@ -73,11 +73,11 @@ def _claim(delivery_id, now: dt.datetime) -> deliveries.Claim | None:
                 if reason is not None:
                     dispatch.webhook_endpoint_pause_by_service(endpoint, reason=reason, now=now)
                 reason = reason or f"The endpoint is paused: {endpoint.paused_reason}"
-                settled = deliveries.Claim(delivery, None, delivery.attempts)
+                settled = deliveries.Claim(delivery, None)
                 deliveries.fail(settled, now=now, failed_at=now, last_error=excerpt(reason, 1000))
                 return None
         attempt = delivery.attempt_log.create(started_at=now)
-    return deliveries.Claim(delivery, attempt.pk, delivery.attempts)
+    return deliveries.Claim(delivery, attempt.pk)
 
 
 def webhook_send(*, delivery_id) -> str | None:
