@@ -129,11 +129,11 @@ def take_due(rows: QuerySet, *, now: dt.datetime, requeue_after: dt.timedelta, l
     return leasing.take_due(rows, now=now, requeue_after=requeue_after, limit=limit)
 
 
-def claim(rows: QuerySet, *, pk, now: dt.datetime) -> bool:
+def claim(rows: QuerySet, *, pk, now: dt.datetime, **fields) -> bool:
     """Take row `pk` for sending with a lease of DELIVERY_LEASE_SECONDS
-    (longer than the task's hard time limit)."""
+    (longer than the task's hard time limit), updating `fields` with it."""
     lease = dt.timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
-    return leasing.claim(rows, pk=pk, now=now, lease=lease)
+    return leasing.claim(rows, pk=pk, now=now, lease=lease, **fields)
 
 
 def close_interrupted(row: LeasedDelivery, consequence: str) -> None:

@@ -17,6 +17,8 @@ import logging
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from lib import deliveries
@@ -57,9 +59,10 @@ def _claim(delivery_id, now: dt.datetime) -> deliveries.Claim | None:
                 updated_at=now,
             )
             return None
-        if not deliveries.claim(rows, pk=delivery_id, now=now):
+        # The retry window starts at the first claim since creation or replay.
+        first = Coalesce("first_attempt_at", Value(now))
+        if not deliveries.claim(rows, pk=delivery_id, now=now, first_attempt_at=first):
             return None
-        rows.filter(pk=delivery_id, first_attempt_at__isnull=True).update(first_attempt_at=now)
         delivery = rows.select_related("endpoint__user", "payload").get(pk=delivery_id)
         deliveries.close_interrupted(delivery, "the request may have been received.")
         endpoint = delivery.endpoint
