@@ -129,11 +129,11 @@ def take_due(rows: QuerySet, *, now: dt.datetime, requeue_after: dt.timedelta, l
     return leasing.take_due(rows, now=now, requeue_after=requeue_after, limit=limit)
 
 
-def claim(rows: QuerySet, *, pk, now: dt.datetime) -> bool:
+def claim(rows: QuerySet, *, pk, now: dt.datetime, **fields) -> bool:
     """Take row `pk` for sending with a lease of DELIVERY_LEASE_SECONDS
-    (longer than the task's hard time limit)."""
+    (longer than the task's hard time limit), updating `fields` with it."""
     lease = dt.timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
-    return leasing.claim(rows, pk=pk, now=now, lease=lease)
+    return leasing.claim(rows, pk=pk, now=now, lease=lease, **fields)
 
 
 def close_interrupted(row: LeasedDelivery, consequence: str) -> None:
@@ -154,13 +154,17 @@ def attempt_begin(row: LeasedDelivery, *, interrupted: str, **fields) -> Attempt
 
 @dataclass(frozen=True)
 class Claim:
-    """A claimed row and its attempt. `fence` is `attempts` after the claim:
-    a later claimer changes it, which fences this worker's failure out."""
+    """A claimed row (loaded after the claim) and its attempt."""
 
     row: LeasedDelivery
     attempt_id: int | None
-    fence: int
     started: float = field(default_factory=time.monotonic)
+
+    @property
+    def fence(self) -> int:
+        """`attempts` after the claim: a later claimer changes it, which
+        fences this worker's failure out."""
+        return self.row.attempts
 
     @property
     def rows(self) -> QuerySet:

@@ -54,13 +54,17 @@ def claimable(now: dt.datetime) -> Q:
     return Q(status=PENDING, next_attempt_at__lte=now) | Q(status=SENDING, claimed_until__lt=now)
 
 
-def claim(rows: QuerySet, *, pk, now: dt.datetime, lease: dt.timedelta) -> bool:
-    """Take row `pk` for sending, if it is claimable: one conditional UPDATE.
-    The lease must outlast the task's hard time limit, so that it expires
-    only when its worker is really gone."""
+def claim(rows: QuerySet, *, pk, now: dt.datetime, lease: dt.timedelta, **fields) -> bool:
+    """Take row `pk` for sending, if it is claimable: one conditional UPDATE
+    (of `fields` too). The lease must outlast the task's hard time limit, so
+    that it expires only when its worker is really gone."""
     return bool(
         rows.filter(claimable(now), pk=pk).update(
-            status=SENDING, claimed_until=now + lease, attempts=F("attempts") + 1, updated_at=now
+            status=SENDING,
+            claimed_until=now + lease,
+            attempts=F("attempts") + 1,
+            updated_at=now,
+            **fields,
         )
     )
 

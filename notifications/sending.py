@@ -90,7 +90,6 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
     return _Claim(
         delivery,
         attempt.pk,
-        delivery.attempts,
         kind=kind,
         address=address,
         channel_id=channel_id,

@@ -7,9 +7,10 @@ lost, late or delivered twice:
    change, and that is all the request does. On PostgreSQL the insert
    notifies `commitments.outbox.OUTBOX_CHANNEL` when the transaction commits
    (a trigger, migration commitments 0006); the relay (`relay/listener.py`, a
-   thread of beat) wakes on it, or every OUTBOX_RELAY_WAIT s without one
-   (SQLite), and `outbox_relay` queues `relay.tasks.dispatch_event(id)` for
-   every event due. A refused publish puts its event back for the next look.
+   thread of each worker on the default queue) wakes on it, or every
+   OUTBOX_RELAY_WAIT s without one (SQLite), and `outbox_relay` queues
+   `relay.tasks.dispatch_event(id)` for every event due. A refused publish
+   puts its event back for the next look.
 2. `outbox_event_dispatch` claims the event (`commitments.outbox`) and asks
    each deliverer for its rows, in one transaction: the nudges
    (`notifications.dispatch`) and the integrators' webhooks

@@ -5,6 +5,8 @@ run twice or late; the claims make that harmless. The apps' own tasks are in
 
 from __future__ import annotations
 
+import dataclasses
+
 from celery import shared_task
 
 from relay import outbox
@@ -17,10 +19,4 @@ def dispatch_event(event_id: int) -> None:
 
 @shared_task(name="relay.tasks.sweep")
 def sweep() -> dict[str, int]:
-    result = outbox.outbox_sweep()
-    return {
-        "events": result.events,
-        "deliveries": result.deliveries,
-        "webhooks": result.webhooks,
-        "tests": result.tests,
-    }
+    return dataclasses.asdict(outbox.outbox_sweep())

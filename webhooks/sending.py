@@ -17,6 +17,8 @@ import logging
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from lib import deliveries
@@ -57,9 +59,10 @@ def _claim(delivery_id, now: dt.datetime) -> deliveries.Claim | None:
                 updated_at=now,
             )
             return None
-        if not deliveries.claim(rows, pk=delivery_id, now=now):
+        # The retry window starts at the first claim since creation or replay.
+        first = Coalesce("first_attempt_at", Value(now))
+        if not deliveries.claim(rows, pk=delivery_id, now=now, first_attempt_at=first):
             return None
-        rows.filter(pk=delivery_id, first_attempt_at__isnull=True).update(first_attempt_at=now)
         delivery = rows.select_related("endpoint__user", "payload").get(pk=delivery_id)
         deliveries.close_interrupted(delivery, "the request may have been received.")
         endpoint = delivery.endpoint
@@ -73,11 +76,11 @@ def _claim(delivery_id, now: dt.datetime) -> deliveries.Claim | None:
                 if reason is not None:
                     dispatch.webhook_endpoint_pause_by_service(endpoint, reason=reason, now=now)
                 reason = reason or f"The endpoint is paused: {endpoint.paused_reason}"
-                settled = deliveries.Claim(delivery, None, delivery.attempts)
+                settled = deliveries.Claim(delivery, None)
                 deliveries.fail(settled, now=now, failed_at=now, last_error=excerpt(reason, 1000))
                 return None
         attempt = delivery.attempt_log.create(started_at=now)
-    return deliveries.Claim(delivery, attempt.pk, delivery.attempts)
+    return deliveries.Claim(delivery, attempt.pk)
 
 
 def webhook_send(*, delivery_id) -> str | None:
@@ -129,8 +132,7 @@ def _record(claim: deliveries.Claim, outcome: Outcome) -> str:
             elif not delivery.is_test:
                 due = next_attempt_at(
                     attempts=claim.fence,
-                    first_attempt_at=claim.rows.values_list("first_attempt_at", flat=True).first()
-                    or now,
+                    first_attempt_at=delivery.first_attempt_at,
                     now=now,
                     retry_after=outcome.retry_after,
                 )
