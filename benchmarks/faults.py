@@ -18,13 +18,11 @@ the one verdict is "lost", which must be 0.
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import datetime as dt
 import glob
 import json
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -51,6 +49,7 @@ from benchmarks.run import (
     load,
     log,
     run_checked,
+    service_env,
     wait_for_http,
 )
 from benchmarks.schema_check import run_schemathesis, summarize_schemathesis
@@ -414,25 +413,14 @@ def main() -> None:
         pg.init()
         log(f"Redis on port {rd.port}")
         rd.start()
-        env = dict(os.environ)
+        env = service_env(pg.url, rd.url, folder, "benchmarks.faults_settings")
         env.update(
             {
-                "DJANGO_SETTINGS_MODULE": "benchmarks.faults_settings",
-                "PYTHONPATH": str(ROOT),
-                "DEBUG": "0",
-                "SECRET_KEY": secrets.token_urlsafe(50),
-                "FIELD_ENCRYPTION_KEYS": base64.urlsafe_b64encode(os.urandom(32)).decode(),
-                "DATABASE_URL": pg.url,
-                "REDIS_URL": rd.url,
-                "VAR_DIR": str(folder / "var"),
                 "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
                 "EMAIL_FILE_PATH": str(folder / "mail"),
-                "NUDGE_CAP": "1000000000",
-                "API_RATE_BURST": "0",
                 "WEB_CONCURRENCY": str(args.workers),
             }
         )
-        env.pop("PORT", None)
         log("migrating")
         run_checked([PYTHON, "manage.py", "migrate", "--noinput"], env)
         total = args.rate * (args.soak_seconds + 4 * args.fault_seconds) * 1.2 + 50

@@ -123,14 +123,17 @@ def run_checked(args: list[str], env: dict[str, str]) -> str:
     return done.stdout
 
 
-def service_env(database_url: str, redis_url: str, folder: Path) -> dict[str, str]:
+def service_env(
+    database_url: str, redis_url: str, folder: Path, settings: str = "benchmarks.settings"
+) -> dict[str, str]:
     """The environment of the benchmark's service: the benchmark's settings
     (production's, DEBUG=0), fresh secrets, its database and Redis, no cap on
-    nudges and no rate limit (they would measure themselves, not the calls)."""
+    nudges and no rate limit (they would measure themselves, not the calls).
+    No PORT: gunicorn's is given where it starts."""
     env = dict(os.environ)
     env.update(
         {
-            "DJANGO_SETTINGS_MODULE": "benchmarks.settings",
+            "DJANGO_SETTINGS_MODULE": settings,
             "PYTHONPATH": str(ROOT),
             "DEBUG": "0",
             "SECRET_KEY": secrets.token_urlsafe(50),
@@ -142,6 +145,7 @@ def service_env(database_url: str, redis_url: str, folder: Path) -> dict[str, st
             "API_RATE_BURST": "0",
         }
     )
+    env.pop("PORT", None)
     return env
 
 
@@ -592,7 +596,6 @@ def main() -> None:
             "GATHER_RATE_PER_HOUR": "1000000000",
         }
     )
-    env.pop("PORT", None)
     results: dict = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {
