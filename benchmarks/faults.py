@@ -46,6 +46,7 @@ from benchmarks.run import (
     Service,
     _cpu_model,
     free_port,
+    gunicorn_command,
     load,
     log,
     run_checked,
@@ -464,18 +465,7 @@ def main() -> None:
         log(f"gunicorn: {args.workers} workers, port {run.port}; manage.py run_worker")
         procs = {
             "web": service.start(
-                "gunicorn",
-                [
-                    PYTHON,
-                    "-m",
-                    "gunicorn",
-                    "config.wsgi:application",
-                    "--config",
-                    "python:config.gunicorn",
-                    "--workers",
-                    str(args.workers),
-                ],
-                dict(env, PORT=str(run.port)),
+                "gunicorn", gunicorn_command(args.workers), dict(env, PORT=str(run.port))
             ),
         }
         worker_args = [PYTHON, "manage.py", "run_worker", "--loglevel=INFO"]

@@ -114,6 +114,14 @@ class Service:
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
+def gunicorn_command(workers: int) -> list[str]:
+    """The server as production starts it (config/gunicorn.py), `workers` workers."""
+    return [
+        *(PYTHON, "-m", "gunicorn", "config.wsgi:application"),
+        *("--config", "python:config.gunicorn", "--workers", str(workers)),
+    ]
+
+
 def run_checked(args: list[str], env: dict[str, str]) -> str:
     done = subprocess.run(  # noqa: S603
         args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
@@ -640,11 +648,7 @@ def main() -> None:
         log(f"gunicorn: {args.workers} workers on CPU {args.server_cpu}, port {port}")
         service.start(
             "gunicorn",
-            [
-                *("taskset", "-c", args.server_cpu, PYTHON, "-m", "gunicorn"),
-                *("config.wsgi:application", "--config", "python:config.gunicorn"),
-                *("--workers", str(args.workers)),
-            ],
+            ["taskset", "-c", args.server_cpu, *gunicorn_command(args.workers)],
             server_env,
         )
         wait_for_http(port)
