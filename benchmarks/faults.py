@@ -299,6 +299,7 @@ class Run:
         self.counters = {"inbox": 0, "sync": 0, "hang": 0}
         self.sent: dict[str, dict] = {"inbox": {}, "sync": {}, "hang": {}}
         self.phases: dict[str, dict] = {}
+        self.probes_accepted = 0  # inbox calls of the probes answered 201
 
     def load_phase(self, seconds: float, streams=("inbox", "sync")) -> dict:
         """Open-loop load at --rate per stream for `seconds`, in parallel."""
@@ -350,7 +351,7 @@ class Run:
         probe.stop_event.set()
         probe.join()
         phase["probe"] = probe.summary()
-        self.probes_accepted += probe.summary()["statuses"].get("201", 0)
+        self.probes_accepted += phase["probe"]["statuses"].get("201", 0)
         self.phases[name] = phase
 
 
@@ -396,7 +397,6 @@ def main() -> None:
     receiver, hanging = Receiver(), Receiver()
     service = Service(folder)
     run = Run(args)
-    run.probes_accepted = 0
     results: dict = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "load_average": os.getloadavg()},
