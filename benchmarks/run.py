@@ -162,6 +162,14 @@ def with_database(url: str, name: str) -> str:
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
+def own_database_and_redis(suffix: str) -> tuple[str, str]:
+    """The run's database (DATABASE_URL's name plus `suffix`) and REDIS_URL."""
+    base_url, redis_url = os.environ.get("DATABASE_URL"), os.environ.get("REDIS_URL")
+    if not base_url or not base_url.startswith("postgres") or not redis_url:
+        raise SystemExit("Set DATABASE_URL (PostgreSQL) and REDIS_URL.")
+    return with_database(base_url, urlsplit(base_url).path.lstrip("/") + suffix), redis_url
+
+
 def migrations_digest() -> str:
     digest = hashlib.sha256()
     for path in sorted(ROOT.glob("*/migrations/*.py")):
@@ -581,10 +589,7 @@ def main() -> None:
     for tool in ("taskset", "pgbench"):
         if not shutil.which(tool):
             raise SystemExit(f"{tool} is needed (Debian: util-linux, postgresql-client).")
-    base_url, redis_url = os.environ.get("DATABASE_URL"), os.environ.get("REDIS_URL")
-    if not base_url or not base_url.startswith("postgres") or not redis_url:
-        raise SystemExit("Set DATABASE_URL (PostgreSQL) and REDIS_URL.")
-    database_url = with_database(base_url, urlsplit(base_url).path.lstrip("/") + "_bench")
+    database_url, redis_url = own_database_and_redis("_bench")
     # This process (the receiver, the polling) stays off the server's core too.
     os.sched_setaffinity(0, {int(args.load_cpu)})
 
