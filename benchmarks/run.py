@@ -661,7 +661,7 @@ def main() -> None:
             first_requests(args, ctx, results)
         http_endpoints(args, ctx, results)
         if "gather" in args.parts:
-            gather(args, ctx, provider._server.server_address[1], results)
+            gather(args, ctx, urlsplit(provider.url).port, results)
         if "pgbench" in args.parts:
             pgbench(args, ctx, results, database_url, folder)
         if "worker" in args.parts:
