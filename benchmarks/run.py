@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import secrets
 import shutil
 import signal
@@ -357,8 +358,6 @@ def pgbench(args, ctx, results: dict, database_url: str, folder: Path) -> None:
         )
     ]
     new_ids: list[str] = []
-    import re
-
     # psycopg writes a UUID as 32 hex digits; Django's JSON payloads with dashes.
     uuid_re = re.compile(
         r"'([0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})'"
