@@ -667,16 +667,16 @@ def drain(url: str, timeout: float) -> float:
 def checks(url: str, run: Run, receiver: Receiver, hanging: Receiver) -> dict:
     q = {
         "inbox_commitments": "SELECT count(*), count(DISTINCT (assigner_id, external_system, "
-        "external_id)) FROM commitments_commitment WHERE external_id LIKE 'load-%%' "
-        "OR external_id LIKE 'probe-%%'",
+        "external_id)) FROM commitments_commitment WHERE external_id LIKE 'load-%' "
+        "OR external_id LIKE 'probe-%'",
         "inbox_without_audit": "SELECT count(*) FROM commitments_commitment c WHERE "
-        "(c.external_id LIKE 'load-%%' OR c.external_id LIKE 'probe-%%') AND NOT EXISTS "
+        "(c.external_id LIKE 'load-%' OR c.external_id LIKE 'probe-%') AND NOT EXISTS "
         "(SELECT 1 FROM audit_auditevent a WHERE a.subject_id = c.id)",
         "inbox_audit_rows": "SELECT count(*) FROM audit_auditevent a JOIN commitments_commitment c"
-        " ON a.subject_id = c.id WHERE c.external_id LIKE 'load-%%' OR c.external_id LIKE "
-        "'probe-%%'",
+        " ON a.subject_id = c.id WHERE c.external_id LIKE 'load-%' OR c.external_id LIKE "
+        "'probe-%'",
         "inbox_without_nudge_delivered": "SELECT count(*) FROM commitments_commitment c WHERE "
-        "(c.external_id LIKE 'load-%%' OR c.external_id LIKE 'probe-%%') AND NOT EXISTS "
+        "(c.external_id LIKE 'load-%' OR c.external_id LIKE 'probe-%') AND NOT EXISTS "
         "(SELECT 1 FROM notifications_delivery d JOIN commitments_outboxevent e ON d.event_id ="
         " e.id WHERE e.commitment_id = c.id AND d.status = 'delivered')",
         "nudges_delivered": "SELECT count(*) FROM notifications_delivery WHERE status = "
@@ -700,7 +700,7 @@ def checks(url: str, run: Run, receiver: Receiver, hanging: Receiver) -> dict:
     found: dict = {}
     with psycopg.connect(url, autocommit=True) as conn:
         for key, sql in q.items():
-            row = conn.execute(sql.replace("%%", "%")).fetchone()
+            row = conn.execute(sql).fetchone()
             found[key] = row[0] if len(row) == 1 else list(row)
         found["webhook_attempts_by_endpoint"] = {
             system: {"deliveries": d, "attempts": a, "most_attempts": m}
