@@ -23,34 +23,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.run import (  # noqa: E402
     ENDPOINTS,
+    PYTHON,
     fresh_database,
+    own_database_and_redis,
     run_checked,
     service_env,
-    with_database,
 )
 
-PYTHON = sys.executable
 NAMES = ("floor", "inbox", "sync", "replay")
 
 
 def outer(args: argparse.Namespace) -> None:
-    base_url, redis_url = os.environ.get("DATABASE_URL"), os.environ.get("REDIS_URL")
-    if not base_url or not base_url.startswith("postgres") or not redis_url:
-        raise SystemExit("Set DATABASE_URL (PostgreSQL) and REDIS_URL.")
-    database_url = with_database(base_url, urlsplit(base_url).path.lstrip("/") + "_profile")
+    database_url, redis_url = own_database_and_redis("_profile")
     folder = Path(tempfile.mkdtemp(prefix="profile-"))
     env = service_env(database_url, redis_url, folder)
     env.update({"EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend", "LOG_JSON": "0"})

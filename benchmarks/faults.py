@@ -18,13 +18,11 @@ the one verdict is "lost", which must be 0.
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import datetime as dt
 import glob
 import json
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -48,9 +46,11 @@ from benchmarks.run import (
     Service,
     _cpu_model,
     free_port,
+    gunicorn_command,
     load,
     log,
     run_checked,
+    service_env,
     wait_for_http,
 )
 from benchmarks.schema_check import run_schemathesis, summarize_schemathesis
@@ -299,6 +299,7 @@ class Run:
         self.counters = {"inbox": 0, "sync": 0, "hang": 0}
         self.sent: dict[str, dict] = {"inbox": {}, "sync": {}, "hang": {}}
         self.phases: dict[str, dict] = {}
+        self.probes_accepted = 0  # inbox calls of the probes answered 201
 
     def load_phase(self, seconds: float, streams=("inbox", "sync")) -> dict:
         """Open-loop load at --rate per stream for `seconds`, in parallel."""
@@ -350,7 +351,7 @@ class Run:
         probe.stop_event.set()
         probe.join()
         phase["probe"] = probe.summary()
-        self.probes_accepted += probe.summary()["statuses"].get("201", 0)
+        self.probes_accepted += phase["probe"]["statuses"].get("201", 0)
         self.phases[name] = phase
 
 
@@ -396,7 +397,6 @@ def main() -> None:
     receiver, hanging = Receiver(), Receiver()
     service = Service(folder)
     run = Run(args)
-    run.probes_accepted = 0
     results: dict = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "load_average": os.getloadavg()},
@@ -414,25 +414,14 @@ def main() -> None:
         pg.init()
         log(f"Redis on port {rd.port}")
         rd.start()
-        env = dict(os.environ)
+        env = service_env(pg.url, rd.url, folder, "benchmarks.faults_settings")
         env.update(
             {
-                "DJANGO_SETTINGS_MODULE": "benchmarks.faults_settings",
-                "PYTHONPATH": str(ROOT),
-                "DEBUG": "0",
-                "SECRET_KEY": secrets.token_urlsafe(50),
-                "FIELD_ENCRYPTION_KEYS": base64.urlsafe_b64encode(os.urandom(32)).decode(),
-                "DATABASE_URL": pg.url,
-                "REDIS_URL": rd.url,
-                "VAR_DIR": str(folder / "var"),
                 "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
                 "EMAIL_FILE_PATH": str(folder / "mail"),
-                "NUDGE_CAP": "1000000000",
-                "API_RATE_BURST": "0",
                 "WEB_CONCURRENCY": str(args.workers),
             }
         )
-        env.pop("PORT", None)
         log("migrating")
         run_checked([PYTHON, "manage.py", "migrate", "--noinput"], env)
         total = args.rate * (args.soak_seconds + 4 * args.fault_seconds) * 1.2 + 50
@@ -476,18 +465,7 @@ def main() -> None:
         log(f"gunicorn: {args.workers} workers, port {run.port}; manage.py run_worker")
         procs = {
             "web": service.start(
-                "gunicorn",
-                [
-                    PYTHON,
-                    "-m",
-                    "gunicorn",
-                    "config.wsgi:application",
-                    "--config",
-                    "python:config.gunicorn",
-                    "--workers",
-                    str(args.workers),
-                ],
-                dict(env, PORT=str(run.port)),
+                "gunicorn", gunicorn_command(args.workers), dict(env, PORT=str(run.port))
             ),
         }
         worker_args = [PYTHON, "manage.py", "run_worker", "--loglevel=INFO"]
@@ -689,16 +667,16 @@ def drain(url: str, timeout: float) -> float:
 def checks(url: str, run: Run, receiver: Receiver, hanging: Receiver) -> dict:
     q = {
         "inbox_commitments": "SELECT count(*), count(DISTINCT (assigner_id, external_system, "
-        "external_id)) FROM commitments_commitment WHERE external_id LIKE 'load-%%' "
-        "OR external_id LIKE 'probe-%%'",
+        "external_id)) FROM commitments_commitment WHERE external_id LIKE 'load-%' "
+        "OR external_id LIKE 'probe-%'",
         "inbox_without_audit": "SELECT count(*) FROM commitments_commitment c WHERE "
-        "(c.external_id LIKE 'load-%%' OR c.external_id LIKE 'probe-%%') AND NOT EXISTS "
+        "(c.external_id LIKE 'load-%' OR c.external_id LIKE 'probe-%') AND NOT EXISTS "
         "(SELECT 1 FROM audit_auditevent a WHERE a.subject_id = c.id)",
         "inbox_audit_rows": "SELECT count(*) FROM audit_auditevent a JOIN commitments_commitment c"
-        " ON a.subject_id = c.id WHERE c.external_id LIKE 'load-%%' OR c.external_id LIKE "
-        "'probe-%%'",
+        " ON a.subject_id = c.id WHERE c.external_id LIKE 'load-%' OR c.external_id LIKE "
+        "'probe-%'",
         "inbox_without_nudge_delivered": "SELECT count(*) FROM commitments_commitment c WHERE "
-        "(c.external_id LIKE 'load-%%' OR c.external_id LIKE 'probe-%%') AND NOT EXISTS "
+        "(c.external_id LIKE 'load-%' OR c.external_id LIKE 'probe-%') AND NOT EXISTS "
         "(SELECT 1 FROM notifications_delivery d JOIN commitments_outboxevent e ON d.event_id ="
         " e.id WHERE e.commitment_id = c.id AND d.status = 'delivered')",
         "nudges_delivered": "SELECT count(*) FROM notifications_delivery WHERE status = "
@@ -722,7 +700,7 @@ def checks(url: str, run: Run, receiver: Receiver, hanging: Receiver) -> dict:
     found: dict = {}
     with psycopg.connect(url, autocommit=True) as conn:
         for key, sql in q.items():
-            row = conn.execute(sql.replace("%%", "%")).fetchone()
+            row = conn.execute(sql).fetchone()
             found[key] = row[0] if len(row) == 1 else list(row)
         found["webhook_attempts_by_endpoint"] = {
             system: {"deliveries": d, "attempts": a, "most_attempts": m}

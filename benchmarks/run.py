@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import secrets
 import shutil
 import signal
@@ -114,6 +115,14 @@ class Service:
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
+def gunicorn_command(workers: int) -> list[str]:
+    """The server as production starts it (config/gunicorn.py), `workers` workers."""
+    return [
+        *(PYTHON, "-m", "gunicorn", "config.wsgi:application"),
+        *("--config", "python:config.gunicorn", "--workers", str(workers)),
+    ]
+
+
 def run_checked(args: list[str], env: dict[str, str]) -> str:
     done = subprocess.run(  # noqa: S603
         args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
@@ -123,14 +132,17 @@ def run_checked(args: list[str], env: dict[str, str]) -> str:
     return done.stdout
 
 
-def service_env(database_url: str, redis_url: str, folder: Path) -> dict[str, str]:
+def service_env(
+    database_url: str, redis_url: str, folder: Path, settings: str = "benchmarks.settings"
+) -> dict[str, str]:
     """The environment of the benchmark's service: the benchmark's settings
     (production's, DEBUG=0), fresh secrets, its database and Redis, no cap on
-    nudges and no rate limit (they would measure themselves, not the calls)."""
+    nudges and no rate limit (they would measure themselves, not the calls).
+    No PORT: gunicorn's is given where it starts."""
     env = dict(os.environ)
     env.update(
         {
-            "DJANGO_SETTINGS_MODULE": "benchmarks.settings",
+            "DJANGO_SETTINGS_MODULE": settings,
             "PYTHONPATH": str(ROOT),
             "DEBUG": "0",
             "SECRET_KEY": secrets.token_urlsafe(50),
@@ -142,12 +154,21 @@ def service_env(database_url: str, redis_url: str, folder: Path) -> dict[str, st
             "API_RATE_BURST": "0",
         }
     )
+    env.pop("PORT", None)
     return env
 
 
 def with_database(url: str, name: str) -> str:
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def own_database_and_redis(suffix: str) -> tuple[str, str]:
+    """The run's database (DATABASE_URL's name plus `suffix`) and REDIS_URL."""
+    base_url, redis_url = os.environ.get("DATABASE_URL"), os.environ.get("REDIS_URL")
+    if not base_url or not base_url.startswith("postgres") or not redis_url:
+        raise SystemExit("Set DATABASE_URL (PostgreSQL) and REDIS_URL.")
+    return with_database(base_url, urlsplit(base_url).path.lstrip("/") + suffix), redis_url
 
 
 def migrations_digest() -> str:
@@ -337,8 +358,6 @@ def pgbench(args, ctx, results: dict, database_url: str, folder: Path) -> None:
         )
     ]
     new_ids: list[str] = []
-    import re
-
     # psycopg writes a UUID as 32 hex digits; Django's JSON payloads with dashes.
     uuid_re = re.compile(
         r"'([0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})'"
@@ -569,10 +588,7 @@ def main() -> None:
     for tool in ("taskset", "pgbench"):
         if not shutil.which(tool):
             raise SystemExit(f"{tool} is needed (Debian: util-linux, postgresql-client).")
-    base_url, redis_url = os.environ.get("DATABASE_URL"), os.environ.get("REDIS_URL")
-    if not base_url or not base_url.startswith("postgres") or not redis_url:
-        raise SystemExit("Set DATABASE_URL (PostgreSQL) and REDIS_URL.")
-    database_url = with_database(base_url, urlsplit(base_url).path.lstrip("/") + "_bench")
+    database_url, redis_url = own_database_and_redis("_bench")
     # This process (the receiver, the polling) stays off the server's core too.
     os.sched_setaffinity(0, {int(args.load_cpu)})
 
@@ -592,7 +608,6 @@ def main() -> None:
             "GATHER_RATE_PER_HOUR": "1000000000",
         }
     )
-    env.pop("PORT", None)
     results: dict = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {
@@ -637,11 +652,7 @@ def main() -> None:
         log(f"gunicorn: {args.workers} workers on CPU {args.server_cpu}, port {port}")
         service.start(
             "gunicorn",
-            [
-                *("taskset", "-c", args.server_cpu, PYTHON, "-m", "gunicorn"),
-                *("config.wsgi:application", "--config", "python:config.gunicorn"),
-                *("--workers", str(args.workers)),
-            ],
+            ["taskset", "-c", args.server_cpu, *gunicorn_command(args.workers)],
             server_env,
         )
         wait_for_http(port)
@@ -649,7 +660,7 @@ def main() -> None:
             first_requests(args, ctx, results)
         http_endpoints(args, ctx, results)
         if "gather" in args.parts:
-            gather(args, ctx, provider._server.server_address[1], results)
+            gather(args, ctx, urlsplit(provider.url).port, results)
         if "pgbench" in args.parts:
             pgbench(args, ctx, results, database_url, folder)
         if "worker" in args.parts:
