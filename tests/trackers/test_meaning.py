@@ -152,6 +152,58 @@ def test_a_self_hosted_gitlab_links_only_to_the_host_set_for_it(client, assigner
     assert "not on git.example.org" in _summary()
 
 
+def test_the_site_is_set_when_adding_on_the_page_and_by_the_command(client, assigner, settings):
+    import io
+    import re
+
+    from django.core.management import call_command
+
+    from tests.harness.api import sign_in
+    from trackers.models import TrackerConnection
+
+    sign_in(client, assigner)
+
+    def add(site: str):
+        page = client.get("/settings/trackers/").content.decode()
+        key = re.search(r'name="form_key" value="([^"]+)"', page).group(1)
+        data = {"kind": "jira", "system": "", "identities": "", "site": site, "form_key": key}
+        return client.post("/settings/trackers/", data)
+
+    bad = add("http://jira.example.com")
+    assert bad.status_code == 400
+    assert "https address" in bad.content.decode()
+    assert add("https://Jira.Example.com/jira/").status_code == 302
+    assert TrackerConnection.objects.get().site == "jira.example.com"
+    call_command(
+        "add_tracker_connection",
+        "lead@example.com",
+        "--kind",
+        "gitlab",
+        "--site",
+        "git.example.org:8443",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+    assert TrackerConnection.objects.get(kind="gitlab").site == "git.example.org:8443"
+
+
+def test_the_site_is_changed_on_the_connections_page(client, assigner):
+    from tests.harness.api import sign_in
+
+    connection, _ = connect(assigner, "gitlab")
+    sign_in(client, assigner)
+    url = f"/settings/trackers/{connection.pk}/"
+    assert "Not known yet" in client.get(url).content.decode()
+    assert client.post(f"{url}site", {"site": "not a host"}).status_code == 302
+    connection.refresh_from_db()
+    assert connection.site == ""
+    assert client.post(f"{url}site", {"site": "git.example.org"}).status_code == 302
+    connection.refresh_from_db()
+    assert connection.site == "git.example.org"
+    assert AuditEvent.objects.filter(action="tracker_connection_site_changed").count() == 1
+    assert "https on <code>git.example.org</code>" in client.get(url).content.decode()
+
+
 # --- 9: closed as not done is not completed ------------------------------------------
 
 
