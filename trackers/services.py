@@ -665,7 +665,7 @@ def _due(delivery: _Delivery) -> list[dict]:
     connection, change = delivery.connection, delivery.change
     tz_name = connection.owner.timezone
     deadline = end_of_day(change.due, tz_name) if change.due else None
-    due_words = change.due.isoformat() if change.due else "none"
+    now_due = f"is now {change.due.isoformat()}" if change.due else "was removed"
     actions: list[dict] = []
     for commitment in _issue_commitments(connection, change.key):
         entry: dict[str, Any] = {"who": commitment.external_id, "commitmentId": str(commitment.pk)}
@@ -677,11 +677,11 @@ def _due(delivery: _Delivery) -> list[dict]:
                 )
                 entry.update(
                     did="renegotiated",
-                    why=f"the due date is now {due_words}: the assignee is asked again",
+                    why=f"the due date {now_due}: the assignee is asked again",
                 )
             elif commitment.status == Status.ACTIVE:
                 words = (
-                    f"The due date in {delivery.tracker} changed to {due_words}; "
+                    f"The due date in {delivery.tracker} {now_due}; "
                     f"the accepted deadline ({_day(commitment.deadline, tz_name)}) stays"
                 )
                 commitment_services.commitment_record_source_deadline(
@@ -694,7 +694,7 @@ def _due(delivery: _Delivery) -> list[dict]:
             else:
                 _not_moving(commitment, entry)
         except NothingChanged:
-            entry.update(did="kept", why=f"its deadline is {due_words} already")
+            entry.update(did="kept", why="its deadline is that already")
         except CommitmentError as exc:  # changed under us since it was read
             entry.update(did="kept", why=str(exc))
     return actions

@@ -391,11 +391,11 @@ def test_a_jira_due_date_changed_on_an_accepted_commitment_is_recorded(client, j
     assert commitment.status == Status.ACTIVE
     assert commitment.deadline == accepted_deadline  # terms change only by a handshake
     row = AuditEvent.objects.get(action="source_deadline_changed")
-    assert "changed to 2030-04-15" in row.payload["words"]
+    assert "is now 2030-04-15" in row.payload["words"]
     assert not OutboxEvent.objects.filter(commitment=commitment, kind="renegotiated").exists()
     client.force_login(assignee)
     page = client.get(f"/commitments/{commitment.pk}").content.decode()
-    assert "The due date in Jira changed to 2030-04-15" in page
+    assert "The due date in Jira is now 2030-04-15" in page
 
 
 def test_a_gitlab_due_date_change_renegotiates(client, gitlab):
