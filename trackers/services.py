@@ -438,22 +438,25 @@ class _Delivery:
             return None
         host = _link_host(url)
         connection = self.connection
-        if host and not connection.site:
-            _site_learn(connection, host, actor=self.actor)
+        if host and not connection.site and _site_learn(connection, host, actor=self.actor):
             self.notes.append(
                 f"This connection's {self.tracker} site is now {connection.site}, from this "
                 "delivery: issue links elsewhere are not used."
             )
         if host and host == connection.site:
             return url
-        why = "not https" if not host else f"not on {connection.site}, this connection's site"
+        why = (
+            "not a plain https address"
+            if not host
+            else f"not on {connection.site}, this connection's site"
+        )
         self.notes.append(f"The issue's link {url} was not used ({why}).")
         return None
 
 
-def _site_learn(connection: TrackerConnection, host: str, *, actor: Actor) -> None:
+def _site_learn(connection: TrackerConnection, host: str, *, actor: Actor) -> bool:
     """Set a blank site to `host`, once: a delivery racing this one that set
-    it first wins, and its value is the one used."""
+    it first wins, and its value is the one used. True when this one set it."""
     won = TrackerConnection.objects.filter(pk=connection.pk, site="").update(site=host)
     if won:
         audit_event_record(
@@ -463,6 +466,7 @@ def _site_learn(connection: TrackerConnection, host: str, *, actor: Actor) -> No
             payload={"system": connection.system, "site": host},
         )
     connection.site = TrackerConnection.objects.values_list("site", flat=True).get(pk=connection.pk)
+    return bool(won)
 
 
 def _email_of(person: payloads.Person, identity_map: dict[str, str]) -> str | None:
