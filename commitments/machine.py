@@ -24,12 +24,18 @@ class Move:
     from_statuses: frozenset[str]
     by: frozenset[str]  # roles of a signed-in user who may make it
     by_assigner_token: bool = False  # also the assigner's API token (sync)
+    # Also the assigner's tracker connection (trackers.services), which
+    # follows what the assigner does in the tracker: a due date they change
+    # renegotiates, an issue they move or close without doing is recorded.
+    by_tracker: bool = False
 
     @property
     def who(self) -> str:
         people = [f"the {role}" for role in sorted(self.by)]
         if self.by_assigner_token:
             people.append("the assigner's token")
+        elif self.by_tracker:
+            people.append("the assigner's tracker connection")
         return "only " + " or ".join(people)
 
 
@@ -48,6 +54,33 @@ MOVES: dict[str, Move] = {
         "renegotiate",
         frozenset({Status.PENDING_HANDSHAKE, Status.REFUSED}),
         frozenset({ASSIGNER}),
+        by_tracker=True,
+    ),
+    # Records, not moves: the status stays (docs/trackers.md). The tracker
+    # closed the issue without it being done (not planned, canceled, won't
+    # do): not a kept commitment, so not completed. Issue 26 adds withdrawal;
+    # then this record becomes that move (trackers.services._not_done calls it).
+    "record_closed_not_done": Move(
+        "record a close without completion on",
+        frozenset({Status.PENDING_HANDSHAKE, Status.ACTIVE}),
+        frozenset({ASSIGNER}),
+        by_tracker=True,
+    ),
+    # The tracker's due date changed after the handshake completed: the
+    # accepted deadline stays (terms change only before it), the change is
+    # recorded for both to see.
+    "record_source_deadline": Move(
+        "record a changed due date on",
+        frozenset({Status.ACTIVE}),
+        frozenset({ASSIGNER}),
+        by_tracker=True,
+    ),
+    # The issue moved (another project or team) and has a new key.
+    "change_external_ref": Move(
+        "change the external reference of",
+        frozenset({Status.PENDING_HANDSHAKE, Status.ACTIVE, Status.COMPLETED, Status.REFUSED}),
+        frozenset({ASSIGNER}),
+        by_tracker=True,
     ),
 }
 
@@ -73,7 +106,10 @@ def _may(move: Move, actor: Actor, assigner_id, assignee_id) -> bool:
         if actor.user.pk == assignee_id:
             roles.add(ASSIGNEE)
         return bool(roles & move.by)
-    # A tracker connection acts as its owner's token does (create, complete).
-    if actor.kind in (ActorKind.API_TOKEN, ActorKind.TRACKER) and actor.token_id is not None:
+    # A tracker connection acts as its owner's token does (create, complete),
+    # and follows the owner's own changes in the tracker (`by_tracker`).
+    if actor.kind == ActorKind.TRACKER and actor.token_id is not None:
+        return (move.by_assigner_token or move.by_tracker) and actor.user.pk == assigner_id
+    if actor.kind == ActorKind.API_TOKEN and actor.token_id is not None:
         return move.by_assigner_token and actor.user.pk == assigner_id
     return False

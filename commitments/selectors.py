@@ -296,13 +296,17 @@ def commitment_terms_move_for(*, user, commitment: Commitment) -> str | None:
     return allowed[0] if allowed else None
 
 
-def commitments_for_external_item(*, assigner, external_system: str, key: str) -> list[Commitment]:
+def commitments_for_external_item(
+    *, assigner, external_system: str, external_id: str, further_prefix: str
+) -> list[Commitment]:
     """The assigner's commitments about one external item: the one whose
-    externalId is `key`, and those whose externalId is `key` followed by
-    " (" (a tracker issue's further assignees, `trackers.services`). Oldest
-    first; one query."""
+    externalId is `external_id`, and those whose externalId starts with
+    `further_prefix` (a tracker issue's further assignees, `trackers.services`
+    says how both are made from the issue's key). Oldest first, with their
+    assignee; one query."""
     return list(
         Commitment.objects.filter(assigner=assigner, external_system=external_system)
-        .filter(Q(external_id=key) | Q(external_id__startswith=f"{key} ("))
+        .filter(Q(external_id=external_id) | Q(external_id__startswith=further_prefix))
+        .select_related("assignee")
         .order_by("created_at")
     )

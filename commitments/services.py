@@ -25,6 +25,7 @@ from accounts.selectors import users_with_verified_primary_email
 from audit.services import Actor, audit_event_build, audit_event_record
 from commitments.errors import (
     AddressNotAskable,
+    CommitmentError,
     CommitmentNotFound,
     DuplicateExternalRef,
     InvalidTransition,
@@ -652,6 +653,101 @@ def commitment_renegotiate(
         },
     )
     return TransitionResult(commitment, previous, True)
+
+
+# --- what a tracker connection records (commitments.machine, "Records") -------------
+
+
+def _note(
+    commitment: Commitment,
+    *,
+    actor: Actor,
+    action: str,
+    payload: dict[str, Any],
+    fields: Sequence[str] = (),
+) -> None:
+    """Record on the (locked) commitment what its source did, without a
+    status move: the audit row, with `fields` and updated_at (so the Accord
+    marks it changed), in one statement; no outbox row (nothing new to ask or
+    to announce: the contract's events are the moves')."""
+    commitment.updated_at = timezone.now()
+    _record(
+        commitment,
+        changed=["updated_at", *fields],
+        actor=actor,
+        action=action,
+        previous_status=commitment.status,
+        event=None,
+        payload=payload,
+    )
+
+
+@transaction.atomic
+def commitment_record_closed_not_done(
+    *, actor: Actor, commitment_id: uuid.UUID, words: str
+) -> Commitment:
+    """The issue it tracks was closed without being done ("Closed in GitHub as
+    not planned", `words`): not a kept commitment, so it is not completed, and
+    the timeline says so. Pending_Handshake or Active; the status stays.
+    Issue 26 (withdrawal) turns this into that move."""
+    commitment = _lock(pk=commitment_id)
+    _check(commitment, actor=actor, move="record_closed_not_done")
+    _note(commitment, actor=actor, action="closed_not_done", payload={"words": words})
+    return commitment
+
+
+@transaction.atomic
+def commitment_record_source_deadline(
+    *, actor: Actor, commitment_id: uuid.UUID, deadline: dt.datetime | None, words: str
+) -> Commitment:
+    """The source's due date changed after the handshake completed. The
+    accepted deadline stays: terms change only by a new handshake
+    (renegotiation is before one, DECISIONS "Statuses and transitions"); the
+    new date is recorded for both to see. NothingChanged when it is the
+    accepted deadline already."""
+    commitment = _lock(pk=commitment_id)
+    _check(commitment, actor=actor, move="record_source_deadline")
+    if deadline == commitment.deadline:
+        raise NothingChanged("The deadline is that already.")
+    payload = {"deadline": _iso(deadline), "accepted": _iso(commitment.deadline), "words": words}
+    _note(commitment, actor=actor, action="source_deadline_changed", payload=payload)
+    return commitment
+
+
+@transaction.atomic
+def commitment_external_ref_change(
+    *, actor: Actor, commitment_id: uuid.UUID, external_id: str, link_url: str | None = UNSET
+) -> Commitment:
+    """The item it tracks has a new key (an issue moved to another project):
+    the same commitment, its externalId (and link) updated, the old one in the
+    audit row. DuplicateExternalRef when the assigner has another commitment
+    with that externalId in the system."""
+    commitment = _lock(pk=commitment_id)
+    _check(commitment, actor=actor, move="change_external_ref")
+    if not commitment.has_external_ref:
+        raise CommitmentError("It has no external reference to change.")
+    payload: dict[str, Any] = {
+        "externalSystem": commitment.external_system,
+        "externalId": external_id,
+        "previousExternalId": commitment.external_id,
+    }
+    commitment.external_id = external_id
+    fields = ["external_id"]
+    if link_url is not UNSET:
+        commitment.link_url = link_url
+        fields.append("link_url")
+    try:
+        with transaction.atomic():
+            _note(
+                commitment,
+                actor=actor,
+                action="external_ref_changed",
+                payload=payload,
+                fields=fields,
+            )
+    except IntegrityError as exc:
+        raise DuplicateExternalRef() from exc
+    return commitment
 
 
 # --- deep-link templates --------------------------------------------------------

@@ -43,6 +43,21 @@ TIMELINE_WORDS = {
     "completed": "Marked completed",
     "renegotiated": "Renegotiated",
 }
+# Records of what a tracker did, worded when recorded (their payload's "words":
+# "Closed in GitHub as not planned"), with the generic words as a fallback.
+TIMELINE_WORDS_RECORDED = {
+    "closed_not_done": "Closed in the tracker without being done",
+    "source_deadline_changed": "The tracker's due date changed",
+}
+
+
+def _words(event) -> str:
+    if event.action == "external_ref_changed":
+        old, new = event.payload.get("previousExternalId"), event.payload.get("externalId")
+        return f"The issue moved: {old} → {new}"
+    if event.action in TIMELINE_WORDS_RECORDED:
+        return event.payload.get("words") or TIMELINE_WORDS_RECORDED[event.action]
+    return TIMELINE_WORDS.get(event.action, event.action.replace("_", " ").capitalize())
 
 
 def _timeline_who(event, *, viewer) -> dict:
@@ -105,7 +120,7 @@ def _timeline(commitment: Commitment, *, viewer) -> list[dict]:
     return [
         {
             "event": event,
-            "words": TIMELINE_WORDS.get(event.action, event.action.replace("_", " ").capitalize()),
+            "words": _words(event),
             "who": _timeline_who(event, viewer=viewer),
             "diff": _terms_diff(event),
         }

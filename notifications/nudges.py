@@ -88,9 +88,18 @@ def nudge_message(*, event: OutboxEvent, recipient, idempotency_key: str | None 
     url = commitment_url(commitment.pk)
     if event.kind == EventKind.HANDSHAKE_REQUESTED:
         subject = f"{assigner.name} asks you: {short}"
+        # Born overdue (a tracker issue assigned past its due date): say so.
+        late = commitment.deadline is not None and commitment.deadline < event.occurred_at
         text = (
             f"{assigner.name} asks you to: {commitment.description}\n"
-            f"By: {by}.\nAccept or decline it in Commitments."
+            f"By: {by}."
+            + (
+                " That deadline had passed already when you were asked: accepting counts "
+                "it as overdue at once."
+                if late
+                else ""
+            )
+            + "\nAccept or decline it in Commitments."
         )
     elif event.kind == EventKind.RENEGOTIATED:
         subject = f"{assigner.name} changed a request: {short}"

@@ -27,6 +27,15 @@ class TrackerConnectionAdmin(
     list_select_related = ("owner",)
     search_fields = ("system", "owner__email")
     uuid_search_fields = ("pk",)
-    fields = ("id", "owner", "kind", "system", "identity_map", "created_at", "secret_rotated_at")
+    fields = (
+        "id",
+        "owner",
+        "kind",
+        "system",
+        "site",
+        "identity_map",
+        "created_at",
+        "secret_rotated_at",
+    )
     readonly_fields = fields
     inlines = [TrackerEventInline]

@@ -12,10 +12,33 @@ from lib.api_errors import error_example, error_response
 
 class HookActionSerializer(serializers.Serializer):
     who = serializers.CharField(
-        help_text="The tracker's user name, or the commitment's externalId."
+        help_text="The tracker's user (as the tracker shows them), or the commitment's externalId."
     )
     did = serializers.ChoiceField(
-        choices=["created", "completed", "kept", "skipped"], help_text="What was done."
+        choices=[
+            "created",
+            "completed",
+            "recorded",
+            "renegotiated",
+            "noted",
+            "moved",
+            "kept",
+            "skipped",
+        ],
+        help_text=(
+            "What was done: created, completed; recorded (closed without being done: not "
+            "completed); renegotiated (the due date changed before the handshake); noted (the "
+            "due date changed after it: the accepted deadline stays); moved (the issue has a "
+            "new key); kept or skipped (nothing, see why)."
+        ),
+    )
+    trackerUser = serializers.CharField(
+        required=False,
+        help_text="The tracker's identity field of the person (login, username, user id, "
+        "accountId): what the identity map matches.",
+    )
+    pastDue = serializers.DateField(
+        required=False, help_text="The due date, when it had passed already at creation."
     )
     why = serializers.CharField(required=False, help_text="Why, when nothing was done.")
     email = serializers.CharField(required=False, help_text="The assignee's address used.")
@@ -24,7 +47,7 @@ class HookActionSerializer(serializers.Serializer):
 
 
 class HookResultSerializer(serializers.Serializer):
-    changed = serializers.BooleanField(help_text="Whether commitments were created or completed.")
+    changed = serializers.BooleanField(help_text="Whether commitments were created or changed.")
     redelivery = serializers.BooleanField(
         help_text="True when this delivery id was received before: nothing was done again."
     )

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from commitments.models import EXTERNAL_ID_MAX, EXTERNAL_SYSTEM_MAX
+from commitments.models import EXTERNAL_SYSTEM_MAX
 from lib.crypto import EncryptedTextField, is_undecryptable
 
 
@@ -29,6 +29,10 @@ class Kind(models.TextChoices):
 DELIVERY_ID_MAX = 200
 EVENT_MAX = 100
 LOGIN_MAX = 200
+SITE_MAX = 255
+# The issue's key as the tracker shows it, whole: a commitment's externalId
+# is at most EXTERNAL_ID_MAX and may hold a shortened form (trackers.services).
+ISSUE_KEY_MAX = 500
 
 
 class TrackerConnection(models.Model):
@@ -42,9 +46,15 @@ class TrackerConnection(models.Model):
     # The last path segment of the receiving URL (/api/v1/hooks/<hook_id>).
     hook_id = models.CharField(max_length=64, unique=True, editable=False)
     secret = EncryptedTextField()
-    # The tracker's user names (GitHub/GitLab login, Linear name, Jira account
-    # id or name) -> e-mail addresses; a payload's own e-mail wins.
+    # The tracker's user, by the one field each tracker keeps unique
+    # (payloads.IDENTITY_FIELD: GitHub login, GitLab username, Linear user id,
+    # Jira accountId) -> e-mail addresses here; it wins over a payload's e-mail.
     identity_map = models.JSONField(default=dict, blank=True)
+    # The tracker's web host (`github.com`, `acme.atlassian.net`,
+    # `gitlab.example.com:8443`): an issue link is used only when it is https
+    # on this host. Set when added or on the connection's page; blank (GitLab
+    # and Jira) until the first authentic delivery with a link sets it.
+    site = models.CharField(max_length=SITE_MAX, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     secret_rotated_at = models.DateTimeField(null=True, blank=True)
 
@@ -86,7 +96,8 @@ class TrackerEvent(models.Model):
     received_at = models.DateTimeField(default=timezone.now)
     # The tracker's name of the event, e.g. "issues.assigned", "Issue Hook.close".
     event = models.CharField(max_length=EVENT_MAX, blank=True)
-    external_id = models.CharField(max_length=EXTERNAL_ID_MAX, blank=True)
+    # The issue's key as the tracker sent it (not shortened).
+    external_id = models.CharField(max_length=ISSUE_KEY_MAX, blank=True)
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
     # What was done and why, in words (shown on the connection's page).
     summary = models.TextField()

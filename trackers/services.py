@@ -11,9 +11,12 @@ connection (`Actor.for_tracker`), with the rights of the owner's API token.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -26,8 +29,8 @@ from accounts.timezones import zone_named
 from audit.services import Actor, audit_event_record
 from commitments import selectors as commitment_selectors
 from commitments import services as commitment_services
-from commitments.errors import CommitmentError, DuplicateExternalRef
-from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, Status
+from commitments.errors import CommitmentError, DuplicateExternalRef, NothingChanged
+from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, Commitment, Status
 from integrations import selectors as integration_selectors
 from integrations.serializers import InboxSerializer
 from lib.api_errors import flatten_errors
@@ -35,7 +38,9 @@ from lib.text import is_blank, strip_blank
 from trackers import payloads
 from trackers.models import (
     EVENT_MAX,
+    ISSUE_KEY_MAX,
     LOGIN_MAX,
+    SITE_MAX,
     Kind,
     Outcome,
     TrackerConnection,
@@ -90,6 +95,42 @@ def clean_system(value: str | None, *, kind: str) -> str:
         raise TrackerError(f"externalSystem: {exc.detail[0]}", field="system") from None
 
 
+# The trackers with one web host for everyone; GitLab and Jira may be anyone's.
+DEFAULT_SITE = {"github": "github.com", "linear": "linear.app"}
+_HOST_RE = re.compile(
+    r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?$"
+)
+
+
+def clean_site(value: str | None, *, kind: str) -> str:
+    """The tracker's web host for a connection: `acme.atlassian.net`,
+    `gitlab.example.com:8443`; an https address is taken for its host (and
+    port). Blank: the tracker's own host where it has one (GitHub, Linear),
+    else "" (learnt from the first delivery with a link)."""
+    text = strip_blank(value or "").lower()
+    if not text:
+        return DEFAULT_SITE.get(kind, "")
+    if "://" in text:
+        try:
+            parts = urlsplit(text)
+            port = parts.port
+        except ValueError:
+            parts, port = None, None
+        if parts is None or parts.scheme != "https" or not parts.hostname:
+            raise TrackerError(
+                "Write the tracker's host (e.g. jira.example.com), or its https address.",
+                field="site",
+            )
+        text = parts.hostname if port in (None, 443) else f"{parts.hostname}:{port}"
+    text = text.removesuffix(":443")
+    if len(text) > SITE_MAX or not _HOST_RE.match(text):
+        raise TrackerError(
+            f"“{text[:60]}” is not a host name (e.g. jira.example.com or gitlab.example.com:8443).",
+            field="site",
+        )
+    return text
+
+
 def parse_identity_lines(lines: list[str] | str) -> dict[str, str]:
     """`LOGIN=EMAIL` pairs (one per line in the form, one per --map) into the
     identity map. Names are kept as given and matched case-insensitively;
@@ -133,11 +174,13 @@ def tracker_connection_add(
     kind: str,
     system: str | None = None,
     identity_map: dict[str, str] | None = None,
+    site: str | None = None,
     actor: Actor | None = None,
 ) -> tuple[TrackerConnection, str]:
     """Add a connection; returns it and its secret (shown once, stored encrypted)."""
     kind = clean_kind(kind)
     system = clean_system(system, kind=kind)
+    site = clean_site(site, kind=kind)
     identity_map = parse_identity_lines([f"{k}={v}" for k, v in (identity_map or {}).items()])
     secret = secret_generate()
     taken = TrackerError(f"You have a connection for “{system}” already.", field="system")
@@ -159,12 +202,18 @@ def tracker_connection_add(
                 hook_id=secrets.token_urlsafe(24),
                 secret=secret,
                 identity_map=identity_map,
+                site=site,
             )
             audit_event_record(
                 actor=actor or Actor.for_user(owner),
                 subject=connection,
                 action="tracker_connection_added",
-                payload={"kind": kind, "system": system, "identities": len(identity_map)},
+                payload={
+                    "kind": kind,
+                    "system": system,
+                    "identities": len(identity_map),
+                    "site": site,
+                },
             )
     except IntegrityError:
         raise taken from None
@@ -230,6 +279,24 @@ def tracker_connection_set_identity_map(
 
 
 @transaction.atomic
+def tracker_connection_set_site(
+    *, connection: TrackerConnection, site: str, actor: Actor | None = None
+) -> TrackerConnection:
+    """Set the host whose https links the connection uses (`clean_site`)."""
+    site = clean_site(site, kind=connection.kind)
+    previous = connection.site
+    connection.site = site
+    connection.save(update_fields=["site"])
+    audit_event_record(
+        actor=_actor(connection, actor),
+        subject=connection,
+        action="tracker_connection_site_changed",
+        payload={"system": connection.system, "site": site, "previous": previous},
+    )
+    return connection
+
+
+@transaction.atomic
 def tracker_connection_delete(*, connection: TrackerConnection, actor: Actor | None = None) -> None:
     """Delete it and its event log; its commitments stay."""
     audit_event_record(
@@ -265,21 +332,206 @@ def end_of_day(day: dt.date, tz_name: str) -> dt.datetime:
     return dt.datetime.combine(day, dt.time(23, 59, 59), tzinfo=zone_named(tz_name))
 
 
-def _email_of(person: payloads.Person, identity_map: dict[str, str]) -> str | None:
-    if person.email:
-        return person.email
-    lowered = {name.lower(): email for name, email in identity_map.items()}
-    for name in person.names:
-        if name.lower() in lowered:
-            return lowered[name.lower()]
-    return None
+# --- issue keys as externalIds ---------------------------------------------------------
+
+# An externalId is 1..128 characters (the inbox's rule), an issue key may be
+# longer (a GitHub owner of 39 and a repository of 100 characters), and a
+# further assignee's id adds " (their e-mail)". Whatever does not fit is
+# shortened the same way every time: its first characters, "~", and 16 hex
+# characters of its SHA-256, so every later event of the issue finds the same
+# commitment. Keys and ids that fit are kept as they are.
+FIRST_ROOM = EXTERNAL_ID_MAX  # the first assignee's id: the key itself
+KEY_ROOM = 100  # the key's part of a further assignee's id
+DIGEST_CHARS = 16
 
 
-def _assign(connection: TrackerConnection, change: payloads.Change, actor: Actor) -> list[dict]:
-    owner = connection.owner
-    existing = commitment_selectors.commitments_for_external_item(
-        assigner=owner, external_system=connection.system, key=change.key
+def shortened(text: str, room: int) -> str:
+    """`text` when it fits in `room` characters, else a stable form that does."""
+    if len(text) <= room:
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:DIGEST_CHARS]
+    return f"{text[: room - DIGEST_CHARS - 1]}~{digest}"
+
+
+def first_external_id(key: str) -> str:
+    return shortened(key, FIRST_ROOM)
+
+
+def further_prefix(key: str) -> str:
+    """What every further assignee's externalId of the issue starts with."""
+    return f"{shortened(key, KEY_ROOM)} ("
+
+
+def further_external_id(key: str, email: str) -> str:
+    prefix = further_prefix(key)
+    return f"{prefix}{shortened(email, EXTERNAL_ID_MAX - len(prefix) - 1)})"
+
+
+def _external_id_for(key: str, external_id: str) -> str:
+    """The externalId that `external_id`, made for an issue's old key, gets
+    under its new `key`: the first one, or a further one (same e-mail part)."""
+    if " (" in external_id and external_id.endswith(")"):
+        email_part = external_id[external_id.index(" (") + 2 : -1]
+        prefix = further_prefix(key)
+        return f"{prefix}{shortened(email_part, EXTERNAL_ID_MAX - len(prefix) - 1)})"
+    return first_external_id(key)
+
+
+def _issue_commitments(connection: TrackerConnection, key: str) -> list[Commitment]:
+    return commitment_selectors.commitments_for_external_item(
+        assigner=connection.owner,
+        external_system=connection.system,
+        external_id=first_external_id(key),
+        further_prefix=further_prefix(key),
     )
+
+
+# --- links -----------------------------------------------------------------------------
+
+
+def _link_host(url: str) -> str:
+    """The https host (with a port, when not 443) of `url`; "" for anything
+    else (http, another scheme, credentials in it, no host)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return ""
+    if parts.scheme != "https" or not parts.hostname or parts.username or parts.password:
+        return ""
+    return parts.hostname if port in (None, 443) else f"{parts.hostname}:{port}"
+
+
+# --- one delivery ----------------------------------------------------------------------
+
+
+# What each `did` wrote: these change a commitment (or make one).
+CHANGED_DID = {"created", "completed", "recorded", "renegotiated", "noted", "moved"}
+
+
+@dataclass
+class _Delivery:
+    """One delivery being applied: the connection, what it says, who acts,
+    and the notes the log row gets beside its actions."""
+
+    connection: TrackerConnection
+    change: payloads.Change
+    actor: Actor
+    notes: list[str] = field(default_factory=list)
+    _link: tuple[str | None] | None = None
+
+    @property
+    def tracker(self) -> str:
+        return self.connection.get_kind_display()
+
+    def link(self) -> str | None:
+        """The issue's link when it is https on the connection's site (learnt
+        from this delivery when the connection has none yet); else None, and
+        the log says why. Worked out once per delivery."""
+        if self._link is None:
+            self._link = (self._checked_link(),)
+        return self._link[0]
+
+    def _checked_link(self) -> str | None:
+        url = self.change.url
+        if not url:
+            return None
+        host = _link_host(url)
+        connection = self.connection
+        if host and not connection.site and _site_learn(connection, host, actor=self.actor):
+            self.notes.append(
+                f"This connection's {self.tracker} site is now {connection.site}, from this "
+                "delivery: issue links elsewhere are not used."
+            )
+        if host and host == connection.site:
+            return url
+        why = (
+            "not a plain https address"
+            if not host
+            else f"not on {connection.site}, this connection's site"
+        )
+        self.notes.append(f"The issue's link {url} was not used ({why}).")
+        return None
+
+
+def _site_learn(connection: TrackerConnection, host: str, *, actor: Actor) -> bool:
+    """Set a blank site to `host`, once: a delivery racing this one that set
+    it first wins, and its value is the one used. True when this one set it."""
+    won = TrackerConnection.objects.filter(pk=connection.pk, site="").update(site=host)
+    if won:
+        audit_event_record(
+            actor=actor,
+            subject=connection,
+            action="tracker_connection_site_learnt",
+            payload={"system": connection.system, "site": host},
+        )
+    connection.site = TrackerConnection.objects.values_list("site", flat=True).get(pk=connection.pk)
+    return bool(won)
+
+
+def _email_of(person: payloads.Person, identity_map: dict[str, str]) -> str | None:
+    """The operator's map first (by the tracker's one identity field, any
+    case), then the address the tracker sent."""
+    if person.key:
+        lowered = {name.lower(): email for name, email in identity_map.items()}
+        if person.key.lower() in lowered:
+            return lowered[person.key.lower()]
+    return person.email
+
+
+def _unmapped(kind: str, person: payloads.Person) -> str:
+    field_name = payloads.IDENTITY_FIELD[kind]
+    if not person.key:
+        return f"the tracker sent no {field_name} and no e-mail"
+    return (
+        f"not in the identity map (map the {field_name} “{person.key}”), and the tracker "
+        "sent no e-mail"
+    )
+
+
+def _day(value: dt.datetime | None, tz_name: str) -> str:
+    return value.astimezone(zone_named(tz_name)).date().isoformat() if value else "none"
+
+
+def _follow_move(delivery: _Delivery) -> list[dict]:
+    """A moved issue keeps its commitments: when none is found under the key
+    and some are under a key it had before (payloads: Jira's changelog,
+    Linear's previousIdentifiers), they take the new key (and its link)."""
+    change, connection = delivery.change, delivery.connection
+    if not change.previous_keys or _issue_commitments(connection, change.key):
+        return []
+    actions: list[dict] = []
+    for old_key in change.previous_keys:
+        found = _issue_commitments(connection, old_key)
+        if not found:
+            continue
+        link = delivery.link()
+        for commitment in found:
+            new_id = _external_id_for(change.key, commitment.external_id)
+            entry: dict[str, Any] = {
+                "who": commitment.external_id,
+                "commitmentId": str(commitment.pk),
+            }
+            actions.append(entry)
+            try:
+                commitment_services.commitment_external_ref_change(
+                    actor=delivery.actor,
+                    commitment_id=commitment.pk,
+                    external_id=new_id,
+                    link_url=link,
+                )
+            except CommitmentError as exc:
+                entry.update(did="kept", why=f"it could not take the new key {new_id}: {exc}")
+                continue
+            entry.update(did="moved", externalId=new_id, why=f"the issue is now {change.key}")
+        break
+    return actions
+
+
+def _assign(delivery: _Delivery) -> list[dict]:
+    connection, change, actor = delivery.connection, delivery.change, delivery.actor
+    owner = connection.owner
+    existing = _issue_commitments(connection, change.key)
     taken_ids = {c.external_id for c in existing}
     by_assignee = {c.assignee_id: c for c in existing}
     wanted = [(p, _email_of(p, connection.identity_map)) for p in change.people]
@@ -288,11 +540,11 @@ def _assign(connection: TrackerConnection, change: payloads.Change, actor: Actor
     actions: list[dict] = []
     for person, email in wanted:
         entry: dict[str, Any] = {"who": person.shown}
+        if person.key and person.key != person.shown:
+            entry["trackerUser"] = person.key
         actions.append(entry)
         if email is None:
-            entry.update(
-                did="skipped", why="not in the identity map, and the tracker sent no e-mail"
-            )
+            entry.update(did="skipped", why=_unmapped(connection.kind, person))
             continue
         entry["email"] = email
         user = users.get(email)
@@ -307,7 +559,8 @@ def _assign(connection: TrackerConnection, change: payloads.Change, actor: Actor
                 commitmentId=str(found.pk),
             )
             continue
-        external_id = change.key if change.key not in taken_ids else f"{change.key} ({email})"
+        first = first_external_id(change.key)
+        external_id = first if first not in taken_ids else further_external_id(change.key, email)
         inbox = InboxSerializer(
             data={
                 "assignerEmail": owner.email,
@@ -332,7 +585,7 @@ def _assign(connection: TrackerConnection, change: payloads.Change, actor: Actor
                 deadline=data["deadline"],
                 external_system=data["externalSystem"],
                 external_id=data["externalId"],
-                link_url=change.url,
+                link_url=delivery.link(),
             )
         except DuplicateExternalRef:
             entry.update(
@@ -342,26 +595,40 @@ def _assign(connection: TrackerConnection, change: payloads.Change, actor: Actor
         taken_ids.add(external_id)
         by_assignee[user.pk] = commitment
         entry.update(did="created", commitmentId=str(commitment.pk), externalId=external_id)
+        if deadline is not None and deadline < commitment.created_at:
+            entry["pastDue"] = _day(deadline, owner.timezone)
     return actions
 
 
-def _close(connection: TrackerConnection, change: payloads.Change, actor: Actor) -> list[dict]:
-    existing = commitment_selectors.commitments_for_external_item(
-        assigner=connection.owner, external_system=connection.system, key=change.key
-    )
+def _not_moving(commitment: Commitment, entry: dict[str, Any]) -> bool:
+    """Note why a commitment that cannot be moved now is left as it is."""
+    why = {
+        Status.COMPLETED: "it was completed already",
+        Status.REFUSED: "it was declined",
+        Status.DRAFT: "it is a draft",
+    }.get(commitment.status)
+    if why:
+        entry.update(did="kept", why=why)
+    return bool(why)
+
+
+def _close(delivery: _Delivery) -> list[dict]:
+    existing = _issue_commitments(delivery.connection, delivery.change.key)
     actions: list[dict] = []
     for commitment in existing:
         entry: dict[str, Any] = {"who": commitment.external_id, "commitmentId": str(commitment.pk)}
         actions.append(entry)
+        if _not_moving(commitment, entry):
+            continue
         if commitment.status != Status.ACTIVE:
-            why = {
-                Status.COMPLETED: "it was completed already",
-                Status.REFUSED: "it was declined",
-            }.get(commitment.status, f"it is not accepted yet ({commitment.get_status_display()})")
-            entry.update(did="kept", why=why)
+            entry.update(
+                did="kept", why=f"it is not accepted yet ({commitment.get_status_display()})"
+            )
             continue
         try:
-            commitment_services.commitment_complete(actor=actor, commitment_id=commitment.pk)
+            commitment_services.commitment_complete(
+                actor=delivery.actor, commitment_id=commitment.pk
+            )
         except CommitmentError as exc:  # changed under us since it was read
             entry.update(did="kept", why=str(exc))
             continue
@@ -369,13 +636,91 @@ def _close(connection: TrackerConnection, change: payloads.Change, actor: Actor)
     return actions
 
 
+def _not_done(delivery: _Delivery) -> list[dict]:
+    """Closed without being done (not planned, canceled, won't do): not a kept
+    commitment, so nothing is completed; each open commitment of the issue
+    records it (its timeline says so). Issue 26 (withdrawal) makes this a
+    withdrawal: call that move here instead."""
+    change = delivery.change
+    words = f"Closed in {delivery.tracker} {change.closed_as}"
+    existing = _issue_commitments(delivery.connection, change.key)
+    actions: list[dict] = []
+    for commitment in existing:
+        entry: dict[str, Any] = {"who": commitment.external_id, "commitmentId": str(commitment.pk)}
+        actions.append(entry)
+        if _not_moving(commitment, entry):
+            continue
+        try:
+            commitment_services.commitment_record_closed_not_done(
+                actor=delivery.actor, commitment_id=commitment.pk, words=words
+            )
+        except CommitmentError as exc:
+            entry.update(did="kept", why=str(exc))
+            continue
+        entry.update(did="recorded", why=f"{words}: not completed")
+    return actions
+
+
+def _due(delivery: _Delivery) -> list[dict]:
+    """The due date changed in the tracker: a change of terms by the assigner.
+    Before the handshake completed (Pending_Handshake, Refused) that is a
+    renegotiation (the assignee is asked again); once accepted, the accepted
+    deadline stays and the new date is recorded on the commitment."""
+    connection, change = delivery.connection, delivery.change
+    tz_name = connection.owner.timezone
+    deadline = end_of_day(change.due, tz_name) if change.due else None
+    now_due = f"is now {change.due.isoformat()}" if change.due else "was removed"
+    actions: list[dict] = []
+    for commitment in _issue_commitments(connection, change.key):
+        entry: dict[str, Any] = {"who": commitment.external_id, "commitmentId": str(commitment.pk)}
+        actions.append(entry)
+        try:
+            if commitment.status in (Status.PENDING_HANDSHAKE, Status.REFUSED):
+                commitment_services.commitment_renegotiate(
+                    actor=delivery.actor, commitment_id=commitment.pk, deadline=deadline
+                )
+                entry.update(
+                    did="renegotiated",
+                    why=f"the due date {now_due}: the assignee is asked again",
+                )
+            elif commitment.status == Status.ACTIVE:
+                words = (
+                    f"The due date in {delivery.tracker} {now_due}; "
+                    f"the accepted deadline ({_day(commitment.deadline, tz_name)}) stays"
+                )
+                commitment_services.commitment_record_source_deadline(
+                    actor=delivery.actor,
+                    commitment_id=commitment.pk,
+                    deadline=deadline,
+                    words=words,
+                )
+                entry.update(did="noted", why=words)
+            else:
+                _not_moving(commitment, entry)
+        except NothingChanged:
+            entry.update(did="kept", why="its deadline is that already")
+        except CommitmentError as exc:  # changed under us since it was read
+            entry.update(did="kept", why=str(exc))
+    return actions
+
+
 def _sentence(entry: dict[str, Any]) -> str:
     who = entry.get("who", "")
-    if entry["did"] == "created":
-        return f"Created a commitment for {who} ({entry.get('email')})."
-    if entry["did"] == "completed":
+    why = str(entry.get("why", "")).rstrip(".")
+    did = entry["did"]
+    if did == "created":
+        said = f"Created a commitment for {who} ({entry.get('email')})."
+        if entry.get("pastDue"):
+            said += (
+                f" Its due date, {entry['pastDue']}, had passed already: accepting counts it "
+                "as overdue at once."
+            )
+        return said
+    if did == "completed":
         return f"Completed {who}."
-    return f"{entry['did'].capitalize()} {who}: {entry.get('why', '')}."
+    if did == "moved":
+        return f"Moved {who} to {entry.get('externalId')}: {why}."
+    return f"{did.capitalize()} {who}: {why}."
 
 
 NOTHING_FOR = {
@@ -385,22 +730,34 @@ NOTHING_FOR = {
 
 
 def _apply(connection: TrackerConnection, change: payloads.Change, actor: Actor) -> Receipt:
+    delivery = _Delivery(connection, change, actor)
     base = {"event": change.event, "external_id": change.key}
+    actions = _follow_move(delivery)
+    if change.due_changed:
+        actions += _due(delivery)
     if change.action == payloads.ASSIGNED:
-        actions = _assign(connection, change, actor)
+        actions += _assign(delivery)
         if not actions:
-            return Receipt(Outcome.NOTHING, "Assigned, but to nobody we can name.", **base)
+            delivery.notes.insert(0, "Assigned, but to nobody we can name.")
     elif change.action == payloads.CLOSED:
-        actions = _close(connection, change, actor)
+        actions += _close(delivery)
         if not actions:
-            return Receipt(Outcome.NOTHING, "Closed: no commitment tracks this issue.", **base)
-    else:
-        summary = NOTHING_FOR.get(change.action) or (change.note or "Nothing to do.")
-        return Receipt(Outcome.NOTHING, summary, **base)
-    changed = any(a["did"] in ("created", "completed") for a in actions)
+            delivery.notes.insert(0, "Closed: no commitment tracks this issue.")
+    elif change.action == payloads.NOT_DONE:
+        actions += _not_done(delivery)
+        if not actions:
+            delivery.notes.insert(0, f"Closed {change.closed_as}: no commitment tracks this issue.")
+    elif not actions:
+        if change.due_changed:
+            delivery.notes.insert(0, "The due date changed: no commitment tracks this issue.")
+        else:
+            delivery.notes.insert(
+                0, NOTHING_FOR.get(change.action) or change.note or "Nothing to do."
+            )
+    changed = any(a["did"] in CHANGED_DID for a in actions)
     return Receipt(
         Outcome.CHANGED if changed else Outcome.NOTHING,
-        " ".join(_sentence(a) for a in actions),
+        " ".join([*(_sentence(a) for a in actions), *delivery.notes]),
         actions=actions,
         **base,
     )
@@ -442,7 +799,7 @@ def tracker_delivery_receive(
         )
         receipt = _apply(connection, change, actor)
     row.event = receipt.event[:EVENT_MAX]
-    row.external_id = receipt.external_id[:EXTERNAL_ID_MAX]
+    row.external_id = receipt.external_id[:ISSUE_KEY_MAX]
     row.outcome = receipt.outcome
     row.summary = receipt.summary
     row.actions = receipt.actions

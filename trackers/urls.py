@@ -13,5 +13,6 @@ urlpatterns = [
         views.connection_tracker_secret,
         name="tracker_secret",
     ),
+    path("<uuid:connection_id>/site", views.connection_site, name="tracker_site"),
     path("<uuid:connection_id>/delete", views.connection_delete, name="tracker_delete"),
 ]

@@ -27,7 +27,7 @@ from commitments.models import EXTERNAL_SYSTEM_MAX
 from lib.forms import TextField
 from lib.once import form_key_new, form_key_use
 from trackers import selectors, services
-from trackers.models import Kind, TrackerConnection
+from trackers.models import SITE_MAX, Kind, TrackerConnection
 
 SHOWN_KEY = "trackers.secret"  # {"connection": id, "secret": ...} until the next GET
 FORM_SCOPE = "trackers.connections"
@@ -41,6 +41,14 @@ def identity_text(identity_map: dict[str, str]) -> str:
     return "\n".join(f"{name}={email}" for name, email in sorted(identity_map.items()))
 
 
+IDENTITY_HELP = (
+    "One per line: the tracker's user, =, their e-mail address here. The user is named by "
+    "GitHub login, GitLab username, Linear user id or Jira accountId (Jira Server: the user "
+    "name), never by display name; the connection's log shows the one to map. This map wins "
+    "over an address the tracker sends."
+)
+
+
 class ConnectionForm(forms.Form):
     kind = forms.ChoiceField(choices=Kind.choices, label="Tracker")
     system = TextField(
@@ -51,14 +59,21 @@ class ConnectionForm(forms.Form):
             "The externalSystem its commitments carry (default: the tracker's name, e.g. github)."
         ),
     )
+    site = TextField(
+        max_length=SITE_MAX,
+        required=False,
+        label="Tracker's site (optional)",
+        help_text=(
+            "Its host, e.g. jira.example.com: issue links are used only when they are https "
+            "there. Blank: github.com, linear.app; for GitLab and Jira, the host of the first "
+            "delivery."
+        ),
+    )
     identities = TextField(
         required=False,
         label="People (optional)",
         widget=forms.Textarea(attrs={"rows": 4, "placeholder": "octocat=ada@example.com"}),
-        help_text=(
-            "One per line: the tracker's user name, =, their e-mail address here. Where the "
-            "tracker sends an e-mail address itself, that one is used."
-        ),
+        help_text=IDENTITY_HELP,
     )
     form_key = forms.CharField(widget=forms.HiddenInput)
 
@@ -68,7 +83,20 @@ class IdentitiesForm(forms.Form):
         required=False,
         label="People",
         widget=forms.Textarea(attrs={"rows": 6}),
-        help_text="One per line: the tracker's user name, =, their e-mail address here.",
+        help_text=IDENTITY_HELP,
+    )
+
+
+class SiteForm(forms.Form):
+    site = TextField(
+        max_length=SITE_MAX,
+        required=False,
+        label="Tracker's site",
+        help_text=(
+            "The host its issue links must be on (https), e.g. jira.example.com or "
+            "gitlab.example.com:8443. Blank for GitHub and Linear: their own host; for GitLab "
+            "and Jira: learnt from the next delivery."
+        ),
     )
 
 
@@ -138,6 +166,7 @@ def connection_list(request: HttpRequest) -> HttpResponse:
             kind=form.cleaned_data["kind"],
             system=form.cleaned_data["system"],
             identity_map=identity_map,
+            site=form.cleaned_data["site"],
         )
     except services.TrackerError as exc:
         return _refused(request, exc)
@@ -151,7 +180,8 @@ def _refused(request: HttpRequest, error: services.TrackerError | None = None) -
     form = ConnectionForm(data)
     form.is_valid()
     if error is not None:
-        field = {"identity_map": "identities", "system": "system", "kind": "kind"}.get(error.field)
+        fields = {"identity_map": "identities", "system": "system", "kind": "kind", "site": "site"}
+        field = fields.get(error.field)
         form.add_error(field, error.message)
     return _list(request, form, status=400)
 
@@ -194,6 +224,7 @@ def connection_detail(request: HttpRequest, connection_id: uuid.UUID) -> HttpRes
             "form": form,
             "events": selectors.recent_events(connection=connection),
             "tracker_secret_form": TrackerSecretForm() if connection.kind == "linear" else None,
+            "site_form": SiteForm(initial={"site": connection.site}),
             "shown": shown,
         },
         status=status,
@@ -230,6 +261,28 @@ def connection_tracker_secret(request: HttpRequest, connection_id: uuid.UUID) ->
             messages.success(request, f"The {connection.label} now checks Linear's secret.")
     else:
         messages.error(request, "Paste the signing secret.")
+    return redirect("tracker_connection", connection_id=connection.pk)
+
+
+@login_required
+@recent_sign_in_required
+@require_http_methods(["POST"])
+def connection_site(request: HttpRequest, connection_id: uuid.UUID) -> HttpResponse:
+    """Set the host whose https issue links the connection uses."""
+    connection = _mine(request, connection_id)
+    form = SiteForm(request.POST)
+    if form.is_valid():
+        try:
+            services.tracker_connection_set_site(
+                connection=connection, site=form.cleaned_data["site"]
+            )
+        except services.TrackerError as exc:
+            messages.error(request, exc.message)
+        else:
+            where = connection.site or "the host of the next delivery"
+            messages.success(request, f"The {connection.label} now links issues on {where}.")
+    else:
+        messages.error(request, "Write the tracker's host.")
     return redirect("tracker_connection", connection_id=connection.pk)
 
 

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db
 @dataclass(frozen=True)
 class Tracker:
     kind: str
-    login: str  # the assignee's name in the samples, mapped to knight@example.com
+    login: str  # the assignee's identity field in the samples, mapped to knight@example.com
     key: str
     title: str
     url: str
@@ -43,7 +43,7 @@ TRACKERS = [
     ),
     Tracker(
         "linear",
-        "Knight Linear",
+        "5a4e5b3c-0b1a-4e0e-9d1c-3b2a1f0e9d8c",
         "ENG-42",
         "Write the onboarding guide",
         "https://linear.app/acme/issue/ENG-42/write-the-onboarding-guide",
@@ -187,8 +187,20 @@ def test_linear_refuses_a_stale_timestamp(client, tracker, wired):
 
 
 @pytest.mark.parametrize("tracker", [TRACKERS[1]], ids=["linear"])
-def test_linear_uses_the_payloads_email_over_the_map(client, tracker, wired, make_user):
+def test_linear_the_operators_map_wins_over_the_payloads_email(client, tracker, wired, make_user):
+    make_user("squire@example.com")
+    payload, event = tracker.samples()["assigned"]
+    # Linear always sends the user's address; the person's address here differs.
+    payload["data"]["assignee"]["email"] = "Squire@Example.com"
+    assert deliver(client, wired[0], wired[1], payload, event=event).status_code == 200
+    assert Commitment.objects.get().assignee.email == "knight@example.com"
+
+
+@pytest.mark.parametrize("tracker", [TRACKERS[1]], ids=["linear"])
+def test_linear_an_unmapped_user_is_found_by_the_payloads_email(client, tracker, wired, make_user):
     squire = make_user("squire@example.com")
+    wired[0].identity_map = {}
+    wired[0].save()
     payload, event = tracker.samples()["assigned"]
     payload["data"]["assignee"]["email"] = "Squire@Example.com"
     assert deliver(client, wired[0], wired[1], payload, event=event).status_code == 200

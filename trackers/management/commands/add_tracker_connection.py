@@ -1,5 +1,5 @@
 """python manage.py add_tracker_connection EMAIL --kind github|gitlab|linear|jira
---system SLUG [--map LOGIN=EMAIL ...]
+--system SLUG [--site HOST] [--map LOGIN=EMAIL ...]
 
 Adds a tracker connection for the user with EMAIL, as Settings, Tracker
 connections does (the same service and rules), and prints its receiving URL
@@ -35,14 +35,26 @@ class Command(BaseCommand):
             help="The externalSystem its commitments carry (default: the kind)",
         )
         parser.add_argument(
+            "--site",
+            help=(
+                "The tracker's host, whose https issue links are used (default: github.com, "
+                "linear.app; GitLab and Jira: the host of the first delivery)"
+            ),
+        )
+        parser.add_argument(
             "--map",
             action="append",
             default=[],
             metavar="LOGIN=EMAIL",
-            help="A tracker user name and the e-mail address it stands for (repeatable)",
+            help=(
+                "The tracker's user (GitHub login, GitLab username, Linear user id, Jira "
+                "accountId) and the e-mail address here it stands for (repeatable)"
+            ),
         )
 
-    def handle(self, *args, email: str, kind: str, system: str | None, map, **options) -> None:
+    def handle(
+        self, *args, email: str, kind: str, system: str | None, site: str | None, map, **options
+    ) -> None:
         user = active_user_for_command(email)
         try:
             identity_map = services.parse_identity_lines(map)
@@ -51,6 +63,7 @@ class Command(BaseCommand):
                 kind=kind,
                 system=system,
                 identity_map=identity_map,
+                site=site,
                 actor=Actor.system(),
             )
         except services.TrackerError as exc:
