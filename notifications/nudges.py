@@ -148,8 +148,8 @@ def _asker(commitment: Commitment) -> str:
 
 def _invitation_ending(address: str) -> str:
     return (
-        f"To read it in Commitments and accept or decline it, sign up there with this "
-        f"address ({address}) and confirm it: the request waits for you in your Accord. "
+        f"To read it in Commitments and accept or decline it, sign up with this address "
+        f"({address}) and confirm it: the request waits for you in your Accord. "
         "If you did not expect this, ignore this e-mail: nothing happens unless you sign "
         "up. Commitments never asks for a password or a payment in an e-mail."
     )

@@ -99,7 +99,7 @@ def test_the_invitation_says_who_asks_what_and_how_to_answer(assigner):
     assert sent.subject == "Lead asked you to do something on Commitments"
     assert "Lead (lead@example[.]com) asked you to do something" in sent.body
     assert "    | Water the shrubbery\n" in sent.body
-    assert "sign up there with this address (newcomer@example.com)" in sent.body
+    assert "sign up with this address (newcomer@example.com)" in sent.body
     assert "https://commitments.example.com/accounts/signup/" in sent.body
     delivery = Delivery.objects.get()
     assert delivery.status == DeliveryStatus.DELIVERED
@@ -246,24 +246,30 @@ def test_a_draft_invites_nobody_until_sent(assigner):
 @pytest.mark.processes
 @pytest.mark.postgres
 @pytest.mark.redis
-def test_a_real_worker_mails_the_invitation_once(tmp_path, assigner):
+def test_a_real_worker_mails_forty_asks_to_one_address_once(tmp_path, assigner, settings):
+    settings.INVITATIONS_PER_DAY = 40
     purge_queue(os.environ["REDIS_URL"])
     env = subprocess_env(tmp_path)
-    # No sweep may dispatch it: only the after-commit publish can.
+    # No sweep may dispatch them: only the after-commit publish can.
     env["TEST_OUTBOX_SWEEP_GRACE"] = "3600"
     with celery_worker(env, tmp_path / "worker.log") as worker:
         worker.wait_for_output("ready.")
-        c = invite(assigner)
+        asks = [invite_with(assigner, f"Request number {n}") for n in range(40)]
         wait_until(
-            lambda: Delivery.objects.filter(
-                event__commitment=c, status=DeliveryStatus.DELIVERED
-            ).exists(),
-            what="the invitation",
+            lambda: (
+                Delivery.objects.count() == 40
+                and Delivery.objects.filter(status=DeliveryStatus.DELIVERED).exists()
+            ),
+            what="forty invitation deliveries, one of them sent",
         )
-    mails = [m for m in read_mails(tmp_path / "mail") if "Water the shrubbery" in m["Subject"]]
+    mails = read_mails(tmp_path / "mail")
     assert len(mails) == 1
     assert mails[0]["To"] == "newcomer@example.com"
-    assert Delivery.objects.filter(event__commitment=c).count() == 1
+    assert mails[0]["Subject"] == "Lead asked you to do something on Commitments"
+    assert Delivery.objects.get(event__commitment=asks[0]).status == DeliveryStatus.DELIVERED
+    # The other 39 wait for tomorrow's digest.
+    assert Delivery.objects.filter(is_digest=True, status=DeliveryStatus.PENDING).count() == 1
+    assert Delivery.objects.filter(status=DeliveryStatus.HELD).count() == 38
 
 
 @pytest.mark.postgres
