@@ -126,12 +126,16 @@ INVITATION_DIGEST_LIST_MAX = 10
 # or an address's domain. The asker's words keep them only as text.
 _SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*):(//)")
 _HOST_DOT = re.compile(r"(?<=\w)[.\u3002\uff0e\uff61](?=[^\W\d_]{2})")
+# A dotted IPv4 address, which some mail programs link too.
+_IPV4 = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
 
 
 def unlinked(text: str) -> str:
     """`text` with nothing a mail program would make a link of:
     `https://mail.example/login` reads `https[:]//mail[.]example/login`."""
-    return _HOST_DOT.sub("[.]", _SCHEME.sub(r"\1[:]\2", text))
+    text = _SCHEME.sub(r"\1[:]\2", text)
+    text = _IPV4.sub(lambda match: match.group().replace(".", "[.]"), text)
+    return _HOST_DOT.sub("[.]", text)
 
 
 def _quoted(text: str) -> str:

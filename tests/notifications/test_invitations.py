@@ -19,6 +19,7 @@ from commitments.models import Commitment, EventKind, OutboxEvent
 from lib import jobs
 from notifications import dispatch
 from notifications.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
+from notifications.nudges import unlinked
 from notifications.sending import nudge_send
 from relay import outbox
 from tests.harness.concurrency import race
@@ -133,6 +134,23 @@ def test_the_askers_words_are_only_in_the_body_quoted_and_without_links(assigner
         assert link not in sent.body
     # Our own links stay links.
     assert "(https://commitments.example.com)" in sent.body
+
+
+@pytest.mark.parametrize(
+    ("words", "shown"),
+    [
+        ("Log in at https://mail.example.com/x", "Log in at https[:]//mail[.]example[.]com/x"),
+        ("HTTP://EVIL.EXAMPLE", "HTTP[:]//EVIL[.]EXAMPLE"),
+        ("see www.example.org.", "see www[.]example[.]org."),
+        ("write to a.b@corp.example", "write to a.b@corp[.]example"),
+        ("open http://10.0.0.1:8080/", "open http[:]//10[.]0[.]0[.]1:8080/"),
+        ("full-width evil\uff0ecom", "full-width evil[.]com"),
+        # Prose stays as written.
+        ("Pay 1.5 days, e.g. Monday. Then rest.", "Pay 1.5 days, e.g. Monday. Then rest."),
+    ],
+)
+def test_nothing_the_asker_wrote_stays_a_link(words, shown):
+    assert unlinked(words) == shown
 
 
 def test_forty_asks_give_one_invitation_now_and_one_digest_a_day_later(assigner, settings):
