@@ -84,6 +84,8 @@ def invitation_lock(*, invitation_id) -> Invitation:
     """Lock an invitation's row (SELECT ... FOR UPDATE) for the rest of the
     caller's transaction: the dispatcher decides under it whether an
     address's invitation mail goes now, starts the day's digest or waits in
-    it, so two workers cannot both mail the address at once. The claim
-    (`services.commitment_invitations_claim`) takes the same lock."""
-    return Invitation.objects.select_for_update().get(pk=invitation_id)
+    it, so two workers cannot both mail the address at once; the claim
+    (`services.commitment_invitations_claim`, FOR UPDATE) waits for it too.
+    FOR NO KEY UPDATE, so an ask inserting a commitment that references the
+    row (FOR KEY SHARE) does not wait for a dispatch."""
+    return Invitation.objects.select_for_update(no_key=True).get(pk=invitation_id)
