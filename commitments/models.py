@@ -189,8 +189,10 @@ class EventKind(models.TextChoices):
     REFUSED = "refused", "Declined"
     COMPLETED = "completed", "Completed"
     RENEGOTIATED = "renegotiated", "Renegotiated"
-    # A request (or its renegotiation) to an address with no account yet: the
-    # nudge is an invitation e-mail to `commitment.invitation.email`.
+    # A request to an address with no account yet: the nudge is an invitation
+    # e-mail to `commitment.invitation.email`, at most one a day per address
+    # (notifications.dispatch). Its renegotiation is `renegotiated` and mails
+    # nobody (events written before that rule may still say `invited`).
     INVITED = "invited", "Invited"
 
 

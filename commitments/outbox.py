@@ -13,7 +13,7 @@ import datetime as dt
 
 from django.db.models import F
 
-from commitments.models import OutboxEvent
+from commitments.models import Invitation, OutboxEvent
 from lib import leasing
 
 # The channel of migration 0006's trigger: a notification with no payload,
@@ -78,3 +78,14 @@ def outbox_events_take_due(
             pk__in=[event_id for event_id, _ in due], dispatched_at__isnull=True
         ).update(next_attempt_at=now + requeue_after)
     return due
+
+
+def invitation_lock(*, invitation_id) -> Invitation:
+    """Lock an invitation's row (SELECT ... FOR UPDATE) for the rest of the
+    caller's transaction: the dispatcher decides under it whether an
+    address's invitation mail goes now, starts the day's digest or waits in
+    it, so two workers cannot both mail the address at once; the claim
+    (`services.commitment_invitations_claim`, FOR UPDATE) waits for it too.
+    FOR NO KEY UPDATE, so an ask inserting a commitment that references the
+    row (FOR KEY SHARE) does not wait for a dispatch."""
+    return Invitation.objects.select_for_update(no_key=True).get(pk=invitation_id)

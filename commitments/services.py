@@ -51,8 +51,6 @@ from lib.logs import request_id_var
 from lib.text import is_blank, strip_blank
 
 UNSET: Any = object()
-# The events that ask the assignee for their handshake.
-ASKS_ASSIGNEE = {EventKind.HANDSHAKE_REQUESTED, EventKind.RENEGOTIATED}
 INVITATION_WINDOW = dt.timedelta(days=1)
 DECLINE_REASON_MAX = 500
 
@@ -118,9 +116,13 @@ def _record(
     rows: list[Any] = [
         audit_event_build(actor=actor, subject=commitment, action=action, payload=body)
     ]
-    if event in ASKS_ASSIGNEE and commitment.assignee_id is None:
+    if event == EventKind.HANDSHAKE_REQUESTED and commitment.assignee_id is None:
         # Nobody has an account for the address asked yet: the nudge is an
-        # invitation to it (the workers read `commitment.invitation`).
+        # invitation to it (the workers read `commitment.invitation`). A
+        # renegotiation of such a request stays `renegotiated`, which nudges
+        # nobody: the address is not mailed again, and whatever still tells
+        # it (a digest waiting to go, the Accord after sign-up) shows the
+        # terms as they are then (docs/security.md, "Invitations").
         event = EventKind.INVITED
     if event is not None:
         # Announced by the database itself: on PostgreSQL the insert notifies
@@ -317,27 +319,27 @@ def commitment_create_draft(
 
 def _invitation_for(*, assigner, email: str, now: dt.datetime) -> Invitation:
     """The invitation row of an address nobody can be asked at yet, within
-    the assigner's daily limit of new invitations (so the form cannot be used
-    to mail strangers in bulk)."""
-    recent = (
-        Commitment.objects.filter(
-            assigner=assigner, assignee__isnull=True, created_at__gte=now - INVITATION_WINDOW
-        )
-        .values("invitation_id")
-        .distinct()
-        .count()
-    )
-    invitation = Invitation.objects.filter(email=email).first()
-    already_asked = invitation is not None and (
-        Commitment.objects.filter(assigner=assigner, invitation=invitation).exists()
-    )
-    if not already_asked and recent >= settings.INVITATIONS_PER_DAY:
+    the assigner's daily limit (settings.INVITATIONS_PER_DAY), so the form
+    cannot be used to mail strangers in bulk. Every ask to an address without
+    an account counts, a repeated one too: the invitation mail to one address
+    is capped by the workers (notifications.dispatch), but each ask still
+    adds a request that the address's digest lists (docs/security.md,
+    "Invitations")."""
+    # Count and insert under a lock on the asker's row, so two asks at once
+    # cannot both take the last place of the day. FOR NO KEY UPDATE: it
+    # serialises this asker's asks without blocking the inserts that merely
+    # reference the row (their FOR KEY SHARE). SQLite has no row locks, but
+    # its write transactions (BEGIN IMMEDIATE) are serialised already.
+    get_user_model().objects.select_for_update(no_key=True).values("pk").get(pk=assigner.pk)
+    recent = Commitment.objects.filter(
+        assigner=assigner, invitation__isnull=False, created_at__gte=now - INVITATION_WINDOW
+    ).count()
+    if recent >= settings.INVITATIONS_PER_DAY:
         raise AddressNotAskable(
-            f"You have invited {recent} people without an account today, the most a day; "
-            "ask them again tomorrow."
+            f"You have asked people without an account {recent} times today, the most a "
+            "day; ask them again tomorrow."
         )
-    if invitation is None:
-        invitation, _ = Invitation.objects.get_or_create(email=email)
+    invitation, _ = Invitation.objects.get_or_create(email=email)
     return invitation
 
 
@@ -354,8 +356,9 @@ def commitment_ask(
     active account's verified address is invited: the commitment references
     its `Invitation` and waits (no assignee) until an account verifies the
     address (commitment_invitations_claim); the `invited` outbox row makes
-    the workers mail the invitation. A deactivated account's address raises
-    AddressNotAskable. One transaction."""
+    the workers mail the invitation (at most one mail a day to an address,
+    notifications.dispatch). A deactivated account's address, or an ask over
+    the asker's daily limit, raises AddressNotAskable. One transaction."""
     email = (assignee_email or "").strip().lower()
     now = timezone.now()
     with transaction.atomic():

@@ -257,7 +257,8 @@ def commitment_new(request: HttpRequest) -> HttpResponse:
     who = commitment.assignee_label
     if commitment.assignee_id is None:
         note = f"{who} has no account yet: " + (
-            "an invitation is on its way; the request waits for them."
+            "they are invited by e-mail (an address without an account gets one e-mail a "
+            "day at most, later requests together), and the request waits for them."
             if send
             else "they are invited when you send the draft."
         )

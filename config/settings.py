@@ -510,8 +510,9 @@ WORKER_HEARTBEAT_STALE = 15
 # any NUDGE_CAP_WINDOW seconds; what is over it waits for one digest nudge.
 NUDGE_CAP = env_int("NUDGE_CAP", 30)
 NUDGE_CAP_WINDOW = 3600
-# New addresses without an account one person may invite (ask from the
-# New commitment page) in 24 hours: the form must not mail strangers in bulk.
+# Asks to addresses without an account one person may make (New commitment
+# page) in 24 hours, repeated asks to one address included: the form must not
+# mail strangers in bulk (docs/security.md, "Invitations").
 INVITATIONS_PER_DAY = env_int("INVITATIONS_PER_DAY", 20)
 # Reminders (notifications.reminders, docs/reminders.md), made by beat every
 # REMINDER_INTERVAL s: the assignee REMINDER_LEAD s before an Active

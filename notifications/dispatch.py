@@ -20,10 +20,15 @@ import uuid
 from django.conf import settings
 
 from commitments.models import EventKind, OutboxEvent
+from commitments.outbox import invitation_lock
 from lib import deliveries
 from notifications import channels, tasks
 from notifications.models import ChannelKind, Delivery, DeliveryStatus, NudgePair, Reminder
 from notifications.nudges import TELLS_ASSIGNEE, nudge_recipients
+
+# An address nobody has an account for gets at most one invitation mail in
+# this window: the first ask's, then at most one digest of the later asks.
+INVITATION_MAIL_WINDOW = dt.timedelta(days=1)
 
 
 def nudges_queue_on_commit(delivery_ids: list) -> None:
@@ -56,20 +61,33 @@ def _channel_kind(recipient) -> str:
 
 
 def _invitation_delivery_create(*, event: OutboxEvent, now: dt.datetime) -> list[uuid.UUID]:
-    """The invitation e-mail of a request to an address with no account yet,
-    once per event (no recipient user; the address is the invitation's)."""
+    """The invitation e-mail of a request to an address with no account yet
+    (no recipient user; the address is the invitation's), once per event and
+    under the address's cap: at most one invitation mail to an address in
+    any INVITATION_MAIL_WINDOW, whoever asks. The first ask goes at once; a
+    later one within the window starts a digest due when the window ends,
+    and the ones after it wait in that digest (the nudge cap's rule, with a
+    cap of one). Decided under the invitation row's lock."""
     invitation = event.commitment.invitation
     if invitation is None or Delivery.objects.filter(event=event, recipient=None).exists():
         return []
+    invitation_lock(invitation_id=invitation.pk)
+    fields = _under_cap(
+        mine=Delivery.objects.filter(recipient__isnull=True, address=invitation.email),
+        cap=1,
+        window=INVITATION_MAIL_WINDOW,
+        now=now,
+    )
     delivery = Delivery.objects.create(
         event=event,
         recipient=None,
         address=invitation.email,
         channel=ChannelKind.EMAIL,
-        next_attempt_at=now,
-        enqueued_at=now,
+        **fields,
     )
-    return [delivery.pk]
+    if delivery.status == DeliveryStatus.PENDING and delivery.enqueued_at is not None:
+        return [delivery.pk]
+    return []
 
 
 def _capped(*, event: OutboxEvent, recipient, now: dt.datetime) -> dict[str, object]:

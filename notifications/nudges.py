@@ -10,6 +10,7 @@ an external system's, still does).
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 from django.conf import settings
 from django.urls import reverse
@@ -17,7 +18,7 @@ from django.urls import reverse
 from accounts.selectors import user_has_verified_primary_email
 from accounts.timezones import zone_named
 from audit.models import ActorKind
-from commitments.models import Commitment, EventKind, OutboxEvent
+from commitments.models import Commitment, EventKind, OutboxEvent, Status
 from commitments.selectors import commitment_decline_reason
 from lib.text import excerpt
 from notifications.models import Delivery, Reminder, ReminderKind
@@ -125,22 +126,64 @@ def nudge_message(*, event: OutboxEvent, recipient, idempotency_key: str | None 
     return Message(subject=subject, text=text, url=url, idempotency_key=idempotency_key)
 
 
-def invitation_message(*, event: OutboxEvent, idempotency_key: str | None = None) -> Message:
-    """The nudge of a request to an address with no account yet: who asks
-    what, and how to answer (sign up with this address and verify it; the
-    request then waits in the Accord)."""
-    commitment = event.commitment
+# --- invitations: an address nobody has an account for (docs/security.md) ---------
+
+# An invitation digest lists at most this many requests; the rest are counted.
+INVITATION_DIGEST_LIST_MAX = 10
+# What a mail program makes a link of in plain text: a scheme's "://", and a
+# dot (or a look-alike full stop) before a run of letters, as in a host name
+# or an address's domain. The asker's words keep them only as text.
+_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*):(//)")
+_HOST_DOT = re.compile(r"(?<=\w)[.\u3002\uff0e\uff61](?=[^\W\d_]{2})")
+# A dotted IPv4 address, which some mail programs link too.
+_IPV4 = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
+
+
+def unlinked(text: str) -> str:
+    """`text` with nothing a mail program would make a link of:
+    `https://mail.example/login` reads `https[:]//mail[.]example/login`."""
+    text = _SCHEME.sub(r"\1[:]\2", text)
+    text = _IPV4.sub(lambda match: match.group().replace(".", "[.]"), text)
+    return _HOST_DOT.sub("[.]", text)
+
+
+def _quoted(text: str) -> str:
+    """The asker's words, marked as theirs on every line, with no links."""
+    return "\n".join(f"    | {line}" for line in unlinked(text).splitlines() or [""])
+
+
+def _asker(commitment: Commitment) -> str:
+    """Who asked, on one line and without links (their name is theirs to
+    choose, so it is treated like their words)."""
     assigner = commitment.assigner
-    short = excerpt(commitment.description, 60)
+    return f"{unlinked(excerpt(assigner.name, 60))} ({unlinked(assigner.email)})"
+
+
+def _invitation_ending(address: str) -> str:
+    return (
+        f"To read it in Commitments and accept or decline it, sign up with this address "
+        f"({address}) and confirm it: the request waits for you in your Accord. "
+        "If you did not expect this, ignore this e-mail: nothing happens unless you sign "
+        "up. Commitments never asks for a password or a payment in an e-mail."
+    )
+
+
+def invitation_message(
+    *, commitment: Commitment, address: str, idempotency_key: str | None = None
+) -> Message:
+    """The invitation of a request to an address with no account yet. The
+    subject is ours (who asked, on which site); the request is only in the
+    body, quoted and marked as the asker's words, its links made text, since
+    anyone with an account may write it to any address."""
+    assigner = commitment.assigner
     by = format_deadline(commitment.deadline, "UTC")
-    verb = "changed a request to you" if event.previous_status else "asks you"
-    subject = f"{assigner.name} {verb}: {short}"
+    subject = f"{excerpt(unlinked(assigner.name), 40)} asked you to do something on Commitments"
     text = (
-        f"{assigner.name} ({assigner.email}) {verb} through Commitments:\n"
-        f"{commitment.description}\nBy: {by}.\n\n"
-        f"To accept or decline it, sign up with this address "
-        f"({commitment.invitation.email}) and confirm it: the request waits for you "
-        "in your Accord."
+        f"{_asker(commitment)} asked you to do something, through Commitments "
+        f"({settings.SITE_URL}).\n\n"
+        "Their request, in their own words (written by them, not by Commitments; web "
+        "addresses in it are shown as text, not as links):\n\n"
+        f"{_quoted(commitment.description)}\n\nBy: {by}.\n\n" + _invitation_ending(address)
     )
     return Message(
         subject=subject,
@@ -148,6 +191,68 @@ def invitation_message(*, event: OutboxEvent, idempotency_key: str | None = None
         url=site_url("account_signup"),
         idempotency_key=idempotency_key,
     )
+
+
+def invitation_digest_message(
+    *, commitments: list[Commitment], address: str, idempotency_key: str | None = None
+) -> Message:
+    """The day's digest of the requests to an address with no account yet
+    that came after its invitation mail (at most one mail a day to such an
+    address, notifications.dispatch): each one's asker, their words quoted,
+    and its deadline, up to INVITATION_DIGEST_LIST_MAX of them."""
+    count = len(commitments)
+    requests = "1 more request waits" if count == 1 else f"{count} more requests wait"
+    items = []
+    for number, commitment in enumerate(commitments[:INVITATION_DIGEST_LIST_MAX], start=1):
+        by = format_deadline(commitment.deadline, "UTC")
+        items.append(
+            f"{number}. {_asker(commitment)} asked:\n{_quoted(commitment.description)}\n"
+            f"   By: {by}."
+        )
+    if count > INVITATION_DIGEST_LIST_MAX:
+        items.append(f"... and {count - INVITATION_DIGEST_LIST_MAX} more.")
+    text = (
+        f"More requests were sent to this address ({address}) through Commitments "
+        f"({settings.SITE_URL}). An address without an account gets at most one e-mail a "
+        "day from us, so they come together. Each is in the words of the person who asked "
+        "(written by them, not by Commitments; web addresses in them are shown as text, "
+        "not as links):\n\n" + "\n\n".join(items) + "\n\n" + _invitation_ending(address)
+    )
+    return Message(
+        subject=f"{requests} for you on Commitments",
+        text=text,
+        url=site_url("account_signup"),
+        idempotency_key=idempotency_key,
+    )
+
+
+def _still_invited(commitment: Commitment) -> bool:
+    """Still waiting for an account to answer it: not claimed since (then it
+    is in the person's Accord), not moved on."""
+    return commitment.assignee_id is None and commitment.status == Status.PENDING_HANDSHAKE
+
+
+def invitation_delivery_message(
+    delivery: Delivery, *, held=(), idempotency_key: str | None = None
+) -> tuple[Message | None, list]:
+    """What an invitation delivery sends: its request's invitation, or, a
+    digest, the requests it holds; only those still waiting for an account.
+    Returns the message (None when none still waits) and the ids of the held
+    deliveries left out."""
+    rows = [delivery, *held]
+    waiting = [row.event.commitment for row in rows if _still_invited(row.event.commitment)]
+    left_out = [row.pk for row in held if not _still_invited(row.event.commitment)]
+    if not waiting:
+        return None, left_out
+    if delivery.is_digest:
+        message = invitation_digest_message(
+            commitments=waiting, address=delivery.address, idempotency_key=idempotency_key
+        )
+    else:
+        message = invitation_message(
+            commitment=waiting[0], address=delivery.address, idempotency_key=idempotency_key
+        )
+    return message, left_out
 
 
 def sample_message(user) -> Message:
@@ -269,8 +374,8 @@ def delivery_message(delivery: Delivery, *, held=()) -> tuple[Message | None, li
             return None, left_out
         message = reminder_message(recipient=delivery.recipient, reminders=due, idempotency_key=key)
         return message, left_out
-    if delivery.recipient is None:
-        return invitation_message(event=delivery.event, idempotency_key=key), []
+    if delivery.recipient is None:  # an invitation, or an invitation digest
+        return invitation_delivery_message(delivery, held=held, idempotency_key=key)
     if delivery.is_digest:
         message = digest_message(
             recipient=delivery.recipient,

@@ -238,23 +238,48 @@ def test_a_closed_account_cannot_be_asked(client, lead, make_user):
     assert not Commitment.objects.exists()
 
 
-def test_invitations_are_limited_per_day_but_the_same_address_may_be_asked_again(lead, settings):
+def test_every_ask_to_an_address_without_an_account_counts_toward_the_daily_limit(
+    lead, assignee, settings
+):
     settings.INVITATIONS_PER_DAY = 2
     actor = Actor.for_user(lead)
 
-    def invite(email):
+    def ask_for(email):
         return services.commitment_ask(
             actor=actor, assignee_email=email, description="Hi", deadline=None, send=True
         )
 
-    invite("one@example.com")
-    invite("two@example.com")
-    invite("two@example.com")  # already invited: no new invitation
+    ask_for("one@example.com")
+    ask_for("one@example.com")  # asked again: counts too
+    ask_for("knight@example.com")  # someone with an account: no invitation, not counted
 
-    with pytest.raises(AddressNotAskable):
-        invite("three@example.com")
-    assert Invitation.objects.count() == 2
+    for email in ("one@example.com", "two@example.com"):
+        with pytest.raises(AddressNotAskable, match="without an account 2 times today"):
+            ask_for(email)
+    assert Invitation.objects.count() == 1
     assert Commitment.objects.count() == 3
+
+
+def test_the_daily_limit_counts_the_last_24_hours_and_drafts_too(lead, settings):
+    settings.INVITATIONS_PER_DAY = 1
+    actor = Actor.for_user(lead)
+    services.commitment_ask(
+        actor=actor, assignee_email="one@example.com", description="Hi", deadline=None, send=False
+    )
+    with pytest.raises(AddressNotAskable):
+        services.commitment_ask(
+            actor=actor,
+            assignee_email="two@example.com",
+            description="Hi",
+            deadline=None,
+            send=True,
+        )
+
+    Commitment.objects.update(created_at=timezone.now() - dt.timedelta(days=1, seconds=1))
+    services.commitment_ask(
+        actor=actor, assignee_email="two@example.com", description="Hi", deadline=None, send=True
+    )
+    assert Commitment.objects.count() == 2
 
 
 def test_one_invitation_row_per_address_whoever_asks(assigner, assignee):
@@ -370,11 +395,11 @@ def test_an_invited_commitment_breaks_no_reader(client, assigner, assignee, staf
     assert "Invited one" in dashboard
     assert "newcomer@example.com" in dashboard  # who was asked, though no account yet
     assert client.get(f"/commitments/{invited.pk}").status_code == 200
-    # Renegotiating it invites again (no user to nudge yet).
+    # Renegotiating it does not invite again (tests/notifications/test_invitations.py).
     services.commitment_renegotiate(
         actor=Actor.for_user(assigner), commitment_id=invited.pk, description="Changed"
     )
-    assert OutboxEvent.objects.filter(commitment=invited).last().kind == EventKind.INVITED
+    assert OutboxEvent.objects.filter(commitment=invited).last().kind == EventKind.RENEGOTIATED
     assert admin_site.is_registered(Commitment)
     client.force_login(staff)
     listing = client.get("/admin/commitments/commitment/")
