@@ -46,8 +46,12 @@ hook_schema = extend_schema(
         "`X-Gitlab-Token`, Linear `Linear-Signature` (and `webhookTimestamp` within a "
         "minute), Jira `X-Hub-Signature`. An authentic delivery is always answered 2xx, "
         "saying what was done; its delivery id (`X-GitHub-Delivery`, `Idempotency-Key`, "
-        "`Linear-Delivery`, `X-Atlassian-Webhook-Identifier`) makes a redelivery a no-op. "
-        "What each event does: docs/trackers.md."
+        "`Linear-Delivery`, `X-Atlassian-Webhook-Identifier`) makes a redelivery a no-op, and "
+        "so does the same body under another delivery id (a replay: the id is not signed, "
+        "the body is). The body is JSON, or GitHub's `application/x-www-form-urlencoded` "
+        "form (`payload=<the JSON>`; the signature is over the raw body either way), of up "
+        "to 25 MiB (not the 1 MiB of the other routes); an authentic body over that is "
+        "answered 202 and logged as too large. What each event does: docs/trackers.md."
     ),
     auth=[],
     parameters=[
@@ -58,7 +62,10 @@ hook_schema = extend_schema(
             description="The connection's random id, the last segment of its receiving URL.",
         )
     ],
-    request={"application/json": OpenApiTypes.OBJECT},
+    request={
+        "application/json": OpenApiTypes.OBJECT,
+        "application/x-www-form-urlencoded": OpenApiTypes.OBJECT,
+    },
     responses={
         200: OpenApiResponse(HookResultSerializer, description="Commitments were changed."),
         202: OpenApiResponse(
@@ -86,8 +93,19 @@ hook_schema = extend_schema(
                 )
             ],
         ),
+        400: error_response(
+            "A chunked body the server cannot end (the development server), or a client that "
+            "went away: nothing written.",
+            error_example(
+                "Unreadable",
+                "invalid_payload",
+                "This server cannot read a chunked body: send it with a Content-Length header.",
+            ),
+        ),
         413: error_response(
-            "The body is over 1 MiB: nothing written.",
+            "The body is over four times the limit (100 MiB), more than any tracker sends, so "
+            "its signature cannot be checked: nothing written. (An authentic body between 25 "
+            "and 100 MiB is answered 202 and logged as too large.)",
             error_example("Too large", "payload_too_large", "The request body is too large."),
         ),
         401: error_response(

@@ -10,6 +10,7 @@ import json
 import time
 import uuid
 from typing import Any
+from urllib.parse import urlencode
 
 from django.test import Client
 
@@ -44,10 +45,12 @@ def deliver(
     event: str = "",
     delivery: str | None = None,
     body: bytes | None = None,
+    content_type: str = "application/json",
     **extra: str,
 ):
     """POST `payload` as the connection's tracker does: its headers, signed
-    with `secret` (None: unsigned), with a delivery id (fresh unless given)."""
+    with `secret` (None: unsigned), with a delivery id (fresh unless given).
+    `body` instead of `payload`: those bytes, as they are (e.g. `form_body`)."""
     raw = body if body is not None else json.dumps(payload).encode()
     delivery = delivery or str(uuid.uuid4())
     headers: dict[str, str] = {}
@@ -70,9 +73,16 @@ def deliver(
         if secret is not None:
             headers["X-Hub-Signature"] = "sha256=" + hmac_hex(secret, raw)
     headers.update(extra)
-    return client.post(
-        hook_path(connection), data=raw, content_type="application/json", headers=headers
-    )
+    return client.post(hook_path(connection), data=raw, content_type=content_type, headers=headers)
+
+
+FORM = "application/x-www-form-urlencoded"
+
+
+def form_body(payload: Any) -> bytes:
+    """The body GitHub sends with its default content type, `FORM`:
+    `payload=<the JSON, URL-encoded>`."""
+    return urlencode({"payload": json.dumps(payload)}).encode()
 
 
 def now_ms() -> int:
