@@ -26,7 +26,8 @@ class HookActionSerializer(serializers.Serializer):
 class HookResultSerializer(serializers.Serializer):
     changed = serializers.BooleanField(help_text="Whether commitments were created or completed.")
     redelivery = serializers.BooleanField(
-        help_text="True when this delivery id was received before: nothing was done again."
+        help_text="True when this delivery id, or this very body under another id, was received "
+        "before: nothing was done again."
     )
     event = serializers.CharField(allow_blank=True, help_text="The tracker's event, as read.")
     externalId = serializers.CharField(allow_blank=True, help_text="The issue's key.")
