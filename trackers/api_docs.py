@@ -4,7 +4,13 @@ body is the tracker's own (documented by each tracker, not here)."""
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers
 
 from lib.api_errors import error_example, error_response
@@ -65,7 +71,14 @@ hook_schema = extend_schema(
     ],
     request={
         "application/json": OpenApiTypes.OBJECT,
-        "application/x-www-form-urlencoded": OpenApiTypes.OBJECT,
+        "application/x-www-form-urlencoded": inline_serializer(
+            name="GitHubFormDelivery",
+            fields={
+                "payload": serializers.CharField(
+                    help_text="The event's JSON: GitHub's default content type sends it so."
+                )
+            },
+        ),
     },
     responses={
         200: OpenApiResponse(HookResultSerializer, description="Commitments were changed."),
