@@ -250,3 +250,22 @@ def test_jira_cloud_issue_events_with_account_ids_and_non_latin_titles(
     assert second.description == (
         "Revisar la facturación de diciembre y añadir las notas de crédito"
     )
+
+
+def test_an_authentic_body_over_25_mib_leaves_a_row_saying_why(server, assigner, assignee):
+    """Past the limit nothing is parsed, but the delivery is not dropped
+    without a trace: its HMAC is checked as it streams in, and the
+    connection's log says why nothing was done."""
+    github = Tracker(server, assigner, "github", **{"knight-gh": "knight@example.com"})
+    payload = json.loads(saved("github/issues.assigned.json"))
+    payload["issue"]["body"] = "x" * (25 * 1024 * 1024)
+    raw = json.dumps(payload).encode()
+    response = github.send(raw, delivery="too-large-1")
+    assert response.status_code == 202, response.text
+    assert (
+        f"the body is {len(raw):,} bytes, over the limit of 26,214,400"
+        in (response.json()["summary"])
+    )
+    row = TrackerEvent.objects.get(connection=github.connection)
+    assert (row.delivery_id, row.summary) == ("too-large-1", response.json()["summary"])
+    assert Commitment.objects.count() == 0
