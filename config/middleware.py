@@ -16,6 +16,7 @@ from django.http import (
 )
 from django.http.request import UnreadablePostError
 
+from lib import request_body
 from lib.api_errors import INTERNAL_ERROR_MESSAGE, envelope, error_name
 from lib.logs import new_request_id, request_id_var, sane_request_id
 from lib.outbound import is_loopback_address, is_loopback_host
@@ -104,34 +105,20 @@ def read_bounded_body(request: HttpRequest) -> HttpResponse | None:
     to them. A declared Content-Length over the limit is refused unread; the
     body is then read up to one byte past the limit, which catches a body that
     turns out larger than declared (or one sent with no length, under ASGI),
-    and at most limit + 1 bytes are ever held in memory.
-
-    A chunked body (no Content-Length) under WSGI: Django would read nothing
-    (it trusts only Content-Length), so it is read from the server's stream
-    when the server promises that stream ends (`wsgi.input_terminated`, as
-    gunicorn does); otherwise (the development server) it is refused with a
-    clear message rather than taken for an empty body. Under ASGI Django has
-    the whole body already.
+    and at most limit + 1 bytes are ever held in memory. A chunked body is
+    read where the server can end it (`lib.request_body.body_stream`), and
+    refused with a clear message where it cannot, rather than taken for an
+    empty body.
     """
     limit = settings.API_MAX_BODY_BYTES
-    try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        declared = 0
+    declared = request_body.declared_length(request)
     if declared > limit:
         return payload_too_large()
-    stream = request
-    chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
-    if not declared and chunked and "wsgi.input" in request.META:
-        if not request.META.get("wsgi.input_terminated"):
-            return error_response(
-                400,
-                "invalid_payload",
-                "This server cannot read a chunked body: send it with a Content-Length header.",
-            )
-        stream = request.META["wsgi.input"]
     try:
+        stream = request_body.body_stream(request)
         body = stream.read(limit + 1)
+    except request_body.Unreadable as exc:
+        return error_response(400, "invalid_payload", str(exc))
     except UnreadablePostError:
         return error_response(400, "invalid_payload", "The request body could not be read.")
     if len(body) > limit:
@@ -143,6 +130,11 @@ def read_bounded_body(request: HttpRequest) -> HttpResponse | None:
     request._stream = io.BytesIO(body)
     request.META["CONTENT_LENGTH"] = str(len(body))
     return None
+
+
+# Routes that read their own body, larger than the API's limit, streaming it
+# (the tracker hooks: trackers/api.py, docs/trackers.md).
+READS_ITS_OWN_BODY = ("/api/v1/hooks/",)
 
 
 _FALLBACK_MESSAGES = {
@@ -157,14 +149,15 @@ class ApiErrorMiddleware:
 
     DRF's exception handler covers errors raised inside API views; this covers
     what happens outside them (unknown /api/ paths, errors in middleware), and
-    refuses API bodies over settings.API_MAX_BODY_BYTES before any view runs.
+    refuses API bodies over settings.API_MAX_BODY_BYTES before any view runs
+    (except on the routes that read their own, READS_ITS_OWN_BODY).
     """
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if is_api_path(request.path):
+        if is_api_path(request.path) and not request.path.startswith(READS_ITS_OWN_BODY):
             refused = read_bounded_body(request)
             if refused is not None:
                 return refused

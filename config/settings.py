@@ -290,6 +290,9 @@ CONTENT_SECURITY_POLICY = {
 
 # --- API ----------------------------------------------------------------------
 API_MAX_BODY_BYTES = 1024 * 1024
+# The tracker hooks (/api/v1/hooks/) read their own bodies, streamed, up to
+# this: GitHub caps a delivery at 25 MB (docs/trackers.md, trackers/wire.py).
+TRACKER_MAX_BODY_BYTES = 25 * 1024 * 1024
 # Per-token rate limit of POST /api/v1/inbox and /api/v1/sync (one bucket per
 # token for both): off unless API_RATE_BURST is set; then a token may make
 # API_RATE_BURST calls at once, refilled at API_RATE_PER_MINUTE a minute.

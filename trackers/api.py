@@ -2,18 +2,19 @@
 webhooks.
 
 Order: the connection named by the URL, then its tracker's signature over the
-raw body (constant time, before the body is parsed; Linear's timestamp once it
-is): anything wrong is `401 unauthorized` in the envelope and writes nothing.
-Then the body is read and `services.tracker_delivery_receive` does what it
-says, once per delivery id. An authentic delivery is always answered 2xx
-(trackers retry or disable a hook on errors): 200 when commitments changed,
-202 when nothing was done (an unmapped person, an event we do not use, a
-redelivery), with what was done and why.
+raw body, computed as the body is read (`trackers.wire`: up to 25 MiB, spooled
+to a temporary file past 1 MiB; GitLab's token before a byte is read),
+constant time, before the body is parsed; Linear's timestamp once it is:
+anything wrong is `401 unauthorized` in the envelope and writes nothing.
+Then the body is decoded (JSON, or GitHub's `payload=` form) and
+`services.tracker_delivery_receive` does what it says, once per delivery id
+and once per body. An authentic delivery is always answered 2xx (trackers
+retry or disable a hook on errors): 200 when commitments changed, 202 when
+nothing was done (an unmapped person, an event we do not use, a redelivery, a
+replayed body, a body over the limit), with what was done and why.
 """
 
 from __future__ import annotations
-
-import json
 
 from django.utils import timezone
 from rest_framework import status
@@ -24,7 +25,8 @@ from rest_framework.views import APIView
 
 from lib.api_errors import ApiError
 from lib.json_api import JsonOnlyNegotiation
-from trackers import payloads, selectors, services, signatures
+from lib.request_body import Unreadable
+from trackers import payloads, selectors, services, signatures, wire
 from trackers.api_docs import HookResultSerializer, hook_schema
 
 NOT_AUTHENTIC = (
@@ -49,17 +51,39 @@ class HookView(APIView):
         connection = selectors.connection_for_hook(hook_id=hook_id)
         if connection is None or not connection.owner.is_active:
             raise _unauthorized()
-        body = request.body
         kind = connection.kind
-        if not signatures.authentic(
-            kind, secret=connection.secret, headers=request.headers, body=body
-        ):
+        check = signatures.signature_check(kind, secret=connection.secret, headers=request.headers)
+        if not check.needs_body and not check.authentic():
             raise _unauthorized()
-        change, why = None, ""
         try:
-            data = json.loads(body)
-        except (ValueError, RecursionError):
-            data, why = None, "the body is not JSON"
+            body = wire.read_body(request._request, check)
+        except Unreadable as exc:
+            raise ApiError(str(exc), error="invalid_payload", status_code=400) from None
+        try:
+            if not body.complete and check.needs_body:
+                # Larger than any tracker sends, and not read: nothing can say
+                # it is authentic.
+                raise ApiError(
+                    wire.too_large_summary(body), error="payload_too_large", status_code=413
+                )
+            if not check.authentic():
+                raise _unauthorized()
+            delivery_id = signatures.delivery_id(
+                kind, headers=request.headers, body_sha256=body.sha256
+            )
+            if not body.kept:
+                receipt = services.tracker_delivery_receive(
+                    connection=connection,
+                    delivery_id=delivery_id,
+                    body_sha256=body.sha256,
+                    change=None,
+                    unread=wire.too_large_summary(body),
+                )
+                return _answer(receipt)
+            decoded = wire.decode(body.read(), request.content_type or "")
+        finally:
+            body.close()
+        data, change, why = decoded.data, None, decoded.why
         if kind == "linear" and not signatures.linear_timestamp_fresh(
             data.get("webhookTimestamp") if isinstance(data, dict) else None, now=timezone.now()
         ):
@@ -71,19 +95,24 @@ class HookView(APIView):
                 why = str(exc)
         receipt = services.tracker_delivery_receive(
             connection=connection,
-            delivery_id=signatures.delivery_id(kind, headers=request.headers, body=body),
+            delivery_id=delivery_id,
+            body_sha256=body.sha256,
             change=change,
             why=why,
         )
-        answer = HookResultSerializer(
-            {
-                "changed": receipt.changed,
-                "redelivery": receipt.redelivery,
-                "event": receipt.event,
-                "externalId": receipt.external_id,
-                "summary": receipt.summary,
-                "actions": receipt.actions,
-            }
-        ).data
-        code = status.HTTP_200_OK if receipt.changed else status.HTTP_202_ACCEPTED
-        return Response(answer, status=code)
+        return _answer(receipt)
+
+
+def _answer(receipt: services.Receipt) -> Response:
+    answer = HookResultSerializer(
+        {
+            "changed": receipt.changed,
+            "redelivery": receipt.redelivery,
+            "event": receipt.event,
+            "externalId": receipt.external_id,
+            "summary": receipt.summary,
+            "actions": receipt.actions,
+        }
+    ).data
+    code = status.HTTP_200_OK if receipt.changed else status.HTTP_202_ACCEPTED
+    return Response(answer, status=code)

@@ -4,7 +4,13 @@ body is the tracker's own (documented by each tracker, not here)."""
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers
 
 from lib.api_errors import error_example, error_response
@@ -49,7 +55,8 @@ class HookActionSerializer(serializers.Serializer):
 class HookResultSerializer(serializers.Serializer):
     changed = serializers.BooleanField(help_text="Whether commitments were created or changed.")
     redelivery = serializers.BooleanField(
-        help_text="True when this delivery id was received before: nothing was done again."
+        help_text="True when this delivery id, or this very body under another id, was received "
+        "before: nothing was done again."
     )
     event = serializers.CharField(allow_blank=True, help_text="The tracker's event, as read.")
     externalId = serializers.CharField(allow_blank=True, help_text="The issue's key.")
@@ -69,8 +76,12 @@ hook_schema = extend_schema(
         "`X-Gitlab-Token`, Linear `Linear-Signature` (and `webhookTimestamp` within a "
         "minute), Jira `X-Hub-Signature`. An authentic delivery is always answered 2xx, "
         "saying what was done; its delivery id (`X-GitHub-Delivery`, `Idempotency-Key`, "
-        "`Linear-Delivery`, `X-Atlassian-Webhook-Identifier`) makes a redelivery a no-op. "
-        "What each event does: docs/trackers.md."
+        "`Linear-Delivery`, `X-Atlassian-Webhook-Identifier`) makes a redelivery a no-op, and "
+        "so does the same body under another delivery id (a replay: the id is not signed, "
+        "the body is). The body is JSON, or GitHub's `application/x-www-form-urlencoded` "
+        "form (`payload=<the JSON>`; the signature is over the raw body either way), of up "
+        "to 25 MiB (not the 1 MiB of the other routes); an authentic body over that is "
+        "answered 202 and logged as too large. What each event does: docs/trackers.md."
     ),
     auth=[],
     parameters=[
@@ -81,7 +92,17 @@ hook_schema = extend_schema(
             description="The connection's random id, the last segment of its receiving URL.",
         )
     ],
-    request={"application/json": OpenApiTypes.OBJECT},
+    request={
+        "application/json": OpenApiTypes.OBJECT,
+        "application/x-www-form-urlencoded": inline_serializer(
+            name="GitHubFormDelivery",
+            fields={
+                "payload": serializers.CharField(
+                    help_text="The event's JSON: GitHub's default content type sends it so."
+                )
+            },
+        ),
+    },
     responses={
         200: OpenApiResponse(HookResultSerializer, description="Commitments were changed."),
         202: OpenApiResponse(
@@ -109,8 +130,19 @@ hook_schema = extend_schema(
                 )
             ],
         ),
+        400: error_response(
+            "A chunked body the server cannot end (the development server), or a client that "
+            "went away: nothing written.",
+            error_example(
+                "Unreadable",
+                "invalid_payload",
+                "This server cannot read a chunked body: send it with a Content-Length header.",
+            ),
+        ),
         413: error_response(
-            "The body is over 1 MiB: nothing written.",
+            "The body is over four times the limit (100 MiB), more than any tracker sends, so "
+            "its signature cannot be checked: nothing written. (An authentic body between 25 "
+            "and 100 MiB is answered 202 and logged as too large.)",
             error_example("Too large", "payload_too_large", "The request body is too large."),
         ),
         401: error_response(

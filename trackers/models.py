@@ -86,13 +86,22 @@ class Outcome(models.TextChoices):
 
 class TrackerEvent(models.Model):
     """One authentic delivery, as received once (a redelivery of the same
-    delivery id writes nothing): what the tracker said and what it did."""
+    delivery id, or the same body under another id, writes nothing): what the
+    tracker said and what it did."""
 
     id = models.BigAutoField(primary_key=True)
     connection = models.ForeignKey(
         TrackerConnection, on_delete=models.CASCADE, related_name="events"
     )
     delivery_id = models.CharField(max_length=DELIVERY_ID_MAX)
+    # The SHA-256 (hex) of the raw body: the delivery id is not signed, so a
+    # captured delivery could be replayed under a fresh one; its body cannot.
+    # Null when the body was not read to its end (too large). Kept as long as
+    # the row (the log is not pruned): a replay is refused for as long as the
+    # connection exists. Null, not "": unread bodies must not collide.
+    body_sha256 = models.CharField(  # noqa: DJ001
+        max_length=64, null=True, blank=True, editable=False
+    )
     received_at = models.DateTimeField(default=timezone.now)
     # The tracker's name of the event, e.g. "issues.assigned", "Issue Hook.close".
     event = models.CharField(max_length=EVENT_MAX, blank=True)
@@ -109,6 +118,9 @@ class TrackerEvent(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["connection", "delivery_id"], name="tracker_event_delivery_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["connection", "body_sha256"], name="tracker_event_body_unique"
             ),
         ]
         indexes = [

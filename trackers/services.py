@@ -22,6 +22,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 from rest_framework import serializers
 
@@ -770,29 +771,29 @@ def tracker_delivery_receive(
     delivery_id: str,
     change: payloads.Change | None,
     why: str = "",
+    body_sha256: str | None = None,
+    unread: str = "",
 ) -> Receipt:
-    """Do what one authentic delivery asks, once: its log row is written first
-    (a unique delivery id per connection), so a redelivery, even one racing
-    the first, does nothing and says so. `change` None: the body could not be
-    read as an issue event (`why`); it is logged and nothing else is done."""
+    """Do what one authentic delivery asks, once: its log row is written first,
+    unique per connection by delivery id and by the body's SHA-256, so a
+    redelivery, or the same body replayed under a fresh delivery id (the id is
+    not signed), even one racing the first, does nothing and says so.
+    `change` None: the body could not be read as an issue event (`why`), or
+    was not read at all (`unread`, the whole summary: too large); it is logged
+    and nothing else is done."""
     try:
         with transaction.atomic():
             row = TrackerEvent.objects.create(
                 connection=connection,
                 delivery_id=delivery_id,
+                body_sha256=body_sha256,
                 outcome=Outcome.NOTHING,
                 summary="",
             )
     except IntegrityError:
-        first = TrackerEvent.objects.filter(connection=connection, delivery_id=delivery_id).first()
-        said = f" It did: {first.summary}" if first and first.summary else ""
-        return Receipt(
-            Outcome.NOTHING,
-            f"Delivery {delivery_id} was received before; nothing done again.{said}",
-            redelivery=True,
-        )
+        return _received_before(connection, delivery_id=delivery_id, body_sha256=body_sha256)
     if change is None:
-        receipt = Receipt(Outcome.NOTHING, f"Not an issue event we can read: {why}.")
+        receipt = Receipt(Outcome.NOTHING, unread or f"Not an issue event we can read: {why}.")
     else:
         actor = Actor.for_tracker(
             user=connection.owner, connection_id=connection.pk, label=connection.label
@@ -805,3 +806,22 @@ def tracker_delivery_receive(
     row.actions = receipt.actions
     row.save(update_fields=["event", "external_id", "outcome", "summary", "actions"])
     return receipt
+
+
+def _received_before(
+    connection: TrackerConnection, *, delivery_id: str, body_sha256: str | None
+) -> Receipt:
+    """The answer to a delivery whose id or body the connection has had."""
+    same = Q(delivery_id=delivery_id)
+    if body_sha256:
+        same |= Q(body_sha256=body_sha256)
+    first = TrackerEvent.objects.filter(same, connection=connection).order_by("id").first()
+    said = f" It did: {first.summary}" if first and first.summary else ""
+    if first is None or first.delivery_id == delivery_id:
+        summary = f"Delivery {delivery_id} was received before; nothing done again.{said}"
+    else:
+        summary = (
+            f"This body was received before, as delivery {first.delivery_id}: a replay under "
+            f"another delivery id ({delivery_id}) is refused; nothing done again.{said}"
+        )
+    return Receipt(Outcome.NOTHING, summary, redelivery=True)

@@ -10,6 +10,7 @@ import json
 import time
 import uuid
 from typing import Any
+from urllib.parse import urlencode
 
 from django.test import Client
 
@@ -35,23 +36,14 @@ def hmac_hex(secret: str, body: bytes) -> str:
     return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def deliver(
-    client: Client,
-    connection: TrackerConnection,
-    secret: str | None,
-    payload: Any,
-    *,
-    event: str = "",
-    delivery: str | None = None,
-    body: bytes | None = None,
-    **extra: str,
-):
-    """POST `payload` as the connection's tracker does: its headers, signed
-    with `secret` (None: unsigned), with a delivery id (fresh unless given)."""
-    raw = body if body is not None else json.dumps(payload).encode()
+def signed_headers(
+    kind: str, secret: str | None, raw: bytes, *, event: str = "", delivery: str | None = None
+) -> dict[str, str]:
+    """The headers `kind`'s tracker sends with the body `raw`: its event and
+    delivery id (fresh unless given), and its signature made with `secret`
+    (None: unsigned), each tracker's own scheme over the raw bytes."""
     delivery = delivery or str(uuid.uuid4())
     headers: dict[str, str] = {}
-    kind = connection.kind
     if kind == "github":
         headers.update({"X-GitHub-Event": event or "issues", "X-GitHub-Delivery": delivery})
         if secret is not None:
@@ -69,10 +61,37 @@ def deliver(
         headers["X-Atlassian-Webhook-Identifier"] = delivery
         if secret is not None:
             headers["X-Hub-Signature"] = "sha256=" + hmac_hex(secret, raw)
+    return headers
+
+
+def deliver(
+    client: Client,
+    connection: TrackerConnection,
+    secret: str | None,
+    payload: Any,
+    *,
+    event: str = "",
+    delivery: str | None = None,
+    body: bytes | None = None,
+    content_type: str = "application/json",
+    **extra: str,
+):
+    """POST `payload` as the connection's tracker does: its headers, signed
+    with `secret` (None: unsigned), with a delivery id (fresh unless given).
+    `body` instead of `payload`: those bytes, as they are (e.g. `form_body`)."""
+    raw = body if body is not None else json.dumps(payload).encode()
+    headers = signed_headers(connection.kind, secret, raw, event=event, delivery=delivery)
     headers.update(extra)
-    return client.post(
-        hook_path(connection), data=raw, content_type="application/json", headers=headers
-    )
+    return client.post(hook_path(connection), data=raw, content_type=content_type, headers=headers)
+
+
+FORM = "application/x-www-form-urlencoded"
+
+
+def form_body(payload: Any) -> bytes:
+    """The body GitHub sends with its default content type, `FORM`:
+    `payload=<the JSON, URL-encoded>`."""
+    return urlencode({"payload": json.dumps(payload)}).encode()
 
 
 def now_ms() -> int:

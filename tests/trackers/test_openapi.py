@@ -28,7 +28,12 @@ def test_the_hook_is_one_documented_operation(document):
     assert all(not requirement for requirement in operation.get("security", []))
     [parameter] = operation["parameters"]
     assert (parameter["name"], parameter["in"], parameter["required"]) == ("hook_id", "path", True)
-    assert set(operation["responses"]) == {"200", "202", "401", "413"}
+    assert set(operation["responses"]) == {"200", "202", "400", "401", "413"}
+    # GitHub's default content type beside JSON.
+    assert set(operation["requestBody"]["content"]) == {
+        "application/json",
+        "application/x-www-form-urlencoded",
+    }
     for header in ("X-Hub-Signature-256", "X-Gitlab-Token", "Linear-Signature", "X-Hub-Signature"):
         assert header in operation["description"]
 

@@ -26,3 +26,19 @@ def test_two_copies_of_one_delivery_at_once_act_once(assigner, assignee):
     assert sorted(a["redelivery"] for a in answers) == [False, True, True]
     assert Commitment.objects.count() == 1
     assert TrackerEvent.objects.count() == 1
+
+
+@pytest.mark.postgres
+def test_one_body_under_three_delivery_ids_at_once_acts_once(assigner, assignee):
+    """A captured delivery replayed under fresh ids while the first arrives:
+    the body's digest is unique per connection, so one of them acts."""
+    connection, secret = connect(assigner, "github", **{"knight-gh": "knight@example.com"})
+    payload = issues_event("assigned")
+
+    def send(delivery: str):
+        return lambda: deliver(Client(), connection, secret, payload, delivery=delivery).json()
+
+    answers = race([send("a"), send("b"), send("c")])
+    assert sorted(a["redelivery"] for a in answers) == [False, True, True]
+    assert Commitment.objects.count() == 1
+    assert TrackerEvent.objects.count() == 1
