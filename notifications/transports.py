@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.core.mail import BadHeaderError, EmailMessage
+from django.core.mail import EmailMessage
 
 from lib import outbound
 from lib.text import excerpt, one_line
@@ -99,9 +99,11 @@ class EmailTransport(Transport):
         )
         try:
             email.send(fail_silently=False)
-        except BadHeaderError as exc:
-            # A header that would span lines (the subject is one line, so an
-            # address): the same message fails the same way every time.
+        except ValueError as exc:
+            # The message cannot be written as mail: a header that would span
+            # lines (BadHeaderError; the subject is one line, so an address)
+            # or an address that does not parse. The same message fails the
+            # same way every time, so it is not retried.
             raise TransportError(
                 excerpt(f"The message could not be written as mail: {exc}"), permanent=True
             ) from exc

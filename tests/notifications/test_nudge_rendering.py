@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 from django.core import mail
+from django.core.mail.backends.base import BaseEmailBackend
+from django.core.mail.message import sanitize_address
 
 from audit.services import Actor
 from commitments import services
@@ -84,10 +86,32 @@ def test_one_line_leaves_ordinary_text_alone():
     )
 
 
-def test_a_mail_that_cannot_be_written_fails_for_good_instead_of_being_retried(assigner, assignee):
+class SmtpLikeBackend(BaseEmailBackend):
+    """Reads the addresses as Django's SMTP backend does before it talks to
+    the server (`sanitize_address`), then keeps the message."""
+
+    def send_messages(self, messages):
+        for message in messages:
+            for address in message.recipients():
+                sanitize_address(address, message.encoding or "utf-8")
+            mail.outbox.append(message)
+        return len(messages)
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "knight@example.com\nBcc: everyone@example.com",  # would end the To header early
+        "knight@@example.com",  # does not parse
+    ],
+)
+def test_a_mail_that_cannot_be_written_fails_for_good_instead_of_being_retried(
+    assigner, assignee, address, settings
+):
+    settings.EMAIL_BACKEND = f"{__name__}.SmtpLikeBackend"
     delivery = ask(assigner, assignee)
-    # An address that would end the To header early (none can be saved now).
-    stored_as(assignee, email="knight@example.com\nBcc: everyone@example.com")
+    # An address no form takes, stored by other means.
+    stored_as(assignee, email=address)
 
     outcome = nudge_send(delivery_id=delivery.pk)
 
