@@ -1,5 +1,5 @@
-"""Short forms of text for logs, pages and the admin, one line of it for a
-header (`one_line`), and the one definition of a blank string.
+"""Short forms of text for logs, pages and the admin, and the one definition
+of a blank string.
 
 Blank. The API refuses a string that is empty once trimmed, and the OpenAPI
 document says the same with a `pattern`. Python's `str.strip()` and a JSON
@@ -26,26 +26,6 @@ def excerpt(text: str | None, limit: int = EXCERPT_LENGTH) -> str:
     characters with an ellipsis: for error messages and response excerpts."""
     text = " ".join((text or "").split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def is_control(character: str) -> bool:
-    """A control character (Unicode's Cc: C0, DEL, C1; CR, LF and tab among
-    them) or one of the two Unicode line breaks (U+2028, U+2029): what ends
-    or mangles a line wherever the text is shown or sent (a mail header ends
-    at CR/LF, a terminal obeys ESC)."""
-    return character in "\u2028\u2029" or unicodedata.category(character) == "Cc"
-
-
-def has_control_characters(text: str) -> bool:
-    return any(is_control(character) for character in text)
-
-
-def one_line(text: str | None) -> str:
-    """`text` as one line, for a mail subject or a heading built from what
-    people typed: every control character becomes a space, runs of white
-    space fold to one, and the ends are trimmed. Nothing else changes."""
-    spaced = "".join(" " if is_control(character) else character for character in text or "")
-    return " ".join(spaced.split())
 
 
 # Python's str.isspace() (which str.strip() uses), as a list of ranges.
@@ -113,3 +93,26 @@ NOT_BLANK_PATTERN = f"[^{_class_of(BLANK)}]"
 # a final newline, which the last part would take anyway: the two readings
 # accept the same strings.
 TEXT_PATTERN = f"^[{_class_of(BLANK)}]*[^{_class_of(BLANK)}\\u0000][^\\u0000]*$"
+
+
+# --- one line, for a header ---------------------------------------------------------
+
+
+def is_control(character: str) -> bool:
+    """A control character (Unicode's Cc: C0, DEL, C1; CR, LF and tab among
+    them) or one of the two Unicode line breaks (U+2028, U+2029): what ends
+    or mangles a line wherever the text is shown or sent (a mail header ends
+    at CR/LF, a terminal obeys ESC)."""
+    return character in "\u2028\u2029" or unicodedata.category(character) == "Cc"
+
+
+def has_control_characters(text: str) -> bool:
+    return any(is_control(character) for character in text)
+
+
+def one_line(text: str | None) -> str:
+    """`text` as one line, for a mail subject or a heading built from what
+    people typed: every control character becomes a space, runs of white
+    space fold to one, and the ends are trimmed. Nothing else changes."""
+    spaced = "".join(" " if is_control(character) else character for character in text or "")
+    return " ".join(spaced.split())
