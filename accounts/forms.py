@@ -4,7 +4,7 @@ import zoneinfo
 
 from django import forms
 
-from accounts.models import User
+from accounts.models import User, validate_display_name
 from lib.forms import TextField
 from lib.text import strip_blank
 
@@ -19,7 +19,11 @@ class SignupForm(forms.Form):
     """Extra fields on allauth's sign-up form."""
 
     display_name = TextField(
-        max_length=100, required=False, label="Display name", help_text=DISPLAY_NAME_HELP
+        max_length=100,
+        required=False,
+        label="Display name",
+        help_text=DISPLAY_NAME_HELP,
+        validators=[validate_display_name],
     )
     timezone = forms.ChoiceField(
         choices=TIMEZONE_CHOICES,

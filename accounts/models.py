@@ -11,11 +11,22 @@ from django.db import models
 from django.db.models.functions import Lower
 
 from accounts.signals import credentials_changed
+from lib.text import has_control_characters
 
 
 def validate_timezone(value: str) -> None:
     if value not in zoneinfo.available_timezones():
         raise ValidationError(f"{value!r} is not a known time zone.")
+
+
+def validate_display_name(value: str) -> None:
+    """A name is one line: it goes into mail subjects and headings, where a
+    line break would end a header (docs/security.md, "Nudges")."""
+    if has_control_characters(value):
+        raise ValidationError(
+            "A name is one line: no line breaks, tabs or other control characters.",
+            code="control_characters",
+        )
 
 
 class UserManager(BaseUserManager["User"]):
@@ -50,7 +61,7 @@ class User(AbstractUser):
     first_name = None  # type: ignore[assignment]
     last_name = None  # type: ignore[assignment]
     email = models.EmailField("e-mail address", max_length=254)
-    display_name = models.CharField(max_length=100, blank=True)
+    display_name = models.CharField(max_length=100, blank=True, validators=[validate_display_name])
     timezone = models.CharField(max_length=64, default="UTC", validators=[validate_timezone])
 
     USERNAME_FIELD = "email"

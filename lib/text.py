@@ -16,6 +16,8 @@ carries `TEXT_PATTERN`: the same, and no NUL (which the server refuses too).
 
 from __future__ import annotations
 
+import unicodedata
+
 EXCERPT_LENGTH = 300
 
 
@@ -91,3 +93,26 @@ NOT_BLANK_PATTERN = f"[^{_class_of(BLANK)}]"
 # a final newline, which the last part would take anyway: the two readings
 # accept the same strings.
 TEXT_PATTERN = f"^[{_class_of(BLANK)}]*[^{_class_of(BLANK)}\\u0000][^\\u0000]*$"
+
+
+# --- one line, for a header ---------------------------------------------------------
+
+
+def is_control(character: str) -> bool:
+    """A control character (Unicode's Cc: C0, DEL, C1; CR, LF and tab among
+    them) or one of the two Unicode line breaks (U+2028, U+2029): what ends
+    or mangles a line wherever the text is shown or sent (a mail header ends
+    at CR/LF, a terminal obeys ESC)."""
+    return character in "\u2028\u2029" or unicodedata.category(character) == "Cc"
+
+
+def has_control_characters(text: str) -> bool:
+    return any(is_control(character) for character in text)
+
+
+def one_line(text: str | None) -> str:
+    """`text` as one line, for a mail subject or a heading built from what
+    people typed: every control character becomes a space, runs of white
+    space fold to one, and the ends are trimmed. Nothing else changes."""
+    spaced = "".join(" " if is_control(character) else character for character in text or "")
+    return " ".join(spaced.split())

@@ -22,7 +22,7 @@ from django.conf import settings
 from commitments.models import EventKind, OutboxEvent
 from commitments.outbox import invitation_lock
 from lib import deliveries
-from notifications import channels, tasks
+from notifications import channels, tasks, turns
 from notifications.models import ChannelKind, Delivery, DeliveryStatus, NudgePair, Reminder
 from notifications.nudges import TELLS_ASSIGNEE, nudge_recipients
 
@@ -52,6 +52,12 @@ def nudge_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uui
         if delivery.status == DeliveryStatus.PENDING and delivery.enqueued_at is not None:
             queued.append(delivery.pk)
     nudges_queue_on_commit(queued)
+    # A nudge of a later move may have waited for this event's dispatch
+    # (notifications.turns), whether or not it made a nudge of its own.
+    commitment = event.commitment
+    for party_id in {commitment.assigner_id, commitment.assignee_id} - {None}:
+        waiting = turns.next_in_line(party_id, now=now)
+        nudges_queue_on_commit([pk for pk in waiting if pk not in queued])
     return queued
 
 

@@ -8,7 +8,9 @@ doubling to 2 h, jitter, `Retry-After` honoured); a permanent one marks the
 chat channel broken and falls back to e-mail, as does running out of
 DELIVERY_MAX_ATTEMPTS on a chat channel; e-mail that runs out fails. A digest
 sends the deliveries it holds with it; a reminder no longer due is not sent
-(`cancelled`). E-mail carries a Message-ID derived from the delivery id, so
+(`cancelled`). The nudges to one person go in the order of the moves: one
+whose turn has not come waits without a claim (`notifications.turns`), and
+each send that ends queues the next. E-mail carries a Message-ID derived from the delivery id, so
 a mail system can recognise the copy of the one duplicate window
 (docs/delivery.md).
 """
@@ -26,7 +28,7 @@ from django.utils import timezone
 
 from lib import deliveries, leasing
 from lib.text import excerpt
-from notifications import channels, dispatch
+from notifications import channels, dispatch, turns
 from notifications.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
 from notifications.nudges import delivery_message
 from notifications.transports import TransportError, transport_for
@@ -48,6 +50,16 @@ class _Claim(deliveries.Claim):
 
 def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
     with transaction.atomic():
+        found = Delivery.objects.filter(pk=delivery_id).values_list("recipient_id", "event_id")
+        recipient_id, event_id = found.first() or (None, None)
+        if (
+            recipient_id is not None
+            and event_id is not None
+            and turns.waits_for_earlier(recipient_id=recipient_id, event_id=event_id, now=now)
+        ):
+            # Not its turn: the send ahead of it queues it when it ends.
+            turns.wait_turn(delivery_id, now=now)
+            return None
         if not deliveries.claim(Delivery.objects.all(), pk=delivery_id, now=now):
             return None
         delivery = Delivery.objects.select_related(
@@ -127,7 +139,15 @@ def nudge_send(*, delivery_id) -> str | None:
         held.filter(pk__in=[h.pk for h in claim.held]).update(
             status=DeliveryStatus.DELIVERED, channel=claim.kind, delivered_at=now, updated_at=now
         )
+        _queue_next(claim, now=now)
     return AttemptOutcome.DELIVERED
+
+
+def _queue_next(claim: _Claim, *, now: dt.datetime) -> None:
+    """This send is settled: the person's next nudge in the order of the
+    moves may go (notifications.turns)."""
+    if claim.row.recipient_id is not None:
+        dispatch.nudges_queue_on_commit(turns.next_in_line(claim.row.recipient_id, now=now))
 
 
 def _record_cancelled(claim: _Claim) -> str:
@@ -139,6 +159,7 @@ def _record_cancelled(claim: _Claim) -> str:
             status__in=[DeliveryStatus.SENDING, DeliveryStatus.HELD],
         ).update(status=DeliveryStatus.CANCELLED, claimed_until=None, updated_at=now)
         deliveries.attempt_end(claim, AttemptOutcome.CANCELLED)
+        _queue_next(claim, now=now)
     return AttemptOutcome.CANCELLED
 
 
@@ -161,6 +182,7 @@ def _record_failure(claim: _Claim, exc: TransportError) -> str:
                 dispatch.nudges_queue_on_commit([claim.row.pk])
         elif exc.permanent or exhausted:
             deliveries.fail(claim, now=now, last_error=error)
+            _queue_next(claim, now=now)
         else:
             wait = leasing.backoff_seconds(
                 claim.fence, base=BACKOFF_BASE, cap=BACKOFF_CAP, retry_after=exc.retry_after

@@ -21,13 +21,20 @@ from django.conf import settings
 from django.core.mail import EmailMessage
 
 from lib import outbound
-from lib.text import excerpt
+from lib.text import excerpt, one_line
 from notifications.models import ChannelKind
 
 
 @dataclass(frozen=True)
 class Message:
-    """What to say: a headline, a few plain sentences and a link."""
+    """What to say: a headline, a few plain sentences and a link.
+
+    The subject is made of what people typed (names, descriptions), and it
+    is a mail header and a heading: it is always one line (`one_line`:
+    control characters and line breaks become spaces), so no name or
+    description can end the header early and make the mail unsendable
+    (BadHeaderError) or add headers of its own. The text is plain text:
+    each transport escapes what its channel would read as markup."""
 
     subject: str
     text: str
@@ -35,6 +42,9 @@ class Message:
     # Stable across retries of one delivery, so a duplicate can be recognised
     # (e-mail Message-ID); None for one-off messages such as a test.
     idempotency_key: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "subject", one_line(self.subject))
 
 
 class TransportError(Exception):
@@ -89,6 +99,14 @@ class EmailTransport(Transport):
         )
         try:
             email.send(fail_silently=False)
+        except ValueError as exc:
+            # The message cannot be written as mail: a header that would span
+            # lines (BadHeaderError; the subject is one line, so an address)
+            # or an address that does not parse. The same message fails the
+            # same way every time, so it is not retried.
+            raise TransportError(
+                excerpt(f"The message could not be written as mail: {exc}"), permanent=True
+            ) from exc
         except smtplib.SMTPRecipientsRefused as exc:
             raise TransportError(
                 f"The mail server refused the address: {exc}", permanent=True
@@ -164,25 +182,32 @@ class SlackTransport(HttpTransport):
 
 class TeamsTransport(HttpTransport):
     """Microsoft Teams workflow webhook (Power Automate "When a Teams webhook
-    request is received"): an Adaptive Card in a message; answers 202."""
+    request is received"): an Adaptive Card in a message; answers 202.
+
+    The words are people's (names, descriptions), so none of them is read as
+    markup: a TextBlock's text is Markdown (`[Re-enter your password](url)`
+    would be a link, `**` bold), and Adaptive Cards have no escape for it.
+    Every line goes in a RichTextBlock's TextRun instead, which the schema
+    shows as plain text (no Markdown, since card version 1.2); the one link is
+    the card's own action."""
 
     kind = ChannelKind.TEAMS
     service = "Teams"
 
+    @staticmethod
+    def plain(text: str, **style: str) -> dict[str, Any]:
+        """One paragraph of plain text (a RichTextBlock of one TextRun)."""
+        return {"type": "RichTextBlock", "inlines": [{"type": "TextRun", "text": text, **style}]}
+
     def payload(self, message: Message) -> dict[str, Any]:
+        lines = [line for line in message.text.splitlines() if line.strip()]
         card = {
             "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
             "type": "AdaptiveCard",
             "version": "1.4",
             "body": [
-                {
-                    "type": "TextBlock",
-                    "text": message.subject,
-                    "weight": "Bolder",
-                    "size": "Medium",
-                    "wrap": True,
-                },
-                {"type": "TextBlock", "text": message.text, "wrap": True},
+                self.plain(message.subject, weight="Bolder", size="Medium"),
+                *(self.plain(line) for line in lines),
             ],
             "actions": [
                 {"type": "Action.OpenUrl", "title": "Open the commitment", "url": message.url}

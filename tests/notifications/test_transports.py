@@ -133,7 +133,8 @@ def test_teams_posts_an_adaptive_card_and_accepts_202(service):
     assert attachment["contentType"] == "application/vnd.microsoft.card.adaptive"
     card = attachment["content"]
     assert card["type"] == "AdaptiveCard"
-    assert card["body"][0]["text"] == MESSAGE.subject
+    (heading,) = card["body"][0]["inlines"]
+    assert heading["text"] == MESSAGE.subject
     assert card["actions"] == [
         {"type": "Action.OpenUrl", "title": "Open the commitment", "url": MESSAGE.url}
     ]
