@@ -6,5 +6,5 @@ from accounts import views
 
 urlpatterns = [
     path("email/", views.email, name="account_email"),
-    path("confirm-email/resend/", views.verification_resend, name="account_verification_resend"),
+    path("confirm-email/", views.email_verification_code, name="account_email_verification_sent"),
 ]
