@@ -10,6 +10,7 @@ an external system's, still does).
 from __future__ import annotations
 
 import datetime as dt
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.urls import reverse
@@ -130,15 +131,13 @@ def invitation_message(*, event: OutboxEvent, idempotency_key: str | None = None
         f"{assigner.name} ({assigner.email}) {verb} through Commitments:\n"
         f"{commitment.description}\nBy: {by}.\n\n"
         f"To accept or decline it, sign up with this address "
-        f"({commitment.invitation.email}) and confirm it: the request waits for you "
-        "in your Accord."
+        f"({commitment.invitation.email}) and type the code we then mail to it: the "
+        "request waits for you in your Accord."
     )
-    return Message(
-        subject=subject,
-        text=text,
-        url=site_url("account_signup"),
-        idempotency_key=idempotency_key,
-    )
+    # The sign-up form opens with the address filled in (allauth's sign-up reads
+    # ?email= as the field's initial value); only the code proves it.
+    signup = site_url("account_signup") + "?" + urlencode({"email": commitment.invitation.email})
+    return Message(subject=subject, text=text, url=signup, idempotency_key=idempotency_key)
 
 
 def sample_message(user) -> Message:

@@ -6,8 +6,11 @@ is nudged, and no webhook fires."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
+from allauth.account.models import EmailAddress
+from django.contrib.auth import get_user_model
 from django.core import mail
 
 from audit.services import Actor
@@ -25,6 +28,8 @@ from tests.harness.services import (
 )
 
 pytestmark = pytest.mark.django_db
+
+User = get_user_model()
 
 
 @pytest.fixture(autouse=True)
@@ -73,10 +78,27 @@ def test_the_invitation_says_who_asks_what_and_how_to_answer(assigner):
     assert sent.subject == "Lead asks you: Water the shrubbery"
     assert "Lead (lead@example.com) asks you" in sent.body
     assert "sign up with this address (newcomer@example.com)" in sent.body
-    assert "https://commitments.example.com/accounts/signup/" in sent.body
+    assert "https://commitments.example.com/accounts/signup/?email=" in sent.body
     delivery = Delivery.objects.get()
     assert delivery.status == DeliveryStatus.DELIVERED
     assert [a.outcome for a in delivery.attempt_log.all()] == [AttemptOutcome.DELIVERED]
+
+
+def test_the_invitations_link_opens_the_sign_up_form_with_the_address_filled_in(assigner, client):
+    c = invite(assigner, email="new.comer+team@example.com")
+    (delivery_id,) = outbox.outbox_event_dispatch(event_id=OutboxEvent.objects.get(commitment=c).pk)
+    nudge_send(delivery_id=delivery_id)
+    (sent,) = mail.outbox
+    link = re.search(r"https://commitments\.example\.com(/accounts/signup/\S*)", sent.body)
+
+    form = client.get(link.group(1))
+
+    assert form.status_code == 200
+    email_input = re.search(r'<input[^>]*name="email"[^>]*>', form.content.decode()).group(0)
+    assert 'value="new.comer+team@example.com"' in email_input
+    # Only filled in: no account, no address, nothing verified until a sign-up and its code.
+    assert not User.objects.filter(email="new.comer+team@example.com").exists()
+    assert not EmailAddress.objects.filter(email="new.comer+team@example.com").exists()
 
 
 def test_a_draft_invites_nobody_until_sent(assigner):
