@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from allauth.account import app_settings as allauth_settings
 from allauth.account import views as allauth_views
 from allauth.account.internal.flows.email_verification import (
@@ -13,6 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from accounts.forms import ProfileForm
@@ -54,6 +57,31 @@ def profile_update(request: HttpRequest) -> HttpResponse:
             )
     messages.success(request, "Profile saved.")
     return redirect("accounts:settings")
+
+
+class LoginView(allauth_views.LoginView):
+    """allauth's sign-in page, saying where signing in continues to when a
+    signed-in page sent the person here (`?next=`, Django's login_required).
+    Only a path on this site is named, as allauth only follows such a one.
+    (That a session has ended is said by accounts.middleware.SessionEndedMiddleware.)"""
+
+    def get_context_data(self, **kwargs) -> dict:
+        context = super().get_context_data(**kwargs)
+        context["continue_to"] = _local_path(self.request, self.get_next_url())
+        return context
+
+
+def _local_path(request: HttpRequest, url: str | None) -> str | None:
+    """`url` as a path of this site, or None if it is not one (or empty)."""
+    if not url or not url_has_allowed_host_and_scheme(
+        url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return None
+    bits = urlsplit(url)
+    return bits.path + (f"?{bits.query}" if bits.query else "")
+
+
+login = LoginView.as_view()
 
 
 class EmailView(allauth_views.EmailView):

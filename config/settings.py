@@ -93,6 +93,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "allauth.account.middleware.AccountMiddleware",
     "accounts.middleware.UserTimezoneMiddleware",
+    # After messages: a redirect to sign in from a session that has ended says so.
+    "accounts.middleware.SessionEndedMiddleware",
     # After a write, queue the outbox events it left (nudges go out at once).
 ]
 
