@@ -1,12 +1,20 @@
 """Sign-up in a real browser: the form, the mailed code typed in the browser
-that signed up, and the person signed in on their Accord; an unverified sign-in
-can ask for a new code."""
+that signed up, and the person signed in on their Accord; an invited person
+from the invitation's link to the request waiting for them; an unverified
+sign-in can ask for a new code."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.core.cache import cache
 
-from tests.harness.verification import mailed_code
+from audit.services import Actor
+from commitments import services
+from commitments.models import OutboxEvent
+from notifications.sending import nudge_send
+from relay import outbox
+from tests.harness.verification import LINK, mailed_code, mails_to
 
 PASSWORD = "a long enough passphrase"
 
@@ -34,6 +42,39 @@ def test_sign_up_and_type_the_code_lands_signed_in_on_the_accord(page, mailbox, 
     page.wait_for_url(f"{page.live_url}/")
     assert "Newcomer" in page.locator("header").inner_text()
     check_page(page, "accord-after-sign-up")
+
+
+def test_the_invited_person_signs_up_from_the_invitation_and_finds_the_request(
+    page, mailbox, make_user, check_page
+):
+    lead = make_user("lead@example.com", display_name="Lead")
+    c = services.commitment_ask(
+        actor=Actor.for_user(lead),
+        assignee_email="newcomer@example.com",
+        description="Bring a shrubbery",
+        deadline=None,
+        send=True,
+    )
+    # What the worker does with the outbox row (tests/notifications covers a real one).
+    (delivery_id,) = outbox.outbox_event_dispatch(event_id=OutboxEvent.objects.get(commitment=c).pk)
+    nudge_send(delivery_id=delivery_id)
+    (invitation,) = mails_to(mailbox, "newcomer@example.com")
+    (link,) = [url for url in LINK.findall(invitation.body) if "/accounts/signup/" in url]
+
+    page.goto(urlsplit(link).path + "?" + urlsplit(link).query)
+    email = page.get_by_label("Email")
+    assert email.input_value() == "newcomer@example.com"  # filled in, nothing more
+    check_page(page, "sign-up-invited")
+    page.locator("#id_password1").fill(PASSWORD)
+    page.locator("#id_password2").fill(PASSWORD)
+    page.get_by_role("button", name="Sign up").click()
+    page.get_by_role("heading", name="Verify your e-mail address").wait_for()
+    page.get_by_label("Code").fill(mailed_code(mails_to(mailbox, "newcomer@example.com")[-1]))
+    page.get_by_role("button", name="Verify").click()
+
+    page.wait_for_url(f"{page.live_url}/")
+    page.get_by_text("Bring a shrubbery").first.wait_for()
+    assert "Lead" in page.locator("main").inner_text()
 
 
 def test_an_unverified_sign_in_offers_a_new_code(page, mailbox, make_user, check_page):
