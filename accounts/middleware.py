@@ -1,7 +1,9 @@
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import resolve_url
 from django.utils import timezone
 
@@ -40,10 +42,10 @@ class SessionEndedMiddleware:
     continues to (accounts.views.LoginView).
     """
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         # Judged as the request arrives, so a sign-out (which ends the session
         # on its way to the sign-in page) is not taken for one that had ended.
         ended = self._session_ended(request)
@@ -57,7 +59,7 @@ class SessionEndedMiddleware:
         return response
 
     @staticmethod
-    def _session_ended(request) -> bool:
+    def _session_ended(request: HttpRequest) -> bool:
         if not request.COOKIES.get(settings.SESSION_COOKIE_NAME):
             return False  # none (or one the session middleware emptied to delete it)
         user = getattr(request, "user", None)
