@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
+from allauth.account import app_settings
 from allauth.account.adapter import DefaultAccountAdapter
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.urls import reverse
 
 from lib.client_address import client_ip
 
@@ -42,17 +42,19 @@ def site_url(location: str) -> str:
 
 class AccountAdapter(DefaultAccountAdapter):
     def send_mail(self, template_prefix: str, email: str, context: dict) -> None:
-        context = {**context, "current_site": service_site()}
-        for name in ("activate_url", "password_reset_url", "signup_url"):
+        context = {
+            **context,
+            "current_site": service_site(),
+            # How long a mailed verification code works (its mail says so).
+            "code_minutes": app_settings.EMAIL_VERIFICATION_BY_CODE_TIMEOUT // 60,
+        }
+        for name in ("password_reset_url", "signup_url"):
             if context.get(name):
                 context[name] = site_url(context[name])
         super().send_mail(template_prefix, email, context)
 
     def format_email_subject(self, subject: str) -> str:
         return f"[{SERVICE_NAME}] {subject}"
-
-    def get_email_confirmation_url(self, request, emailconfirmation) -> str:
-        return site_url(reverse("account_confirm_email", args=[emailconfirmation.key]))
 
     def get_reset_password_from_key_url(self, key: str) -> str:
         return site_url(super().get_reset_password_from_key_url(key))

@@ -5,6 +5,7 @@ from django.urls import path
 from accounts import views
 
 urlpatterns = [
+    path("login/", views.login, name="account_login"),
     path("email/", views.email, name="account_email"),
-    path("confirm-email/resend/", views.verification_resend, name="account_verification_resend"),
+    path("confirm-email/", views.email_verification_code, name="account_email_verification_sent"),
 ]

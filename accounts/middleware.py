@@ -1,3 +1,10 @@
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import resolve_url
 from django.utils import timezone
 
 from accounts.timezones import user_zone
@@ -16,3 +23,49 @@ class UserTimezoneMiddleware:
         else:
             timezone.deactivate()
         return self.get_response(request)
+
+
+SESSION_ENDED = "Your session has ended: sign in again."
+
+
+class SessionEndedMiddleware:
+    """Tell a person sent to sign in that their session has ended, when it has.
+
+    A signed-in page redirects anyone not signed in to the sign-in page. When
+    the request came with a session cookie whose session is gone (expired on
+    the server, ended by a password change or a sign-out elsewhere, removed),
+    the person was signed in and did nothing to stop being so: the sign-in page
+    says why they are there (a message, which outlives the redirect; the
+    session middleware drops the dead cookie on this same response). Without
+    such a cookie (never signed in, signed out, or a cookie the browser itself
+    let expire) nothing is known, and the page says only where sign-in
+    continues to (accounts.views.LoginView).
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        # Judged as the request arrives, so a sign-out (which ends the session
+        # on its way to the sign-in page) is not taken for one that had ended.
+        ended = self._session_ended(request)
+        response = self.get_response(request)
+        if (
+            ended
+            and response.status_code == 302
+            and urlsplit(response.get("Location", "")).path == resolve_url(settings.LOGIN_URL)
+        ):
+            messages.info(request, SESSION_ENDED)
+        return response
+
+    @staticmethod
+    def _session_ended(request: HttpRequest) -> bool:
+        if not request.COOKIES.get(settings.SESSION_COOKIE_NAME):
+            return False  # none (or one the session middleware emptied to delete it)
+        user = getattr(request, "user", None)
+        if user is None or user.is_authenticated:
+            return False
+        # Looking the user up read the session (UserTimezoneMiddleware already
+        # has): a key that named no live session, or a session flushed because
+        # its password hash no longer matches, leaves no key.
+        return request.session.session_key is None

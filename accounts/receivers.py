@@ -1,9 +1,14 @@
 """Receivers of allauth's signals (auth events are the one place for signals):
-the page that completed a password or e-mail change shows what it caused."""
+the page that completed a password or e-mail change shows what it caused, and
+a password reset ends the sign-in pending in that browser."""
 
 from __future__ import annotations
 
 from allauth.account import signals as allauth_signals
+from allauth.account.internal.flows.email_verification_by_code import (
+    EMAIL_VERIFICATION_CODE_SESSION_KEY,
+)
+from allauth.account.internal.stagekit import clear_login
 from django.contrib import messages
 from django.db import transaction
 from django.dispatch import receiver
@@ -28,3 +33,13 @@ def announce_verified_address(sender, request, email_address, **kwargs) -> None:
     # Once the confirmation is stored, so receivers see the verified address.
     user = email_address.user
     transaction.on_commit(lambda: email_verified.send(sender=type(user), user=user))
+
+
+@receiver(allauth_signals.password_reset)
+def end_pending_sign_in(sender, request, user, **kwargs) -> None:
+    # Someone who signs up with an address that already has an account (one
+    # whose owner never typed its code, say) is mailed a password reset and left
+    # on a code page no code passes. Once the reset is done in that browser,
+    # signing in must start afresh (and mail a code), not return to that page.
+    clear_login(request)
+    request.session.pop(EMAIL_VERIFICATION_CODE_SESSION_KEY, None)

@@ -12,9 +12,9 @@ from accounts.signals import email_verified
 def user_email_mark_verified(*, user) -> EmailAddress:
     """Record the user's login address as their verified primary address.
 
-    For addresses someone vouches for without a link being followed: the
+    For addresses someone vouches for without a code being typed: the
     operator's `create_user`, and test fixtures. Everyone else proves an address
-    by following the link allauth mails.
+    by typing the code allauth mails to it, in the browser that asked.
     """
     EmailAddress.objects.filter(user=user, primary=True).exclude(email__iexact=user.email).update(
         primary=False

@@ -16,7 +16,7 @@ from django.dispatch import Signal
 
 credentials_changed = Signal()
 
-# Sent when a user's address is proved (allauth's link followed, or an operator
+# Sent when a user's address is proved (allauth's mailed code typed, or an operator
 # vouching for it through `user_email_mark_verified`), after the change is
 # stored. Arguments: `user`. Commitments waiting for that address (an
 # invitation) are attached to the user by the commitments app's receiver.

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
+from allauth.account import app_settings as allauth_settings
 from allauth.account import views as allauth_views
+from allauth.account.internal.flows.email_verification import (
+    consume_email_verification_rate_limit,
+)
 from allauth.account.models import EmailAddress
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods
 
 from accounts.forms import ProfileForm
 from accounts.selectors import user_has_verified_primary_email
@@ -52,12 +59,37 @@ def profile_update(request: HttpRequest) -> HttpResponse:
     return redirect("accounts:settings")
 
 
+class LoginView(allauth_views.LoginView):
+    """allauth's sign-in page, saying where signing in continues to when a
+    signed-in page sent the person here (`?next=`, Django's login_required).
+    Only a path on this site is named, as allauth only follows such a one.
+    (That a session has ended is said by accounts.middleware.SessionEndedMiddleware.)"""
+
+    def get_context_data(self, **kwargs) -> dict:
+        context = super().get_context_data(**kwargs)
+        context["continue_to"] = _local_path(self.request, self.get_next_url())
+        return context
+
+
+def _local_path(request: HttpRequest, url: str | None) -> str | None:
+    """`url` as a path of this site, or None if it is not one (or empty)."""
+    if not url or not url_has_allowed_host_and_scheme(
+        url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return None
+    bits = urlsplit(url)
+    return bits.path + (f"?{bits.query}" if bits.query else "")
+
+
+login = LoginView.as_view()
+
+
 class EmailView(allauth_views.EmailView):
     """allauth's e-mail page, except that no unverified address becomes primary.
 
     allauth lets a person with no verified address make any address they added
     primary; here the primary address (the login, where commitments and nudges
-    go) is always one its owner proved by following the mailed link. With
+    go) is always one its owner proved by typing the code mailed to it. With
     ACCOUNT_CHANGE_EMAIL a new address replaces the old one only once verified.
     """
 
@@ -67,8 +99,8 @@ class EmailView(allauth_views.EmailView):
             # at once (leaving the account without an address until it is verified).
             messages.error(
                 request,
-                "Verify your current address first (follow the link we sent to it), "
-                "then change it.",
+                "Verify your current address first (Re-send verification, then type the "
+                "code we send to it), then change it.",
             )
             return redirect("account_email")
         if "action_primary" in request.POST:
@@ -79,8 +111,8 @@ class EmailView(allauth_views.EmailView):
             if not verified:
                 messages.error(
                     request,
-                    "Only a verified address can be your primary address: follow the link "
-                    "we sent to it first.",
+                    "Only a verified address can be your primary address: verify it first "
+                    "(Re-send verification, then type the code we send to it).",
                 )
                 return redirect("account_email")
         return super().post(request, *args, **kwargs)
@@ -89,30 +121,31 @@ class EmailView(allauth_views.EmailView):
 email = login_required(EmailView.as_view())
 
 
-@require_POST
-def verification_resend(request: HttpRequest) -> HttpResponse:
-    """ "Send the link again", offered after a sign-up or a sign-in with an
-    address not yet verified. Only for the sign-in pending in this browser's
-    session (allauth's), so nobody can make the service mail an address they
-    merely typed; allauth's `confirm_email` limit (one mail per address per
-    ACCOUNT_EMAIL_CONFIRMATION_COOLDOWN) holds."""
-    from allauth.account.internal.flows.email_verification import (
-        get_address_for_user,
-        send_verification_email_to_address,
-    )
-    from allauth.account.internal.stagekit import unstash_login
+class EmailVerificationCodeView(allauth_views.ConfirmEmailVerificationCodeView):
+    """Where the code mailed to an address is typed: allauth's page (the code
+    and the address it proves live in this browser's session only, so only the
+    session that asked can finish), saying for which account, and answering a
+    new code asked for too soon with a sentence instead of allauth's bare 429."""
 
-    login = None if request.user.is_authenticated else unstash_login(request, peek=True)
-    address = get_address_for_user(login.user) if login and login.user else None
-    if address is None or address.verified:
-        messages.info(request, "Sign in again to get a new link.")
-        return redirect("account_login")
-    if send_verification_email_to_address(request, address):
-        messages.success(request, f"We sent a new link to {address.email}.")
-    else:
-        messages.warning(
-            request,
-            "A link was sent to that address a moment ago: look for it (and in your spam "
-            "folder), or ask again in a few minutes.",
-        )
-    return redirect("account_email_verification_sent")
+    def get_context_data(self, **kwargs) -> dict:
+        context = super().get_context_data(**kwargs)
+        # A person signed in is adding an address to their account; otherwise
+        # the code finishes the sign-up (or sign-in) pending in this session.
+        context["adding_to"] = self.request.user if self.request.user.is_authenticated else None
+        context["code_minutes"] = allauth_settings.EMAIL_VERIFICATION_BY_CODE_TIMEOUT // 60
+        return context
+
+    def form_valid(self, form) -> HttpResponse:
+        if self._action == "resend" and not consume_email_verification_rate_limit(
+            self.request, self._process.email, dry_run=True
+        ):
+            messages.warning(
+                self.request,
+                "A code was sent to that address a moment ago: look for it (and in your "
+                "spam folder), or ask again in a few seconds.",
+            )
+            return redirect("account_email_verification_sent")
+        return super().form_valid(form)
+
+
+email_verification_code = EmailVerificationCodeView.as_view()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.urls import reverse
@@ -159,12 +160,18 @@ def _asker(commitment: Commitment) -> str:
     return f"{unlinked(excerpt(assigner.name, 60))} ({unlinked(assigner.email)})"
 
 
+def _signup_url(address: str) -> str:
+    """The sign-up form with the invited address filled in (only filled in:
+    the address is proved by the code mailed after sign-up)."""
+    return site_url("account_signup") + "?" + urlencode({"email": address})
+
+
 def _invitation_ending(address: str) -> str:
     return (
         f"To read it in Commitments and accept or decline it, sign up with this address "
-        f"({address}) and confirm it: the request waits for you in your Accord. "
-        "If you did not expect this, ignore this e-mail: nothing happens unless you sign "
-        "up. Commitments never asks for a password or a payment in an e-mail."
+        f"({address}) and type the code we then mail to it: the request waits for you in "
+        "your Accord. If you did not expect this, ignore this e-mail: nothing happens unless "
+        "you sign up. Commitments never asks for a password or a payment in an e-mail."
     )
 
 
@@ -188,9 +195,13 @@ def invitation_message(
     return Message(
         subject=subject,
         text=text,
-        url=site_url("account_signup"),
+        url=_signup_url(address),
         idempotency_key=idempotency_key,
     )
+    # The sign-up form opens with the address filled in (allauth's sign-up reads
+    # ?email= as the field's initial value); only the code proves it.
+    signup = site_url("account_signup") + "?" + urlencode({"email": commitment.invitation.email})
+    return Message(subject=subject, text=text, url=signup, idempotency_key=idempotency_key)
 
 
 def invitation_digest_message(
@@ -221,7 +232,7 @@ def invitation_digest_message(
     return Message(
         subject=f"{requests} for you on Commitments",
         text=text,
-        url=site_url("account_signup"),
+        url=_signup_url(address),
         idempotency_key=idempotency_key,
     )
 

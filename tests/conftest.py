@@ -50,7 +50,7 @@ def _fast_password_hashing(settings):
 @pytest.fixture
 def make_user(db, django_user_model):
     """Makes users whose address is verified (their primary address, as after
-    following allauth's link), so they sign in and receive commitments and
+    typing the code allauth mails), so they sign in and receive commitments and
     nudges. `verified=False` makes one who has not proved the address yet."""
     from accounts.services import user_email_mark_verified
 

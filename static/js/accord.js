@@ -39,8 +39,19 @@
 
   function poll() {
     if (document.hidden) return schedule();
-    fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
+    // A redirect is not followed: it is the way to sign in (the session has
+    // ended), whose page must not land inside the Accord. The page is loaded
+    // again instead; it goes to sign in, which says the session has ended.
+    fetch(url, {
+      credentials: "same-origin",
+      redirect: "manual",
+      headers: { Accept: "text/html" }
+    })
       .then(function (response) {
+        if (response.type === "opaqueredirect") {
+          window.location.reload();
+          throw new Error("signed out");
+        }
         if (!response.ok) throw new Error(String(response.status));
         return response.text();
       })

@@ -5,7 +5,6 @@ address changes only to a verified one."""
 from __future__ import annotations
 
 import importlib
-import re
 
 import pytest
 from allauth.account.models import EmailAddress
@@ -16,6 +15,7 @@ from django.core.management import call_command
 from accounts.selectors import user_has_verified_primary_email, users_with_verified_primary_email
 from commitments.models import Commitment
 from tests.harness.api import INBOX, assert_envelope, inbox_body, mint, post_json
+from tests.harness.verification import CODE_PAGE, code_in, mailed_code, mailed_paths
 
 pytestmark = pytest.mark.django_db
 
@@ -32,8 +32,9 @@ def signed_in_user(client):
     return client.get("/settings/").wsgi_request.user
 
 
-def confirmation_path(message) -> str:
-    return re.search(r"https?://[^/\s]+(/accounts/confirm-email/\S+)", message.body).group(1)
+def type_the_code(client, message):
+    """Types the code mailed in `message` on the code page, in `client`'s session."""
+    return client.post(CODE_PAGE, {"code": mailed_code(message)})
 
 
 def test_verification_is_mandatory_by_default():
@@ -42,16 +43,18 @@ def test_verification_is_mandatory_by_default():
     assert settings.ACCOUNT_EMAIL_VERIFICATION == "mandatory"
 
 
-def test_a_sign_up_is_signed_in_only_after_following_the_mailed_link(client, mailbox):
+def test_a_sign_up_is_signed_in_only_after_typing_the_mailed_code(client, mailbox):
     signup(client, "new@example.com")
     user = User.objects.get()
     assert not signed_in_user(client).is_authenticated
     assert not user_has_verified_primary_email(user=user)
 
-    path = confirmation_path(mailbox[0])
-    client.post(path)
+    response = type_the_code(client, mailbox[0])
 
+    assert response.status_code == 302 and response["Location"] == "/"
+    assert signed_in_user(client) == user
     assert user_has_verified_primary_email(user=user)
+    client.post("/accounts/logout/")  # and from then on the password signs them in
     response = client.post(
         "/accounts/login/", {"login": "new@example.com", "password": "a long enough passphrase"}
     )
@@ -59,7 +62,7 @@ def test_a_sign_up_is_signed_in_only_after_following_the_mailed_link(client, mai
     assert signed_in_user(client) == user
 
 
-def test_an_unverified_user_cannot_sign_in_and_is_sent_the_link_again(client, make_user, mailbox):
+def test_an_unverified_user_cannot_sign_in_and_is_sent_a_code(client, make_user, mailbox):
     user = make_user("pending@example.com", verified=False)
 
     response = client.post("/accounts/login/", {"login": user.email, "password": PASSWORD})
@@ -67,19 +70,55 @@ def test_an_unverified_user_cannot_sign_in_and_is_sent_the_link_again(client, ma
     assert response["Location"] == "/accounts/confirm-email/"
     assert not signed_in_user(client).is_authenticated
     assert [message.to for message in mailbox] == [["pending@example.com"]]
+    assert mailed_code(mailbox[0])
 
 
-def test_with_the_console_backend_the_page_says_where_the_link_is(client, settings):
+def test_the_code_page_without_a_pending_sign_up_sends_to_sign_in(client):
+    # The code, and the address it proves, live in the session that asked.
+    response = client.get(CODE_PAGE)
+    assert response.status_code == 302 and response["Location"] == "/accounts/login/"
+
+
+def test_with_the_console_backend_the_page_says_where_the_code_is(client, settings, capsys):
     settings.EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
-    page = " ".join(client.get("/accounts/confirm-email/").content.decode().split())
+    signup(client, "new@example.com")
+    page = " ".join(client.get(CODE_PAGE).content.decode().split())
+    assert "We have sent a code to <strong>new@example.com</strong>" in page
     assert "prints e-mail instead of sending it" in page
-    assert "terminal where the service runs" in page
+    assert "the message with the code is in the terminal where the service runs" in page
+    assert code_in(capsys.readouterr().out)  # and it is there
 
 
 def test_with_a_real_backend_the_page_does_not_mention_the_terminal(client, mailbox):
-    page = client.get("/accounts/confirm-email/").content.decode()
+    signup(client, "new@example.com")
+    page = client.get(CODE_PAGE).content.decode()
     assert "Verify your e-mail address" in page
+    assert "look in your spam folder" in page
     assert "terminal" not in page
+
+
+def test_the_mail_has_the_code_and_no_link_that_verifies(client, mailbox):
+    signup(client, "new@example.com")
+    (message,) = mailbox
+    assert mailed_code(message)
+    assert "opening this e-mail verifies nothing" in " ".join(message.body.split())
+    assert all("/accounts/confirm-email/" not in path for path in mailed_paths(message))
+
+
+def test_a_wrong_code_verifies_nothing_and_three_end_the_attempt(client, mailbox):
+    signup(client, "new@example.com")
+    user = User.objects.get()
+
+    first = client.post(CODE_PAGE, {"code": "BBBB-BBBB"})
+    assert first.status_code == 200 and "Incorrect code" in first.content.decode()
+    client.post(CODE_PAGE, {"code": "BBBB-BBBC"})
+    third = client.post(CODE_PAGE, {"code": "BBBB-BBBD"})
+
+    # allauth's EMAIL_VERIFICATION_BY_CODE_MAX_ATTEMPTS: the pending sign-up is over.
+    assert third.status_code == 302 and third["Location"] == "/accounts/login/"
+    type_the_code(client, mailbox[0])
+    assert not user_has_verified_primary_email(user=user)
+    assert not signed_in_user(client).is_authenticated
 
 
 # --- claiming someone else's address -------------------------------------------------
@@ -87,7 +126,7 @@ def test_with_a_real_backend_the_page_does_not_mention_the_terminal(client, mail
 
 def test_claiming_an_unverified_address_receives_nothing(client, assigner, mailbox):
     # Someone signs up as the new hire before the new hire does, and never
-    # follows the link (it went to the real new hire's mailbox).
+    # types the code (it went to the real new hire's mailbox).
     signup(Client := client, "newhire@example.com")
     claimed = User.objects.get(email="newhire@example.com")
     token = mint(assigner)
@@ -161,7 +200,7 @@ def test_a_new_address_becomes_the_login_only_once_verified(client, make_user, m
     assert user.email == "old@example.com"  # not yet
     assert user_has_verified_primary_email(user=user)
 
-    client.post(confirmation_path(mailbox[-1]))
+    type_the_code(client, mailbox[-1])
 
     user.refresh_from_db()
     assert user.email == "new@example.com"

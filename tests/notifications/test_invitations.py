@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 
 import pytest
+from allauth.account.models import EmailAddress
+from django.contrib.auth import get_user_model
 from django.core import mail
 from django.db.models import F
 from django.utils import timezone
@@ -32,6 +35,8 @@ from tests.harness.services import (
 )
 
 pytestmark = pytest.mark.django_db
+
+User = get_user_model()
 
 
 @pytest.fixture(autouse=True)
@@ -101,7 +106,7 @@ def test_the_invitation_says_who_asks_what_and_how_to_answer(assigner):
     assert "Lead (lead@example[.]com) asked you to do something" in sent.body
     assert "    | Water the shrubbery\n" in sent.body
     assert "sign up with this address (newcomer@example.com)" in sent.body
-    assert "https://commitments.example.com/accounts/signup/" in sent.body
+    assert "https://commitments.example.com/accounts/signup/?email=" in sent.body
     delivery = Delivery.objects.get()
     assert delivery.status == DeliveryStatus.DELIVERED
     assert [a.outcome for a in delivery.attempt_log.all()] == [AttemptOutcome.DELIVERED]
@@ -249,6 +254,23 @@ def test_the_claim_delivers_every_waiting_request_and_the_digest_is_not_sent(
     assert len(mail.outbox) == 1  # the invitation only: the rest wait in the Accord
     assert not Delivery.objects.filter(status=DeliveryStatus.HELD).exists()
     assert Delivery.objects.filter(status=DeliveryStatus.CANCELLED).count() == 39
+
+
+def test_the_invitations_link_opens_the_sign_up_form_with_the_address_filled_in(assigner, client):
+    c = invite(assigner, email="new.comer+team@example.com")
+    (delivery_id,) = outbox.outbox_event_dispatch(event_id=OutboxEvent.objects.get(commitment=c).pk)
+    nudge_send(delivery_id=delivery_id)
+    (sent,) = mail.outbox
+    link = re.search(r"https://commitments\.example\.com(/accounts/signup/\S*)", sent.body)
+
+    form = client.get(link.group(1))
+
+    assert form.status_code == 200
+    email_input = re.search(r'<input[^>]*name="email"[^>]*>', form.content.decode()).group(0)
+    assert 'value="new.comer+team@example.com"' in email_input
+    # Only filled in: no account, no address, nothing verified until a sign-up and its code.
+    assert not User.objects.filter(email="new.comer+team@example.com").exists()
+    assert not EmailAddress.objects.filter(email="new.comer+team@example.com").exists()
 
 
 def test_a_draft_invites_nobody_until_sent(assigner):

@@ -65,7 +65,7 @@ def test_once_the_owner_verifies_the_address_the_next_request_is_nudged(assigner
     claimed = make_user("newhire@corp.example", verified=False)
     ask(assigner, claimed)
 
-    # As allauth leaves it once the owner follows the mailed link.
+    # As allauth leaves it once the owner types the mailed code.
     EmailAddress.objects.create(user=claimed, email=claimed.email, primary=True, verified=True)
     event = ask(assigner, claimed)
 
