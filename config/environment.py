@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 
 from config.env import ImproperlyConfiguredEnv, env_bool, env_int, env_list, env_str
+from lib.client_address import normalise_network
 from lib.crypto import MAKE_A_KEY, is_fernet_key
 
 # The development SECRET_KEY (settings' default): refused in production.
@@ -83,4 +84,46 @@ def environment_problems(environ: Mapping[str, str] = os.environ) -> list[str]:
     in_flight = env_int("WEBHOOK_USER_IN_FLIGHT", 2, environ=environ)
     if endpoints < 1 or in_flight < 1:
         problems.append("WEBHOOK_MAX_ENDPOINTS and WEBHOOK_USER_IN_FLIGHT must be 1 or more.")
+    problems += _proxy_problems(environ)
+    return problems
+
+
+def _proxy_problems(environ: Mapping[str, str]) -> list[str]:
+    """What is believed from a proxy (the client's address, the scheme) is
+    believed only from TRUSTED_PROXY_NETWORKS (lib.client_address): trusting a
+    header without saying where the proxies are would believe it from anyone
+    who reaches the app port, so it stops the start."""
+    problems = []
+    networks = env_list("TRUSTED_PROXY_NETWORKS", environ=environ)
+    for text in networks:
+        try:
+            normalise_network(text)
+        except ValueError as exc:
+            problems.append(f"TRUSTED_PROXY_NETWORKS: {exc}")
+    count = env_int("TRUSTED_PROXY_COUNT", 0, environ=environ)
+    if count < 0:
+        problems.append("TRUSTED_PROXY_COUNT must be 0 (no proxy) or more.")
+    header = env_str("TRUSTED_CLIENT_IP_HEADER", environ=environ).strip()
+    trusted = [
+        name
+        for name, on in (
+            (f"TRUSTED_PROXY_COUNT={count}", count > 0),
+            (f"TRUSTED_CLIENT_IP_HEADER={header}", bool(header)),
+            ("TRUST_X_FORWARDED_PROTO=1", env_bool("TRUST_X_FORWARDED_PROTO", environ=environ)),
+        )
+        if on
+    ]
+    if trusted and not networks:
+        problems.append(
+            f"{', '.join(trusted)} without TRUSTED_PROXY_NETWORKS would believe your "
+            "proxy's headers from anyone who reaches the service directly: set "
+            "TRUSTED_PROXY_NETWORKS to the networks your proxies connect from "
+            "(comma-separated CIDR, e.g. 10.0.0.0/24, or 127.0.0.1 for a proxy on this machine)."
+        )
+    if networks and not trusted:
+        problems.append(
+            "TRUSTED_PROXY_NETWORKS is set but nothing is read from those proxies: set "
+            "TRUSTED_PROXY_COUNT (how many of them append to X-Forwarded-For) or "
+            "TRUSTED_CLIENT_IP_HEADER, and TRUST_X_FORWARDED_PROTO=1 if they terminate TLS."
+        )
     return problems

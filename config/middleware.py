@@ -17,6 +17,7 @@ from django.http import (
 from django.http.request import UnreadablePostError
 
 from lib.api_errors import INTERNAL_ERROR_MESSAGE, envelope, error_name
+from lib.client_address import from_trusted_proxy
 from lib.logs import new_request_id, request_id_var, sane_request_id
 from lib.outbound import is_loopback_address, is_loopback_host
 
@@ -65,6 +66,25 @@ class RequestIdMiddleware:
             request_id_var.reset(token)
         response[REQUEST_ID_HEADER] = request_id
         return response
+
+
+class UntrustedProxyHeadersMiddleware:
+    """The forwarded scheme header (SECURE_PROXY_SSL_HEADER, on with
+    TRUST_X_FORWARDED_PROTO) is believed only from your proxies
+    (TRUSTED_PROXY_NETWORKS, lib.client_address.from_trusted_proxy): a client
+    that reaches the app port directly and says `X-Forwarded-Proto: https`
+    over plain HTTP would otherwise be served, and sent secure cookies, as if
+    over HTTPS. Django reads the header from META wherever it asks
+    `is_secure()`, so it is removed there."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        header = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+        if header and header[0] in request.META and not from_trusted_proxy(request):
+            del request.META[header[0]]
+        return self.get_response(request)
 
 
 class HttpsOnlyMiddleware:

@@ -16,6 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int, env_list, env_str
 from config.environment import DEV_SECRET_KEY, environment_problems
+from lib.client_address import normalise_networks
 
 # The environment's rules (a malformed variable, an unsafe production key,
 # limits that contradict each other): checked before anything is read, so
@@ -80,6 +81,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: every log line of the request, the refusals included, has its id.
     "config.middleware.RequestIdMiddleware",
+    # Before anything asks request.is_secure(): a forwarded scheme header from
+    # a peer that is not one of your proxies is dropped.
+    "config.middleware.UntrustedProxyHeadersMiddleware",
     "config.middleware.HttpsOnlyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -211,10 +215,15 @@ ACCOUNT_LOGOUT_REDIRECT_URL = "/accounts/login/"
 # (config/urls.py). They count per client address: behind proxies, say how many
 # of the X-Forwarded-For entries your own proxies add (TRUSTED_PROXY_COUNT),
 # or which header your proxy puts the client's address in
-# (TRUSTED_CLIENT_IP_HEADER, e.g. X-Real-IP). The default trusts no proxy:
-# X-Forwarded-For is ignored, since anyone can send it.
+# (TRUSTED_CLIENT_IP_HEADER, e.g. X-Real-IP), and where your proxies are
+# (TRUSTED_PROXY_NETWORKS, CIDR): those headers are believed only from a peer
+# inside those networks, since anything that reaches the app port directly
+# could send them (lib.client_address). The default trusts no proxy:
+# X-Forwarded-For is ignored, since anyone can send it. A count or a header
+# without networks is refused at start (config/environment.py).
 ALLAUTH_TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 ALLAUTH_TRUSTED_CLIENT_IP_HEADER = env_str("TRUSTED_CLIENT_IP_HEADER") or None
+TRUSTED_PROXY_NETWORKS = normalise_networks(env_list("TRUSTED_PROXY_NETWORKS"))
 
 # --- Mail ---------------------------------------------------------------------
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
@@ -256,6 +265,8 @@ STORAGES = {
 # Plain HTTP is accepted only from loopback hosts; elsewhere pages redirect and
 # the API refuses with 403 https_required (config.middleware.HttpsOnlyMiddleware).
 HTTPS_ONLY = env_bool("HTTPS_ONLY", default=not DEBUG)
+# Believed only from TRUSTED_PROXY_NETWORKS: from any other peer the header is
+# dropped before Django reads it (config.middleware.UntrustedProxyHeadersMiddleware).
 if env_bool("TRUST_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_SECURE = not DEBUG

@@ -127,3 +127,43 @@ def test_it_reads_only_the_mapping_it_is_given(monkeypatch):
 
     assert environment_problems({}) == []
     assert environment_problems() == ["DEBUG must be a boolean (1/0, true/false), got 'maybe'"]
+
+
+# --- proxies: what is believed from them, and from where ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("trusting", "named"),
+    [
+        ({"TRUSTED_PROXY_COUNT": "1"}, "TRUSTED_PROXY_COUNT=1"),
+        ({"TRUSTED_CLIENT_IP_HEADER": "X-Real-IP"}, "TRUSTED_CLIENT_IP_HEADER=X-Real-IP"),
+        ({"TRUST_X_FORWARDED_PROTO": "1"}, "TRUST_X_FORWARDED_PROTO=1"),
+    ],
+)
+def test_trusting_a_proxy_header_needs_the_proxies_networks(trusting, named):
+    (problem,) = environment_problems({**PRODUCTION, **trusting})
+
+    assert problem.startswith(f"{named} without TRUSTED_PROXY_NETWORKS")
+    assert "set TRUSTED_PROXY_NETWORKS" in problem
+    with_networks = {**PRODUCTION, **trusting, "TRUSTED_PROXY_NETWORKS": "10.0.0.0/24,::1"}
+    assert environment_problems(with_networks) == []
+
+
+def test_proxy_networks_are_checked_and_named():
+    environ = {**PRODUCTION, "TRUSTED_PROXY_COUNT": "1", "TRUSTED_PROXY_NETWORKS": "10.0.0.0/33"}
+
+    (problem,) = environment_problems(environ)
+
+    assert problem.startswith("TRUSTED_PROXY_NETWORKS: “10.0.0.0/33” is not an IP network")
+
+
+def test_proxy_networks_with_nothing_to_believe_from_them_are_refused():
+    (problem,) = environment_problems({**PRODUCTION, "TRUSTED_PROXY_NETWORKS": "10.0.0.0/24"})
+
+    assert "nothing is read from those proxies" in problem
+
+
+def test_a_negative_proxy_count_is_refused():
+    environ = {**PRODUCTION, "TRUSTED_PROXY_COUNT": "-1", "TRUSTED_PROXY_NETWORKS": "10.0.0.0/24"}
+
+    assert "TRUSTED_PROXY_COUNT must be 0 (no proxy) or more." in environment_problems(environ)

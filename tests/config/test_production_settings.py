@@ -265,10 +265,24 @@ class TestHttpsOnlyMiddleware:
     @pytest.mark.django_db
     def test_a_forwarded_proto_counts_when_trusted(self, client, settings):
         settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+        settings.TRUSTED_PROXY_NETWORKS = ["127.0.0.1/32"]  # the test client's peer
 
         response = client.get("/healthz", HTTP_HOST="example.com", HTTP_X_FORWARDED_PROTO="https")
 
         assert response.status_code == 200
+
+    @pytest.mark.django_db
+    def test_a_forwarded_proto_from_outside_the_proxy_networks_is_ignored(self, client, settings):
+        """A client that reaches the app port directly is not believed when it
+        says its plain HTTP request came over HTTPS."""
+        settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+        settings.TRUSTED_PROXY_NETWORKS = ["10.0.0.0/24"]
+
+        says_https = {"HTTP_HOST": "example.com", "HTTP_X_FORWARDED_PROTO": "https"}
+
+        for peer in ("198.51.100.7", "127.0.0.1"):
+            assert client.get("/healthz", **says_https, REMOTE_ADDR=peer).status_code == 301
+        assert client.get("/healthz", **says_https, REMOTE_ADDR="10.0.0.2").status_code == 200
 
 
 @pytest.mark.django_db
