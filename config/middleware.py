@@ -1,4 +1,6 @@
-"""Project-wide request guards: HTTPS in production and JSON-only API errors."""
+"""Project-wide request guards: HTTPS in production, proxy headers only from
+proxies, JSON-only API errors, and no shared or stored copy of what a
+signed-in person sees."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from django.http import (
     JsonResponse,
 )
 from django.http.request import UnreadablePostError
+from django.utils.cache import patch_cache_control
 
 from lib.api_errors import INTERNAL_ERROR_MESSAGE, envelope, error_name
 from lib.client_address import from_trusted_proxy
@@ -206,3 +209,27 @@ class ApiErrorMiddleware:
             return None
         logger.exception("Unhandled error on %s", request.path)
         return error_response(500, error_name(500), INTERNAL_ERROR_MESSAGE)
+
+
+class PrivateResponsesMiddleware:
+    """Whatever is answered to someone signed in (a page, the Accord's
+    fragment, a polling endpoint's JSON, an API answer to a token) is theirs:
+    `Cache-Control: private, no-store`, so neither a shared proxy nor the
+    browser's disk keeps a copy for the next person at that machine. A
+    response that already says `no-store` (never_cache, the pages that show a
+    secret once) is left as it is. Anonymous responses (public pages, the
+    sign-in form) are untouched, and static files never get here: WhiteNoise
+    answers them earlier in MIDDLEWARE."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        # DRF sets request.user too once a bearer token authenticated.
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            directives = response.get("Cache-Control", "").lower()
+            if "no-store" not in directives:
+                patch_cache_control(response, private=True, no_store=True)
+        return response

@@ -97,6 +97,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "allauth.account.middleware.AccountMiddleware",
     "accounts.middleware.UserTimezoneMiddleware",
+    # Last, so it sees the response every view and middleware above made:
+    # Cache-Control: private, no-store for anyone signed in.
+    "config.middleware.PrivateResponsesMiddleware",
     # After a write, queue the outbox events it left (nudges go out at once).
 ]
 

@@ -135,9 +135,7 @@ def test_readyz_shows_its_checks_to_staff_from_anywhere(client, settings, make_u
 
 
 @pytest.mark.django_db
-def test_readyz_shows_no_checks_to_someone_signed_in_who_is_not_staff(
-    client, settings, make_user
-):
+def test_readyz_shows_no_checks_to_someone_signed_in_who_is_not_staff(client, settings, make_user):
     settings.REDIS_URL = ""
     client.force_login(make_user())
 
