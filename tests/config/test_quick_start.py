@@ -1,0 +1,105 @@
+"""The quick start (./scripts/serve) serves what production serves: the
+product's own 404 page (never Django's yellow debug page listing every URL
+pattern), its static files collected and served by WhiteNoise, on keys of its
+own kept in VAR_DIR. Run live: scripts/_local_env.sh's `serve_local`, which is
+./scripts/serve after its install step (the tests may not install into the
+shared virtualenv), in a fresh environment with nothing of the tests' own."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import uuid
+
+import httpx
+import pytest
+
+from tests.harness.services import ROOT, Process, free_port, wait_until
+from tests.harness.settings import MODE_VARIABLES
+
+pytestmark = pytest.mark.processes
+
+# What the tests set for themselves (tests/settings.py, pytest-django) or point
+# at their own services: a newcomer's shell has none of them.
+NOT_IN_A_NEWCOMERS_SHELL = {*MODE_VARIABLES, "DJANGO_SETTINGS_MODULE", "SITE_URL", "EMAIL_BACKEND"}
+
+
+@pytest.fixture(scope="module")
+def quick_start(tmp_path_factory):
+    var = tmp_path_factory.mktemp("quick-start")
+    env = {k: v for k, v in os.environ.items() if k not in NOT_IN_A_NEWCOMERS_SHELL}
+    env.update({"VAR_DIR": str(var), "PORT": str(free_port()), "WEB_CONCURRENCY": "1"})
+    serve = ["bash", "-c", ". scripts/_local_env.sh && serve_local"]
+    with Process(serve, env, var / "serve.log") as process:
+        process.wait_for_output("Booting worker", timeout=180)
+        base = f"http://127.0.0.1:{env['PORT']}"
+        wait_until(lambda: _answers(base), timeout=30, what="the quick start answering")
+        yield base, var
+
+
+def _answers(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/healthz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def get(base: str, path: str) -> httpx.Response:
+    return httpx.get(base + path, headers={"Host": "localhost"}, timeout=10)
+
+
+@pytest.mark.parametrize(
+    "path", ["/no-such-page", "/commitments/not-an-id", "/settings/nothing-here/"]
+)
+def test_a_wrong_url_gets_the_products_404_not_the_debug_page(quick_start, path):
+    base, _ = quick_start
+
+    response = get(base, path)
+
+    assert response.status_code == 404
+    assert "Not found" in response.text
+    assert "Using the URLconf" not in response.text  # Django's debug 404
+    assert "DEBUG = True" not in response.text
+
+
+def test_another_persons_commitment_asks_to_sign_in_first(quick_start):
+    base, _ = quick_start
+
+    response = get(base, f"/commitments/{uuid.uuid4()}")
+
+    assert response.status_code == 302
+    assert response.headers["Location"].startswith("/accounts/login/")
+
+
+def test_the_pages_stylesheet_is_served_collected_and_hashed(quick_start):
+    base, _ = quick_start
+    page = get(base, "/accounts/login/")
+    (stylesheet,) = re.findall(r'href="(/static/css/app\.[0-9a-f]{12}\.css)"', page.text)
+
+    css = get(base, stylesheet)
+
+    assert css.status_code == 200
+    assert "immutable" in css.headers["Cache-Control"]
+
+
+def test_it_runs_on_keys_of_its_own_kept_in_var(quick_start):
+    _, var = quick_start
+    secret_key = (var / "secret_key").read_text().strip()
+
+    assert len(secret_key) >= 32
+    assert (var / "field_encryption_keys").read_text().strip()
+    # ./scripts/manage finds the same keys: a user made there can sign in here.
+    env = {k: v for k, v in os.environ.items() if k not in NOT_IN_A_NEWCOMERS_SHELL}
+    env["VAR_DIR"] = str(var)
+    code = "from django.conf import settings; print(settings.DEBUG, settings.SECRET_KEY)"
+    shown = subprocess.run(
+        ["scripts/manage", "shell", "--verbosity", "0", "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == ["False", secret_key]
