@@ -83,15 +83,47 @@ def test_the_pages_stylesheet_is_served_collected_and_hashed(quick_start):
     assert "immutable" in css.headers["Cache-Control"]
 
 
+def newcomers_env(var) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in NOT_IN_A_NEWCOMERS_SHELL}
+    env["VAR_DIR"] = str(var)
+    return env
+
+
+def test_a_user_made_with_scripts_manage_signs_in_over_plain_http(quick_start):
+    """Production mode on localhost: the cookies come back over plain HTTP (a
+    Secure-only cookie would not), CSRF passes, the Accord answers."""
+    base, var = quick_start
+    made = subprocess.run(
+        ["scripts/manage", "create_user", "new@example.com", "--password", "a long passphrase"],
+        cwd=ROOT,
+        env=newcomers_env(var),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert made.returncode == 0, made.stderr
+    with httpx.Client(base_url=base, headers={"Host": "localhost:3000"}, timeout=10) as browser:
+        form = browser.get("/accounts/login/")
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
+        signed_in = browser.post(
+            "/accounts/login/",
+            data={"login": "new@example.com", "password": "a long passphrase"},
+            headers={"X-CSRFToken": csrf, "Referer": "http://localhost:3000/accounts/login/"},
+        )
+        assert signed_in.status_code == 302, signed_in.text[:2000]
+        accord = browser.get("/")
+        assert accord.status_code == 200
+        assert "new@example.com" in accord.text or "Sign out" in accord.text
+
+
 def test_it_runs_on_keys_of_its_own_kept_in_var(quick_start):
     _, var = quick_start
     secret_key = (var / "secret_key").read_text().strip()
 
     assert len(secret_key) >= 32
     assert (var / "field_encryption_keys").read_text().strip()
-    # ./scripts/manage finds the same keys: a user made there can sign in here.
-    env = {k: v for k, v in os.environ.items() if k not in NOT_IN_A_NEWCOMERS_SHELL}
-    env["VAR_DIR"] = str(var)
+    # ./scripts/manage finds the same keys.
+    env = newcomers_env(var)
     code = "from django.conf import settings; print(settings.DEBUG, settings.SECRET_KEY)"
     shown = subprocess.run(
         ["scripts/manage", "shell", "--verbosity", "0", "-c", code],
