@@ -15,6 +15,7 @@ import uuid
 import httpx
 import pytest
 
+from tests.harness.api import inbox_body
 from tests.harness.services import ROOT, Process, free_port, wait_until
 from tests.harness.settings import MODE_VARIABLES
 
@@ -35,7 +36,7 @@ def quick_start(tmp_path_factory):
         process.wait_for_output("Booting worker", timeout=180)
         base = f"http://127.0.0.1:{env['PORT']}"
         wait_until(lambda: _answers(base), timeout=30, what="the quick start answering")
-        yield base, var
+        yield base, var, env["PORT"]
 
 
 def _answers(base: str) -> bool:
@@ -53,7 +54,7 @@ def get(base: str, path: str) -> httpx.Response:
     "path", ["/no-such-page", "/commitments/not-an-id", "/settings/nothing-here/"]
 )
 def test_a_wrong_url_gets_the_products_404_not_the_debug_page(quick_start, path):
-    base, _ = quick_start
+    base, _, _ = quick_start
 
     response = get(base, path)
 
@@ -64,7 +65,7 @@ def test_a_wrong_url_gets_the_products_404_not_the_debug_page(quick_start, path)
 
 
 def test_another_persons_commitment_asks_to_sign_in_first(quick_start):
-    base, _ = quick_start
+    base, _, _ = quick_start
 
     response = get(base, f"/commitments/{uuid.uuid4()}")
 
@@ -73,7 +74,7 @@ def test_another_persons_commitment_asks_to_sign_in_first(quick_start):
 
 
 def test_the_pages_stylesheet_is_served_collected_and_hashed(quick_start):
-    base, _ = quick_start
+    base, _, _ = quick_start
     page = get(base, "/accounts/login/")
     (stylesheet,) = re.findall(r'href="(/static/css/app\.[0-9a-f]{12}\.css)"', page.text)
 
@@ -92,7 +93,7 @@ def newcomers_env(var) -> dict[str, str]:
 def test_a_user_made_with_scripts_manage_signs_in_over_plain_http(quick_start):
     """Production mode on localhost: the cookies come back over plain HTTP (a
     Secure-only cookie would not), CSRF passes, the Accord answers."""
-    base, var = quick_start
+    base, var, _ = quick_start
     made = subprocess.run(
         ["scripts/manage", "create_user", "new@example.com", "--password", "a long passphrase"],
         cwd=ROOT,
@@ -117,7 +118,7 @@ def test_a_user_made_with_scripts_manage_signs_in_over_plain_http(quick_start):
 
 
 def test_it_runs_on_keys_of_its_own_kept_in_var(quick_start):
-    _, var = quick_start
+    _, var, _ = quick_start
     secret_key = (var / "secret_key").read_text().strip()
 
     assert len(secret_key) >= 32
@@ -135,3 +136,39 @@ def test_it_runs_on_keys_of_its_own_kept_in_var(quick_start):
     )
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.split() == ["False", secret_key]
+
+
+def manage(var, *args: str) -> str:
+    done = subprocess.run(
+        ["scripts/manage", *args],
+        cwd=ROOT,
+        env=newcomers_env(var),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_nudge_in_the_workers_log_has_a_link_a_newcomer_can_follow(quick_start):
+    """The worker prints each e-mail to var/worker.log (the console backend):
+    the nudge's link is there whole, not `http://localhost:3000/[redacted]`,
+    while the token that made the request is nowhere."""
+    base, var, port = quick_start
+    for email in ("lead@example.com", "knight@example.com"):
+        manage(var, "create_user", email, "--password", "a long passphrase")
+    token = manage(var, "mint_token", "lead@example.com", "--name", "try").splitlines()[-1]
+
+    created = httpx.post(
+        f"{base}/api/v1/inbox",
+        json=inbox_body(),
+        headers={"Host": f"localhost:{port}", "Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
+
+    assert created.status_code == 201, created.text
+    link = f"http://localhost:{port}/commitments/{created.json()['id']}"
+    log = var / "worker.log"
+    wait_until(lambda: link in log.read_text(), timeout=90, what="the nudge's link in the log")
+    assert token not in log.read_text() + (var / "serve.log").read_text()
