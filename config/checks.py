@@ -2,7 +2,9 @@
 production, reported by `manage.py check --deploy` as errors that name what
 to set.
 
-They only speak when DEBUG is off. The container's start (`scripts/start`)
+They only speak when DEBUG is off, and on a local site (SITE_URL and
+ALLOWED_HOSTS loopback, config.environment.is_local_site: the quick start)
+only the encryption keys are asked for. The container's start (`scripts/start`)
 runs `check --deploy --fail-level ERROR` before gunicorn or Celery, and the
 processes themselves refuse to start on the same errors (`refuse_unsafe_start`,
 called by config/wsgi.py and by the Celery worker and beat at start), so a
@@ -85,6 +87,11 @@ def _outbound_loopback() -> list[checks.CheckMessage]:
 def production_problems() -> list[checks.CheckMessage]:
     if settings.DEBUG:
         return []
+    if settings.LOCAL_SITE:
+        # Reached on this machine only (SITE_URL and ALLOWED_HOSTS loopback:
+        # the quick start): mail printed to the worker's log, the folder broker
+        # and webhooks to a receiver on this machine are what it is for.
+        return _encryption_keys()
     return [*_mail_backend(), *_broker(), *_encryption_keys(), *_outbound_loopback()]
 
 

@@ -14,12 +14,42 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from config.env import ImproperlyConfiguredEnv, env_bool, env_int, env_list, env_str
+from lib.client_address import normalise_network
 from lib.crypto import MAKE_A_KEY, is_fernet_key
+from lib.outbound import is_loopback_host
 
 # The development SECRET_KEY (settings' default): refused in production.
 DEV_SECRET_KEY = "dev-insecure-key-do-not-use-in-production"
+# Development only (DEBUG on, no FIELD_ENCRYPTION_KEYS): a fixed, public key
+# (the one earlier versions derived from the development SECRET_KEY, so a
+# local database stays readable; scripts/_local_env.sh keeps it as a second,
+# decrypt-only key for a quick start's database made before it had its own).
+DEV_FIELD_ENCRYPTION_KEY = "a2_SwxOOwNH_iqxCqo2XnWmbuTvoCEuIykasFi-UrUo="
+DEFAULT_SITE_URL = "http://localhost:3000"
+# Said when DEBUG is not set at all: someone working on this machine, who
+# probably meant development mode.
+DEBUG_IS_OFF_HINT = (
+    " DEBUG is off unless set: for development on this machine set DEBUG=1, or run "
+    "manage.py through ./scripts/manage (the quick start's keys, in var/)."
+)
+
+
+def is_local_site(environ: Mapping[str, str] = os.environ) -> bool:
+    """The site is reached on this machine only: SITE_URL's host and every
+    name in ALLOWED_HOSTS are loopback (Django answers any other Host 400), as
+    in development and the quick start (./scripts/serve). DEBUG is allowed
+    only there, and production's deployment checks that only matter to other
+    people (mail that reaches them, a broker shared across machines)
+    are not asked of it (config/checks.py)."""
+    site = env_str("SITE_URL", DEFAULT_SITE_URL, environ=environ)
+    hosts = env_list("ALLOWED_HOSTS", environ=environ)
+    return is_loopback_host(urlsplit(site).netloc.rsplit("@", 1)[-1]) and all(
+        is_loopback_host(host) for host in hosts
+    )
+
 
 # Every boolean and integer variable the settings read: a malformed one stops
 # the start with its name.
@@ -61,11 +91,19 @@ def environment_problems(environ: Mapping[str, str] = os.environ) -> list[str]:
     if problems:
         return problems  # the rules below read these variables
 
-    debug = env_bool("DEBUG", default=True, environ=environ)
+    debug = env_bool("DEBUG", default=False, environ=environ)
+    if debug and not is_local_site(environ):
+        problems.append(
+            "DEBUG=1 is for a site on this machine only: it shows Django's debug pages "
+            "(settings, every URL) to anyone and runs with the public development keys. "
+            "With SITE_URL or ALLOWED_HOSTS naming another host, set DEBUG=0 and a real "
+            "SECRET_KEY."
+        )
     secret_key = env_str("SECRET_KEY", DEV_SECRET_KEY, environ=environ)
     if not debug and (secret_key == DEV_SECRET_KEY or len(secret_key) < 32):
         problems.append(
             "Production mode (DEBUG=0) needs SECRET_KEY set to a random value of 32+ characters."
+            + ("" if "DEBUG" in environ else DEBUG_IS_OFF_HINT)
         )
     keys = env_list("FIELD_ENCRYPTION_KEYS", environ=environ)
     if bad_keys := [i + 1 for i, key in enumerate(keys) if not is_fernet_key(key)]:
@@ -83,4 +121,46 @@ def environment_problems(environ: Mapping[str, str] = os.environ) -> list[str]:
     in_flight = env_int("WEBHOOK_USER_IN_FLIGHT", 2, environ=environ)
     if endpoints < 1 or in_flight < 1:
         problems.append("WEBHOOK_MAX_ENDPOINTS and WEBHOOK_USER_IN_FLIGHT must be 1 or more.")
+    problems += _proxy_problems(environ)
+    return problems
+
+
+def _proxy_problems(environ: Mapping[str, str]) -> list[str]:
+    """What is believed from a proxy (the client's address, the scheme) is
+    believed only from TRUSTED_PROXY_NETWORKS (lib.client_address): trusting a
+    header without saying where the proxies are would believe it from anyone
+    who reaches the app port, so it stops the start."""
+    problems = []
+    networks = env_list("TRUSTED_PROXY_NETWORKS", environ=environ)
+    for text in networks:
+        try:
+            normalise_network(text)
+        except ValueError as exc:
+            problems.append(f"TRUSTED_PROXY_NETWORKS: {exc}")
+    count = env_int("TRUSTED_PROXY_COUNT", 0, environ=environ)
+    if count < 0:
+        problems.append("TRUSTED_PROXY_COUNT must be 0 (no proxy) or more.")
+    header = env_str("TRUSTED_CLIENT_IP_HEADER", environ=environ).strip()
+    trusted = [
+        name
+        for name, on in (
+            (f"TRUSTED_PROXY_COUNT={count}", count > 0),
+            (f"TRUSTED_CLIENT_IP_HEADER={header}", bool(header)),
+            ("TRUST_X_FORWARDED_PROTO=1", env_bool("TRUST_X_FORWARDED_PROTO", environ=environ)),
+        )
+        if on
+    ]
+    if trusted and not networks:
+        problems.append(
+            f"{', '.join(trusted)} without TRUSTED_PROXY_NETWORKS would believe your "
+            "proxy's headers from anyone who reaches the service directly: set "
+            "TRUSTED_PROXY_NETWORKS to the networks your proxies connect from "
+            "(comma-separated CIDR, e.g. 10.0.0.0/24, or 127.0.0.1 for a proxy on this machine)."
+        )
+    if networks and not trusted:
+        problems.append(
+            "TRUSTED_PROXY_NETWORKS is set but nothing is read from those proxies: set "
+            "TRUSTED_PROXY_COUNT (how many of them append to X-Forwarded-For) or "
+            "TRUSTED_CLIENT_IP_HEADER, and TRUST_X_FORWARDED_PROTO=1 if they terminate TLS."
+        )
     return problems

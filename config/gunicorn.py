@@ -35,7 +35,7 @@ preload_app = True
 # use gunicornc: no socket.
 control_socket_disable = True
 
-_json = env_bool("LOG_JSON", not env_bool("DEBUG", True))
+_json = env_bool("LOG_JSON", not env_bool("DEBUG", False))
 _formatter = "json" if _json else "generic"
 
 # Merged by gunicorn into its own defaults (gunicorn.glogging.CONFIG_DEFAULTS),

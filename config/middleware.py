@@ -1,4 +1,6 @@
-"""Project-wide request guards: HTTPS in production and JSON-only API errors."""
+"""Project-wide request guards: HTTPS in production, proxy headers only from
+proxies, JSON-only API errors, and no shared or stored copy of what a
+signed-in person sees."""
 
 from __future__ import annotations
 
@@ -15,9 +17,11 @@ from django.http import (
     JsonResponse,
 )
 from django.http.request import UnreadablePostError
+from django.utils.cache import patch_cache_control
 
 from lib import request_body
 from lib.api_errors import INTERNAL_ERROR_MESSAGE, envelope, error_name
+from lib.client_address import from_trusted_proxy
 from lib.logs import new_request_id, request_id_var, sane_request_id
 from lib.outbound import is_loopback_address, is_loopback_host
 
@@ -66,6 +70,25 @@ class RequestIdMiddleware:
             request_id_var.reset(token)
         response[REQUEST_ID_HEADER] = request_id
         return response
+
+
+class UntrustedProxyHeadersMiddleware:
+    """The forwarded scheme header (SECURE_PROXY_SSL_HEADER, on with
+    TRUST_X_FORWARDED_PROTO) is believed only from your proxies
+    (TRUSTED_PROXY_NETWORKS, lib.client_address.from_trusted_proxy): a client
+    that reaches the app port directly and says `X-Forwarded-Proto: https`
+    over plain HTTP would otherwise be served, and sent secure cookies, as if
+    over HTTPS. Django reads the header from META wherever it asks
+    `is_secure()`, so it is removed there."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        header = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+        if header and header[0] in request.META and not from_trusted_proxy(request):
+            del request.META[header[0]]
+        return self.get_response(request)
 
 
 class HttpsOnlyMiddleware:
@@ -179,3 +202,27 @@ class ApiErrorMiddleware:
             return None
         logger.exception("Unhandled error on %s", request.path)
         return error_response(500, error_name(500), INTERNAL_ERROR_MESSAGE)
+
+
+class PrivateResponsesMiddleware:
+    """Whatever is answered to someone signed in (a page, the Accord's
+    fragment, a polling endpoint's JSON, an API answer to a token) is theirs:
+    `Cache-Control: private, no-store`, so neither a shared proxy nor the
+    browser's disk keeps a copy for the next person at that machine. A
+    response that already says `no-store` (never_cache, the pages that show a
+    secret once) is left as it is. Anonymous responses (public pages, the
+    sign-in form) are untouched, and static files never get here: WhiteNoise
+    answers them earlier in MIDDLEWARE."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        # DRF sets request.user too once a bearer token authenticated.
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            directives = response.get("Cache-Control", "").lower()
+            if "no-store" not in directives:
+                patch_cache_control(response, private=True, no_store=True)
+        return response

@@ -1,8 +1,12 @@
 """Django settings. Everything machine-specific comes from the environment.
 
-With nothing set, the service runs locally on SQLite with an embedded broker
-(see CELERY_* below). Production sets DEBUG=0, SECRET_KEY, ALLOWED_HOSTS,
-DATABASE_URL and REDIS_URL.
+With nothing set, the service runs in production mode (DEBUG off), and so
+needs a SECRET_KEY; on SQLite with an embedded broker (see CELERY_* below)
+until DATABASE_URL and REDIS_URL say otherwise. A deployment sets SECRET_KEY,
+ALLOWED_HOSTS, SITE_URL, DATABASE_URL and REDIS_URL. The quick start
+(./scripts/serve) runs production mode too, with keys of its own kept in var/
+(scripts/_local_env.sh); DEBUG=1 is for development on this machine only
+(config/environment.py refuses it for a site others reach), as the tests run.
 """
 
 from __future__ import annotations
@@ -15,7 +19,14 @@ from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int, env_list, env_str
-from config.environment import DEV_SECRET_KEY, environment_problems
+from config.environment import (
+    DEFAULT_SITE_URL,
+    DEV_FIELD_ENCRYPTION_KEY,
+    DEV_SECRET_KEY,
+    environment_problems,
+    is_local_site,
+)
+from lib.client_address import normalise_networks
 
 # The environment's rules (a malformed variable, an unsafe production key,
 # limits that contradict each other): checked before anything is read, so
@@ -26,7 +37,13 @@ if _problems := environment_problems(os.environ):
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
 
-DEBUG = env_bool("DEBUG", default=True)
+# Off unless set: a deployment that forgets it never shows debug pages or runs
+# on the public development keys. On only for a local site (checked above).
+DEBUG = env_bool("DEBUG", default=False)
+# SITE_URL and every allowed host are loopback (development, the quick start):
+# the deployment checks for mail and the broker do not apply (config/checks.py),
+# and cookies travel over plain HTTP to loopback (HTTPS_ONLY exempts it).
+LOCAL_SITE = is_local_site(os.environ)
 
 # Production needs a real one (config/environment.py).
 SECRET_KEY = env_str("SECRET_KEY", DEV_SECRET_KEY)
@@ -39,9 +56,8 @@ SECRET_KEY = env_str("SECRET_KEY", DEV_SECRET_KEY)
 # refuse_unsafe_start); settings stay importable so the check can speak.
 FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEYS")
 if not FIELD_ENCRYPTION_KEYS and DEBUG:
-    # Development only: a fixed, public key (the one earlier versions derived
-    # from the development SECRET_KEY, so a local database stays readable).
-    FIELD_ENCRYPTION_KEYS = ["a2_SwxOOwNH_iqxCqo2XnWmbuTvoCEuIykasFi-UrUo="]
+    # Development only: a fixed, public key (config/environment.py).
+    FIELD_ENCRYPTION_KEYS = [DEV_FIELD_ENCRYPTION_KEY]
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS")
 # Loopback names are always served, also in production: the container's health
@@ -49,7 +65,7 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS")
 # service as localhost, the only hosts where plain HTTP is accepted.
 ALLOWED_HOSTS += [h for h in ("localhost", "127.0.0.1", "[::1]") if h not in ALLOWED_HOSTS]
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
-SITE_URL = env_str("SITE_URL", "http://localhost:3000").rstrip("/")
+SITE_URL = env_str("SITE_URL", DEFAULT_SITE_URL).rstrip("/")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -80,6 +96,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: every log line of the request, the refusals included, has its id.
     "config.middleware.RequestIdMiddleware",
+    # Before anything asks request.is_secure(): a forwarded scheme header from
+    # a peer that is not one of your proxies is dropped.
+    "config.middleware.UntrustedProxyHeadersMiddleware",
     "config.middleware.HttpsOnlyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -95,7 +114,11 @@ MIDDLEWARE = [
     "accounts.middleware.UserTimezoneMiddleware",
     # After messages: a redirect to sign in from a session that has ended says so.
     "accounts.middleware.SessionEndedMiddleware",
-    # After a write, queue the outbox events it left (nudges go out at once).
+    # Innermost: on the way out it sees who the request was for (a session's
+    # user, or a token's once DRF authenticated it) and every response a view
+    # made, error pages included: Cache-Control: private, no-store for anyone
+    # signed in.
+    "config.middleware.PrivateResponsesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -218,10 +241,15 @@ ACCOUNT_LOGOUT_REDIRECT_URL = "/accounts/login/"
 # (config/urls.py). They count per client address: behind proxies, say how many
 # of the X-Forwarded-For entries your own proxies add (TRUSTED_PROXY_COUNT),
 # or which header your proxy puts the client's address in
-# (TRUSTED_CLIENT_IP_HEADER, e.g. X-Real-IP). The default trusts no proxy:
-# X-Forwarded-For is ignored, since anyone can send it.
+# (TRUSTED_CLIENT_IP_HEADER, e.g. X-Real-IP), and where your proxies are
+# (TRUSTED_PROXY_NETWORKS, CIDR): those headers are believed only from a peer
+# inside those networks, since anything that reaches the app port directly
+# could send them (lib.client_address). The default trusts no proxy:
+# X-Forwarded-For is ignored, since anyone can send it. A count or a header
+# without networks is refused at start (config/environment.py).
 ALLAUTH_TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 ALLAUTH_TRUSTED_CLIENT_IP_HEADER = env_str("TRUSTED_CLIENT_IP_HEADER") or None
+TRUSTED_PROXY_NETWORKS = normalise_networks(env_list("TRUSTED_PROXY_NETWORKS"))
 
 # --- Mail ---------------------------------------------------------------------
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
@@ -263,10 +291,14 @@ STORAGES = {
 # Plain HTTP is accepted only from loopback hosts; elsewhere pages redirect and
 # the API refuses with 403 https_required (config.middleware.HttpsOnlyMiddleware).
 HTTPS_ONLY = env_bool("HTTPS_ONLY", default=not DEBUG)
+# Believed only from TRUSTED_PROXY_NETWORKS: from any other peer the header is
+# dropped before Django reads it (config.middleware.UntrustedProxyHeadersMiddleware).
 if env_bool("TRUST_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SESSION_COOKIE_SECURE = not DEBUG
-CSRF_COOKIE_SECURE = not DEBUG
+# A local site is served over plain HTTP to loopback: a Secure cookie would not
+# come back from every browser there.
+SESSION_COOKIE_SECURE = not DEBUG and not LOCAL_SITE
+CSRF_COOKIE_SECURE = not DEBUG and not LOCAL_SITE
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
 SECURE_HSTS_PRELOAD = False

@@ -1,13 +1,18 @@
 """Who is calling: the client's address as the trusted-proxy settings say, and
 client networks (CIDR) to compare it with.
 
-One rule for the whole service (allauth's limits, the audit trail's sign-in
-rows and the API tokens' networks all ask `client_ip`), the rule allauth
-documents: with `TRUSTED_CLIENT_IP_HEADER` set, that header names the client;
-else with `TRUSTED_PROXY_COUNT` = N > 0 the N-th `X-Forwarded-For` entry from
-the end (the one your outermost proxy appended); else the peer address
-(`REMOTE_ADDR`). With no proxy trusted, `X-Forwarded-For` is ignored: anyone
-can send it.
+One rule for the whole service (allauth's limits, through the account
+adapter's `get_client_ip`, the audit trail's sign-in rows and the API tokens'
+networks all ask `client_ip`), the rule allauth documents, believed only from
+a peer (`REMOTE_ADDR`) inside `TRUSTED_PROXY_NETWORKS`: with
+`TRUSTED_CLIENT_IP_HEADER` set, that header names the client; else with
+`TRUSTED_PROXY_COUNT` = N > 0 the N-th `X-Forwarded-For` entry from the end
+(the one your outermost proxy appended), the N-1 entries after it being your
+inner proxies' addresses; else the peer address. A request from any other
+peer (one that reached the app port directly) is its own client, whatever
+headers it sends: anyone can send them. The forwarded scheme header
+(`TRUST_X_FORWARDED_PROTO`) follows the same rule (`from_trusted_proxy`,
+config.middleware.UntrustedProxyHeadersMiddleware).
 """
 
 from __future__ import annotations
@@ -36,24 +41,41 @@ def _clean(value: str) -> str | None:
         return None
 
 
+def _in_proxy_networks(value: str | None) -> bool:
+    address = _clean(value) if value else None
+    return address is not None and address_in_networks(address, settings.TRUSTED_PROXY_NETWORKS)
+
+
+def from_trusted_proxy(request: HttpRequest) -> bool:
+    """The request's peer is one of your proxies (inside
+    TRUSTED_PROXY_NETWORKS): only then are the headers a proxy sets (the
+    client's address, the scheme) believed."""
+    return _in_proxy_networks(request.META.get("REMOTE_ADDR"))
+
+
 def client_ip(request: HttpRequest) -> str | None:
     """The client's address, or None when the configured source gives none
     (the trusted header missing, fewer `X-Forwarded-For` entries than trusted
-    proxies: a request that did not come through them)."""
+    proxies, or an inner proxy's entry outside TRUSTED_PROXY_NETWORKS: a
+    request that did not come through them all)."""
+    peer = request.META.get("REMOTE_ADDR")
     header = settings.ALLAUTH_TRUSTED_CLIENT_IP_HEADER
-    if header:
-        value = request.headers.get(header)
-    else:
-        count = settings.ALLAUTH_TRUSTED_PROXY_COUNT
-        forwarded = request.headers.get("X-Forwarded-For") if count > 0 else None
+    count = settings.ALLAUTH_TRUSTED_PROXY_COUNT
+    if (header or count > 0) and from_trusted_proxy(request):
+        if header:
+            value = request.headers.get(header)
+            return _clean(value) if value else None
+        forwarded = request.headers.get("X-Forwarded-For")
         if forwarded:
             entries = forwarded.split(",")
-            value = entries[-count] if len(entries) >= count else None
-            if value is None:
+            if len(entries) < count:
                 return None
-        else:
-            value = request.META.get("REMOTE_ADDR")
-    return _clean(value) if value else None
+            # Each inner proxy appended the address of the one before it.
+            if not all(_in_proxy_networks(entry) for entry in entries[len(entries) - count + 1 :]):
+                return None
+            return _clean(entries[-count])
+        # A proxy's own request (its health check): the proxy is the client.
+    return _clean(peer) if peer else None
 
 
 def _unmapped(address: Address) -> Address:

@@ -19,6 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# A measurement on this machine, in development mode as the tests run (DEBUG
+# is off unless set, and then needs a real SECRET_KEY).
+os.environ.setdefault("DEBUG", "1")
 
 import django
 

@@ -67,6 +67,7 @@ CHECKED = (
     "REDIS_URL",
     "FIELD_ENCRYPTION_KEYS",
     "OUTBOUND_ALLOW_LOOPBACK",
+    "LOCAL_SITE",
 )
 
 
@@ -128,10 +129,25 @@ def test_each_unsafe_production_setting_is_an_error_naming_what_to_set(
     assert says in f"{problem.msg} {problem.hint}"
 
 
+def test_a_site_on_this_machine_needs_only_its_encryption_key(tmp_path):
+    """The quick start (./scripts/serve): production mode, reached as localhost
+    only; printed mail, the folder broker and loopback webhooks are its point."""
+    local = {"ALLOWED_HOSTS": None, "SITE_URL": "http://localhost:3000"}
+    unsafe_elsewhere = {"EMAIL_BACKEND": None, "REDIS_URL": None, "OUTBOUND_ALLOW_LOOPBACK": "1"}
+
+    assert problems_for(tmp_path, **local, **unsafe_elsewhere) == []
+    (problem,) = problems_for(tmp_path, **local, FIELD_ENCRYPTION_KEYS=None)
+    assert problem.id == "commitments.E003"
+    # One public name in ALLOWED_HOSTS and it is a deployment like any other.
+    public = {**local, "ALLOWED_HOSTS": "localhost,commitments.example.com"}
+    assert len(problems_for(tmp_path, **public, **unsafe_elsewhere)) == 3
+
+
 def test_the_same_settings_in_development_pass(tmp_path):
     problems = problems_for(
         tmp_path,
         DEBUG="1",
+        ALLOWED_HOSTS=None,
         EMAIL_BACKEND=None,
         REDIS_URL=None,
         FIELD_ENCRYPTION_KEYS=None,

@@ -13,10 +13,55 @@ from config.environment import DEV_SECRET_KEY, environment_problems
 from tests.harness.settings import REAL_FERNET_KEY, REAL_KEY
 
 PRODUCTION = {"DEBUG": "0", "SECRET_KEY": REAL_KEY, "FIELD_ENCRYPTION_KEYS": REAL_FERNET_KEY}
+DEVELOPMENT = {"DEBUG": "1"}
 
 
-def test_nothing_set_is_a_valid_development_environment():
-    assert environment_problems({}) == []
+def test_nothing_set_is_production_mode_and_asks_for_a_key():
+    """DEBUG is off unless set: a deployment that forgets it never runs on the
+    public development keys; someone on their own machine is told how to get
+    development mode."""
+    (problem,) = environment_problems({})
+
+    assert problem.startswith(
+        "Production mode (DEBUG=0) needs SECRET_KEY set to a random value of 32+ characters. "
+        "DEBUG is off unless set: for development on this machine set DEBUG=1"
+    )
+    assert "./scripts/manage" in problem
+
+
+def test_development_mode_needs_nothing_else():
+    assert environment_problems(DEVELOPMENT) == []
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        {"SITE_URL": "https://commitments.example.com"},
+        {"ALLOWED_HOSTS": "localhost,commitments.example.com"},
+        {"SITE_URL": "http://192.0.2.10:3000"},
+    ],
+    ids=["site-url", "allowed-host", "lan-address"],
+)
+def test_debug_is_refused_for_a_site_others_reach(elsewhere):
+    (problem,) = environment_problems({**DEVELOPMENT, **elsewhere})
+
+    assert problem.startswith("DEBUG=1 is for a site on this machine only")
+    assert "set DEBUG=0 and a real SECRET_KEY" in problem
+
+
+@pytest.mark.parametrize(
+    "site",
+    [
+        "http://localhost:3000",
+        "http://127.0.0.1:8000/",
+        "http://[::1]:3000",
+        "http://app.localhost",
+    ],
+)
+def test_debug_is_fine_for_a_site_on_this_machine(site):
+    assert (
+        environment_problems({**DEVELOPMENT, "SITE_URL": site, "ALLOWED_HOSTS": "127.0.0.1"}) == []
+    )
 
 
 def test_a_real_production_environment_has_no_problem():
@@ -92,20 +137,23 @@ def test_every_variable_the_settings_read_as_a_number_or_flag_is_checked():
 
 @pytest.mark.parametrize(("burst", "rate"), [("5", ""), ("5", "0"), ("-1", "10")])
 def test_an_api_limit_without_a_rate_is_refused(burst, rate):
-    (problem,) = environment_problems({"API_RATE_BURST": burst, "API_RATE_PER_MINUTE": rate})
+    (problem,) = environment_problems(
+        {**DEVELOPMENT, "API_RATE_BURST": burst, "API_RATE_PER_MINUTE": rate}
+    )
 
     assert "API_RATE_PER_MINUTE" in problem
 
 
 def test_an_api_limit_with_a_rate_is_taken():
-    assert environment_problems({"API_RATE_BURST": "5", "API_RATE_PER_MINUTE": "60"}) == []
+    environ = {**DEVELOPMENT, "API_RATE_BURST": "5", "API_RATE_PER_MINUTE": "60"}
+    assert environment_problems(environ) == []
 
 
 @pytest.mark.parametrize(
     "variable", ["WEBHOOK_MAX_ENDPOINTS", "WEBHOOK_USER_IN_FLIGHT"], ids=["endpoints", "flight"]
 )
 def test_webhook_limits_below_one_are_refused(variable):
-    (problem,) = environment_problems({variable: "0"})
+    (problem,) = environment_problems({**DEVELOPMENT, variable: "0"})
 
     assert problem == "WEBHOOK_MAX_ENDPOINTS and WEBHOOK_USER_IN_FLIGHT must be 1 or more."
 
@@ -125,5 +173,45 @@ def test_every_problem_is_reported_at_once():
 def test_it_reads_only_the_mapping_it_is_given(monkeypatch):
     monkeypatch.setenv("DEBUG", "maybe")
 
-    assert environment_problems({}) == []
+    assert environment_problems(DEVELOPMENT) == []
     assert environment_problems() == ["DEBUG must be a boolean (1/0, true/false), got 'maybe'"]
+
+
+# --- proxies: what is believed from them, and from where ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("trusting", "named"),
+    [
+        ({"TRUSTED_PROXY_COUNT": "1"}, "TRUSTED_PROXY_COUNT=1"),
+        ({"TRUSTED_CLIENT_IP_HEADER": "X-Real-IP"}, "TRUSTED_CLIENT_IP_HEADER=X-Real-IP"),
+        ({"TRUST_X_FORWARDED_PROTO": "1"}, "TRUST_X_FORWARDED_PROTO=1"),
+    ],
+)
+def test_trusting_a_proxy_header_needs_the_proxies_networks(trusting, named):
+    (problem,) = environment_problems({**PRODUCTION, **trusting})
+
+    assert problem.startswith(f"{named} without TRUSTED_PROXY_NETWORKS")
+    assert "set TRUSTED_PROXY_NETWORKS" in problem
+    with_networks = {**PRODUCTION, **trusting, "TRUSTED_PROXY_NETWORKS": "10.0.0.0/24,::1"}
+    assert environment_problems(with_networks) == []
+
+
+def test_proxy_networks_are_checked_and_named():
+    environ = {**PRODUCTION, "TRUSTED_PROXY_COUNT": "1", "TRUSTED_PROXY_NETWORKS": "10.0.0.0/33"}
+
+    (problem,) = environment_problems(environ)
+
+    assert problem.startswith("TRUSTED_PROXY_NETWORKS: “10.0.0.0/33” is not an IP network")
+
+
+def test_proxy_networks_with_nothing_to_believe_from_them_are_refused():
+    (problem,) = environment_problems({**PRODUCTION, "TRUSTED_PROXY_NETWORKS": "10.0.0.0/24"})
+
+    assert "nothing is read from those proxies" in problem
+
+
+def test_a_negative_proxy_count_is_refused():
+    environ = {**PRODUCTION, "TRUSTED_PROXY_COUNT": "-1", "TRUSTED_PROXY_NETWORKS": "10.0.0.0/24"}
+
+    assert "TRUSTED_PROXY_COUNT must be 0 (no proxy) or more." in environment_problems(environ)

@@ -179,6 +179,18 @@ def test_a_full_flow_logs_none_of_the_secrets_it_created(
             "/services/T00/B00/XXXXsecret",
         ),
         ("to https://prod-1.westus.logic.azure.com:443/workflows/abc?sig=xyz", "sig=xyz"),
+        # This site's own paths that carry a one-time key or a receiving id,
+        # in a link or a request line's bare path.
+        ("Confirm: http://localhost:3000/accounts/confirm-email/MTA:1tQ:abc-def/", "MTA:1tQ"),
+        ("GET /accounts/confirm-email/MTA:1tQ:abc-def/ 302", "MTA:1tQ"),
+        ("GET /accounts/password/reset/key/3-c5v-0f1e2d3c4b/ 200", "3-c5v-0f1e2d3c4b"),
+        ("POST http://localhost:3000/api/v1/hooks/7d1f0c2ab34e 202", "7d1f0c2ab34e"),
+        # Secrets in a query string or a URL's user part, on any site.
+        ("http://localhost:3000/accounts/login/code/confirm/?code=8XK2P9", "8XK2P9"),
+        ("http://localhost:3000/x?next=/&access_token=abc123def", "abc123def"),
+        ("smtp://mailer:hunter2hunter2@smtp.example.com", "hunter2hunter2"),
+        ("https://mailer:hunter2hunter2@relay.example.com/send", "hunter2hunter2"),
+        ("EMAIL_HOST_PASSWORD password=hunter2hunter2", "hunter2hunter2"),
     ],
 )
 def test_the_filter_blanks_what_is_shaped_like_a_secret(line, secret):
@@ -192,6 +204,45 @@ def test_the_filter_keeps_the_host_of_a_url_and_ordinary_text():
     assert redact("POST https://hooks.slack.com/services/T/B/x") == (
         "POST https://hooks.slack.com/[redacted]"
     )
+
+
+def test_links_to_this_site_keep_their_path(settings):
+    """The quick start's worker prints every e-mail to var/worker.log: a
+    nudge's or an invitation's link must stay one a newcomer can follow."""
+    settings.SITE_URL = "http://localhost:3000"
+    link = "http://localhost:3000/commitments/1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+    assert redact(f"Open {link} to answer.") == f"Open {link} to answer."
+    assert redact("http://LOCALHOST:3000/dashboard/?day=2026-11-26") == (
+        "http://LOCALHOST:3000/dashboard/?day=2026-11-26"
+    )
+    # Another port or host is another site: its path may be its secret.
+    assert redact("http://localhost:9000/hook/abc") == "http://localhost:9000/[redacted]"
+
+
+def test_a_nudge_mail_in_the_workers_log_keeps_its_link_and_loses_a_token(
+    captured_logs, worker, settings, assigner, assignee, django_capture_on_commit_callbacks
+):
+    """A real nudge e-mail, as the console backend writes it to a worker's
+    stdout, which Celery sends to the `celery.redirected` logger: through
+    LOGGING's handlers its link is whole, a token on the same line is not."""
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.SITE_URL = "http://localhost:3000"
+    mail.outbox = []
+    token = mint(assigner)
+    with django_capture_on_commit_callbacks(execute=True):
+        created = post_json(Client(), INBOX, inbox_body(), token=token)
+    assert created.status_code == 201, created.content
+    worker()
+    (nudge,) = [m for m in mail.outbox if assignee.email in m.to]
+    link = f"http://localhost:3000/commitments/{created.json()['id']}"
+    assert link in nudge.body
+
+    logging.getLogger("celery.redirected").warning("%s\n(sent with %s)", nudge.body, token)
+
+    logs = captured_logs.getvalue()
+    assert link in logs
+    assert "[redacted]" in logs
+    assert token not in logs
 
 
 def test_the_filter_cleans_tracebacks_too():

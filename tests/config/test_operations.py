@@ -100,6 +100,48 @@ def test_readyz_is_503_when_redis_does_not_answer(client, settings):
     assert body["checks"]["database"] == {"ok": True}
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "asker",
+    [
+        {"REMOTE_ADDR": "198.51.100.7"},
+        # A proxy on this machine: its peer address is loopback, its client is not.
+        {"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": "198.51.100.7"},
+    ],
+    ids=["from-outside", "through-a-local-proxy"],
+)
+def test_readyz_tells_anyone_else_the_status_alone(client, settings, asker):
+    """Queue names, live worker counts and operator commands are for
+    operators; the status code keeps its meaning for every probe."""
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # not ready: nobody answers
+    settings.BROKER_TIMEOUT = 1
+
+    response = client.get("/readyz", **asker)
+
+    assert response.status_code == 503
+    assert response.json() == {"status": "not ready"}
+    assert "no-store" in response["Cache-Control"]
+
+
+@pytest.mark.django_db
+def test_readyz_shows_its_checks_to_staff_from_anywhere(client, settings, make_user):
+    settings.REDIS_URL = ""
+    client.force_login(make_user(is_staff=True))
+
+    body = client.get("/readyz", REMOTE_ADDR="198.51.100.7").json()
+
+    assert body["status"] == "ready"
+    assert body["checks"]["database"] == {"ok": True}
+
+
+@pytest.mark.django_db
+def test_readyz_shows_no_checks_to_someone_signed_in_who_is_not_staff(client, settings, make_user):
+    settings.REDIS_URL = ""
+    client.force_login(make_user())
+
+    assert client.get("/readyz", REMOTE_ADDR="198.51.100.7").json() == {"status": "ready"}
+
+
 def not_ready_log(caplog) -> list[tuple[str, int, str]]:
     return [
         (record.name, record.levelno, record.getMessage())

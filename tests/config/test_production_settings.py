@@ -15,7 +15,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
-from tests.harness.settings import REAL_KEY, settings_for
+from tests.harness.settings import REAL_FERNET_KEY, REAL_KEY, settings_for
 
 
 def staticfiles_backend(values: dict) -> str:
@@ -77,7 +77,13 @@ def test_an_encryption_key_that_is_not_a_fernet_key_is_refused(tmp_path, debug):
 
 
 def test_production_starts_with_a_real_key_and_locks_things_down(tmp_path):
-    values = settings_for(tmp_path, DEBUG="0", SECRET_KEY=REAL_KEY)
+    values = settings_for(
+        tmp_path,
+        DEBUG="0",
+        SECRET_KEY=REAL_KEY,
+        ALLOWED_HOSTS="example.com",
+        SITE_URL="https://example.com",
+    )
 
     assert values["DEBUG"] is False
     assert values["HTTPS_ONLY"] is True
@@ -95,13 +101,35 @@ def test_production_serves_the_configured_hosts_and_loopback(tmp_path):
     assert values["ALLOWED_HOSTS"] == ["example.com", "localhost", "127.0.0.1", "[::1]"]
 
 
-def test_local_defaults_need_nothing_and_stay_on_plain_http(tmp_path):
-    values = settings_for(tmp_path)
+def test_debug_is_off_unless_set(tmp_path):
+    """A deployment that forgets DEBUG=0 is in production mode: without a
+    real SECRET_KEY it does not start, rather than run on the public one."""
+    with pytest.raises(ImproperlyConfigured, match="needs SECRET_KEY"):
+        settings_for(tmp_path, DEBUG=None)
+
+    values = settings_for(tmp_path, DEBUG=None, SECRET_KEY=REAL_KEY)
+    assert values["DEBUG"] is False
+    assert values["FIELD_ENCRYPTION_KEYS"] == [REAL_FERNET_KEY]  # never the public one
+
+
+def test_development_mode_needs_nothing_and_stays_on_plain_http(tmp_path):
+    values = settings_for(tmp_path, DEBUG="1")
 
     assert values["DEBUG"] is True
     assert values["HTTPS_ONLY"] is False
     assert values["SESSION_COOKIE_SECURE"] is False
     assert values["SECURE_HSTS_SECONDS"] == 0
+
+
+def test_a_local_site_in_production_mode_keeps_its_cookies_on_plain_http(tmp_path):
+    """The quick start: DEBUG off, reached as localhost over plain HTTP (which
+    HTTPS_ONLY allows for loopback), so its cookies cannot be Secure-only."""
+    values = settings_for(tmp_path, DEBUG="0", SECRET_KEY=REAL_KEY)
+
+    assert values["LOCAL_SITE"] is True
+    assert values["HTTPS_ONLY"] is True
+    assert values["SESSION_COOKIE_SECURE"] is False
+    assert values["CSRF_COOKIE_SECURE"] is False
 
 
 @pytest.mark.parametrize(
@@ -265,10 +293,24 @@ class TestHttpsOnlyMiddleware:
     @pytest.mark.django_db
     def test_a_forwarded_proto_counts_when_trusted(self, client, settings):
         settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+        settings.TRUSTED_PROXY_NETWORKS = ["127.0.0.1/32"]  # the test client's peer
 
         response = client.get("/healthz", HTTP_HOST="example.com", HTTP_X_FORWARDED_PROTO="https")
 
         assert response.status_code == 200
+
+    @pytest.mark.django_db
+    def test_a_forwarded_proto_from_outside_the_proxy_networks_is_ignored(self, client, settings):
+        """A client that reaches the app port directly is not believed when it
+        says its plain HTTP request came over HTTPS."""
+        settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+        settings.TRUSTED_PROXY_NETWORKS = ["10.0.0.0/24"]
+
+        says_https = {"HTTP_HOST": "example.com", "HTTP_X_FORWARDED_PROTO": "https"}
+
+        for peer in ("198.51.100.7", "127.0.0.1"):
+            assert client.get("/healthz", **says_https, REMOTE_ADDR=peer).status_code == 301
+        assert client.get("/healthz", **says_https, REMOTE_ADDR="10.0.0.2").status_code == 200
 
 
 @pytest.mark.django_db

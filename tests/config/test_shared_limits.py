@@ -81,8 +81,13 @@ def spend_address_limit(client, **headers: str) -> None:
     assert is_limited(failed_sign_in(client, "guess@example.com", **headers))
 
 
+# The test client's peer address: where the tests' proxy connects from.
+PROXY_NETWORKS = ["127.0.0.1/32"]
+
+
 def test_behind_a_trusted_proxy_the_limit_counts_per_client_address(client, db, settings):
     settings.ALLAUTH_TRUSTED_PROXY_COUNT = 1  # our proxy appends the address it saw
+    settings.TRUSTED_PROXY_NETWORKS = PROXY_NETWORKS
     spend_address_limit(client, X_Forwarded_For="203.0.113.5")
 
     # Another client behind the same proxy (the same REMOTE_ADDR) is not limited...
@@ -96,6 +101,7 @@ def test_behind_a_trusted_proxy_the_limit_counts_per_client_address(client, db, 
 
 def test_a_trusted_client_ip_header_names_the_client(client, db, settings):
     settings.ALLAUTH_TRUSTED_CLIENT_IP_HEADER = "X-Real-IP"
+    settings.TRUSTED_PROXY_NETWORKS = PROXY_NETWORKS
     spend_address_limit(client, X_Real_IP="203.0.113.5")
 
     assert not is_limited(failed_sign_in(client, "other@example.com", X_Real_IP="198.51.100.7"))
@@ -109,6 +115,17 @@ def test_with_no_trusted_proxy_x_forwarded_for_is_ignored(client, db, settings):
     assert is_limited(failed_sign_in(client, "other@example.com", X_Forwarded_For="198.51.100.7"))
 
 
+def test_a_client_that_skips_the_proxy_cannot_escape_the_limit(client, db, settings):
+    """The same rule as the API tokens' networks (lib.client_address): a peer
+    outside TRUSTED_PROXY_NETWORKS is counted by its own address, whatever
+    X-Forwarded-For it makes up."""
+    settings.ALLAUTH_TRUSTED_PROXY_COUNT = 1
+    settings.TRUSTED_PROXY_NETWORKS = ["10.0.0.0/24"]  # not the test client's 127.0.0.1
+    spend_address_limit(client, X_Forwarded_For="203.0.113.5")
+
+    assert is_limited(failed_sign_in(client, "other@example.com", X_Forwarded_For="198.51.100.7"))
+
+
 # --- settings ---------------------------------------------------------------------------
 
 
@@ -117,9 +134,17 @@ def test_the_proxy_settings_come_from_the_environment(tmp_path):
     assert default["ALLAUTH_TRUSTED_PROXY_COUNT"] == 0
     assert default["ALLAUTH_TRUSTED_CLIENT_IP_HEADER"] is None
 
-    behind = settings_for(tmp_path, TRUSTED_PROXY_COUNT="2", TRUSTED_CLIENT_IP_HEADER="X-Real-IP")
+    assert default["TRUSTED_PROXY_NETWORKS"] == []
+
+    behind = settings_for(
+        tmp_path,
+        TRUSTED_PROXY_COUNT="2",
+        TRUSTED_CLIENT_IP_HEADER="X-Real-IP",
+        TRUSTED_PROXY_NETWORKS="10.0.0.0/24, ::ffff:192.0.2.0/120",
+    )
     assert behind["ALLAUTH_TRUSTED_PROXY_COUNT"] == 2
     assert behind["ALLAUTH_TRUSTED_CLIENT_IP_HEADER"] == "X-Real-IP"
+    assert behind["TRUSTED_PROXY_NETWORKS"] == ["10.0.0.0/24", "192.0.2.0/24"]
 
 
 def test_the_cache_is_redis_when_configured_and_the_database_otherwise(tmp_path):

@@ -32,6 +32,11 @@ REAL_KEY = "k" * 20 + "-a-real-random-looking-key-" + "9" * 10
 # A Fernet key, as `Fernet.generate_key()` makes them; production needs one.
 REAL_FERNET_KEY = "mQ9kB0m0yK2cO0d4VbHkR3t1xqC8s5Yw7Zp2Lr6Ju4E="
 
+# DEBUG is off unless set (config/settings.py); these helpers start from
+# development mode, as the tests themselves run (tests/settings.py): a test of
+# production mode says DEBUG="0", a test of the real default DEBUG=None.
+DEVELOPMENT = {"DEBUG": "1"}
+
 SETTINGS_FILE = Path(__file__).resolve().parents[2] / "config" / "settings.py"
 
 
@@ -45,6 +50,7 @@ def run_django(tmp_path: Path):
 
     def run(code: str = "", **env: str) -> subprocess.CompletedProcess[str]:
         environ = {k: v for k, v in os.environ.items() if k not in MODE_VARIABLES}
+        environ.update(DEVELOPMENT)
         environ.update(
             {
                 "DJANGO_SETTINGS_MODULE": "config.settings",
@@ -69,12 +75,13 @@ def run_django(tmp_path: Path):
 
 def settings_for(tmp_path: Path, **env: str | None) -> dict:
     """What config/settings.py decides with exactly this environment (no mode
-    variable but those given, None unsets one; VAR_DIR in tmp_path; a real
+    variable but those given and DEBUG=1, None unsets one; VAR_DIR in tmp_path; a real
     FIELD_ENCRYPTION_KEYS unless given), in this process: the
     module's code runs again in a namespace of its own and its globals are
     returned. The settings Django uses stay as they are. Raises what the
     module raises."""
     environ = {k: v for k, v in os.environ.items() if k not in MODE_VARIABLES}
+    environ.update(DEVELOPMENT)
     environ.update({"VAR_DIR": str(tmp_path / "var"), "FIELD_ENCRYPTION_KEYS": REAL_FERNET_KEY})
     environ.update({k: v for k, v in env.items() if v is not None})
     environ = {k: v for k, v in environ.items() if env.get(k, "") is not None}

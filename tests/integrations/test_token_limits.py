@@ -221,6 +221,7 @@ def test_behind_a_trusted_proxy_the_address_it_appended_counts(
     client, assigner, assignee, settings
 ):
     settings.ALLAUTH_TRUSTED_PROXY_COUNT = 1
+    settings.TRUSTED_PROXY_NETWORKS = [f"{PROXY}/32"]
     token = limited(assigner, networks=[OFFICE])
     via_proxy = {"REMOTE_ADDR": PROXY}
     # The client's own claim (first entry) is not believed; what the proxy saw is.
@@ -239,24 +240,40 @@ def test_behind_a_trusted_proxy_the_address_it_appended_counts(
 
 def test_a_trusted_client_ip_header_names_the_client(client, assigner, assignee, settings):
     settings.ALLAUTH_TRUSTED_CLIENT_IP_HEADER = "X-Real-IP"
+    settings.TRUSTED_PROXY_NETWORKS = ["10.0.0.0/24"]
     token = limited(assigner, networks=[OFFICE])
+    via_proxy = {"REMOTE_ADDR": PROXY}
     assert_refused(
-        client,
-        INBOX,
-        inbox_body(),
-        token,
-        names=OUTSIDE,
-        REMOTE_ADDR="203.0.113.9",
-        **{"X-Real-IP": OUTSIDE},
+        client, INBOX, inbox_body(), token, names=OUTSIDE, **via_proxy, **{"X-Real-IP": OUTSIDE}
     )
-    ok = post(client, INBOX, inbox_body(), token, **{"X-Real-IP": "203.0.113.9"})
+    ok = post(client, INBOX, inbox_body(), token, **via_proxy, **{"X-Real-IP": "203.0.113.9"})
     assert ok.status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "header"),
+    [
+        ("ALLAUTH_TRUSTED_PROXY_COUNT", 1, "X-Forwarded-For"),
+        ("ALLAUTH_TRUSTED_CLIENT_IP_HEADER", "X-Real-IP", "X-Real-IP"),
+    ],
+)
+def test_a_caller_that_reaches_the_app_port_directly_cannot_pick_its_address(
+    client, assigner, assignee, settings, setting, value, header
+):
+    """gunicorn binds every interface: a caller that skips the proxy is judged
+    by its own address, whatever it says it is."""
+    setattr(settings, setting, value)
+    settings.TRUSTED_PROXY_NETWORKS = [f"{PROXY}/32"]
+    token = limited(assigner, networks=[OFFICE])
+    forged = {"REMOTE_ADDR": OUTSIDE, header: "203.0.113.9"}
+    assert_refused(client, INBOX, inbox_body(), token, names=OUTSIDE, **forged)
 
 
 def test_a_request_that_bypassed_the_trusted_proxies_is_refused_not_crashed(
     client, assigner, assignee, settings
 ):
     settings.ALLAUTH_TRUSTED_PROXY_COUNT = 2
+    settings.TRUSTED_PROXY_NETWORKS = ["127.0.0.0/8"]  # the test client's peer
     token = limited(assigner, networks=[OFFICE])
     assert_refused(
         client,
@@ -270,6 +287,7 @@ def test_a_request_that_bypassed_the_trusted_proxies_is_refused_not_crashed(
 
 def test_a_token_without_networks_never_asks_for_the_address(client, assigner, assignee, settings):
     settings.ALLAUTH_TRUSTED_PROXY_COUNT = 2  # would find no address in this request
+    settings.TRUSTED_PROXY_NETWORKS = ["127.0.0.0/8"]
     token = limited(assigner)
     response = post(client, INBOX, inbox_body(), token, **{"X-Forwarded-For": "x"})
     assert response.status_code == 201

@@ -1,6 +1,6 @@
 """lib.client_address: the client's address as the trusted-proxy settings say
-(the one rule allauth's limits, the audit trail and API tokens share), and
-client networks."""
+(the one rule allauth's limits, the audit trail and API tokens share), believed
+only from a peer inside TRUSTED_PROXY_NETWORKS, and client networks."""
 
 from __future__ import annotations
 
@@ -10,6 +10,13 @@ import pytest
 from django.test import RequestFactory
 
 from lib.client_address import address_in_networks, client_ip, normalise_network
+
+PROXIES = ["10.0.0.0/24"]  # where the tests' proxies connect from (10.0.0.2, 10.0.0.3)
+
+
+@pytest.fixture(autouse=True)
+def _proxies(settings):
+    settings.TRUSTED_PROXY_NETWORKS = PROXIES
 
 
 def request(remote: str = "198.51.100.7", **headers: str):
@@ -27,6 +34,7 @@ def test_with_no_proxy_trusted_the_peer_is_the_client(settings):
         (1, "203.0.113.9", "203.0.113.9"),
         (1, "192.0.2.66, 203.0.113.9", "203.0.113.9"),  # the client's own claim ignored
         (2, "192.0.2.66, 203.0.113.9, 10.0.0.3", "203.0.113.9"),
+        (2, "192.0.2.66, 203.0.113.9, ::ffff:10.0.0.3", "203.0.113.9"),
         (1, "[2001:db8::5]:4431", "2001:db8::5"),
         (1, "203.0.113.9:4431", "203.0.113.9"),
         (2, "203.0.113.9", None),  # fewer entries than proxies: it bypassed them
@@ -45,8 +53,39 @@ def test_without_the_header_the_peer_is_the_client_even_behind_proxies(settings)
 
 def test_a_trusted_client_ip_header_wins(settings):
     settings.ALLAUTH_TRUSTED_CLIENT_IP_HEADER = "X-Real-IP"
-    assert client_ip(request(**{"X-Real-IP": "2001:DB8::7"})) == "2001:db8::7"
-    assert client_ip(request()) is None  # the header is missing: nobody to believe
+    assert client_ip(request("10.0.0.2", **{"X-Real-IP": "2001:DB8::7"})) == "2001:db8::7"
+    assert client_ip(request("10.0.0.2")) is None  # the header is missing: nobody to believe
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_peer_outside_the_proxy_networks_is_its_own_client(settings, count):
+    """Someone who reaches the app port directly (gunicorn binds every
+    interface) cannot pick the address a token's networks let in."""
+    settings.ALLAUTH_TRUSTED_PROXY_COUNT = count
+    forged = {"X-Forwarded-For": "203.0.113.9, 203.0.113.9, 10.0.0.3"}
+    assert client_ip(request("198.51.100.7", **forged)) == "198.51.100.7"
+
+
+def test_a_client_ip_header_from_outside_the_proxy_networks_is_ignored(settings):
+    settings.ALLAUTH_TRUSTED_CLIENT_IP_HEADER = "X-Real-IP"
+    assert client_ip(request("198.51.100.7", **{"X-Real-IP": "203.0.113.9"})) == "198.51.100.7"
+
+
+def test_an_inner_proxys_entry_must_be_one_of_the_proxies(settings):
+    """With two proxies, the last entry is the outer proxy as the inner one saw
+    it: a client that skipped the outer proxy (talking to the inner one
+    directly) shows up there, and its forged first entry is not believed."""
+    settings.ALLAUTH_TRUSTED_PROXY_COUNT = 2
+    skipped = {"X-Forwarded-For": "203.0.113.9, 198.51.100.7"}
+    assert client_ip(request("10.0.0.2", **skipped)) is None
+    through_both = {"X-Forwarded-For": "203.0.113.9, 10.0.0.3"}
+    assert client_ip(request("10.0.0.2", **through_both)) == "203.0.113.9"
+
+
+def test_with_no_proxy_networks_nothing_forwarded_is_believed(settings):
+    settings.TRUSTED_PROXY_NETWORKS = []
+    settings.ALLAUTH_TRUSTED_PROXY_COUNT = 1
+    assert client_ip(request("10.0.0.2", **{"X-Forwarded-For": "203.0.113.9"})) == "10.0.0.2"
 
 
 def test_allauth_asks_the_same_helper(settings):
@@ -55,6 +94,9 @@ def test_allauth_asks_the_same_helper(settings):
     settings.ALLAUTH_TRUSTED_PROXY_COUNT = 1
     req = request("10.0.0.2", **{"X-Forwarded-For": "192.0.2.66, 203.0.113.9"})
     assert get_adapter(req).get_client_ip(req) == "203.0.113.9"
+    # ...and its rate limits count a direct caller by its own address too.
+    direct = request("198.51.100.7", **{"X-Forwarded-For": "203.0.113.9"})
+    assert get_adapter(direct).get_client_ip(direct) == "198.51.100.7"
 
 
 @pytest.mark.parametrize(

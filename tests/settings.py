@@ -1,0 +1,16 @@
+"""The tests' settings: config.settings in development mode.
+
+DEBUG is off unless set (config/settings.py); the tests run as a developer
+does on this machine, with DEBUG=1 (unless the environment says otherwise):
+the development keys, loopback webhooks, static files from the finders. Set
+here, before config.settings reads it, and in this process's environment, so
+the workers and servers the tests start (tests/harness/services.py) run the
+same way. Tests of the defaults and of production mode build their own
+settings (tests/harness/settings.py).
+"""
+
+import os
+
+os.environ.setdefault("DEBUG", "1")
+
+from config.settings import *  # noqa: F403
