@@ -21,7 +21,8 @@ def link_template_problem(template: str) -> str | None:
     """Why `template` cannot be a deep-link template, or None when it can.
 
     It must be an absolute https:// URL (http:// only to a loopback host, and
-    only with DEBUG on: a local tracker in development) with `{externalId}`
+    only in development: DEBUG on, or a local site such as the quick start's,
+    for a tracker on this machine) with `{externalId}`
     after the host, so the id can never choose where the link goes.
     """
     if not template:
@@ -38,7 +39,7 @@ def link_template_problem(template: str) -> str | None:
     except ValueError:
         return "That is not a URL."
     if parts.scheme == "http" and host and is_loopback_host(host):
-        if not settings.DEBUG:
+        if not (settings.DEBUG or settings.LOCAL_SITE):
             return "Use https:// (http:// works only for a local address in development)."
     elif parts.scheme != "https":
         return "Use an https:// address."

@@ -55,6 +55,7 @@ def test_these_templates_are_accepted(template):
 )
 def test_these_templates_are_refused(settings, template, why):
     settings.DEBUG = False
+    settings.LOCAL_SITE = False
 
     problem = link_template_problem(template)
 
@@ -65,10 +66,13 @@ def test_these_templates_are_refused(settings, template, why):
     "template",
     ["http://localhost:8080/browse/{externalId}", "http://127.0.0.1/{externalId}"],
 )
-def test_http_to_a_loopback_host_is_accepted_only_in_debug(settings, template):
-    settings.DEBUG = True
+def test_http_to_a_loopback_host_is_accepted_only_in_development(settings, template):
+    settings.DEBUG, settings.LOCAL_SITE = True, False
     assert link_template_problem(template) is None
-    settings.DEBUG = False
+    # The quick start: DEBUG off, but the site is this machine's.
+    settings.DEBUG, settings.LOCAL_SITE = False, True
+    assert link_template_problem(template) is None
+    settings.DEBUG, settings.LOCAL_SITE = False, False
     assert link_template_problem(template) is not None
 
 
