@@ -48,7 +48,7 @@ def test_the_description_is_the_heading_and_the_title(client, assigner, assignee
     assert page.count("<h1") == 1
 
 
-def test_a_long_description_is_cut_in_the_title_only(client, assigner, assignee):
+def test_a_long_description_is_headed_by_a_line_and_goes_on_below(client, assigner, assignee):
     c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
     long = "Rewrite the whole onboarding guide " * 10
     services.commitment_renegotiate(
@@ -60,7 +60,28 @@ def test_a_long_description_is_cut_in_the_title_only(client, assigner, assignee)
 
     title = re.search(r"<title>(.*?) · Commitments</title>", page).group(1)
     assert len(title) <= 70 and title.endswith("…")
-    assert f'<h1 class="commitment-title">{long.strip()}</h1>' in page
+    # The heading is a line (lib.text.title_and_body), the rest of it below.
+    heading = re.search(r'<h1 class="commitment-title">(.*?)</h1>', page).group(1)
+    assert (
+        heading == "Rewrite the whole onboarding guide Rewrite the whole onboarding guide Rewrite…"
+    )
+    body = re.search(r'<p class="commitment-body">(.*?)</p>', page).group(1)
+    assert heading[:-1] + " " + body[1:] == long.strip()
+
+
+def test_a_description_of_lines_is_headed_by_its_first(client, assigner, assignee):
+    c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
+    services.commitment_renegotiate(
+        actor=Actor.for_user(assigner),
+        commitment_id=c.pk,
+        description="Ship the report\nWith the Q3 numbers.\nAnd the charts.",
+    )
+    client.force_login(assignee)
+
+    page = page_of(client, c)
+
+    assert '<h1 class="commitment-title">Ship the report</h1>' in page
+    assert '<p class="commitment-body">With the Q3 numbers.<br>And the charts.</p>' in page
 
 
 # --- the timeline ------------------------------------------------------------------------
