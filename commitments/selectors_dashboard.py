@@ -11,9 +11,10 @@ import datetime as dt
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
+from audit.models import AuditEvent
 from commitments.models import Commitment, Status, overdue
 from commitments.selectors import FLOW_SCORE_WINDOW, _for_pages
 
@@ -59,8 +60,20 @@ def dashboard_counts(*, user, now: dt.datetime) -> DashboardCounts:
 
 def attention_declined(*, user) -> list[Commitment]:
     """What the person asked and was declined: to renegotiate (or let go).
-    The most recently declined first; at most ATTENTION_ROWS."""
-    rows = _for_pages().filter(assigner=user, status=Status.REFUSED)
+    The most recently declined first; at most ATTENTION_ROWS. Each carries
+    `decline_reason`, the reason given with its latest decline ('' or None
+    without one), from its audit row, in the same query."""
+    latest_decline = AuditEvent.objects.filter(
+        subject_type__app_label="commitments",
+        subject_type__model="commitment",
+        subject_id=OuterRef("pk"),
+        action="declined",
+    ).order_by("-occurred_at", "-pk")
+    rows = (
+        _for_pages()
+        .filter(assigner=user, status=Status.REFUSED)
+        .annotate(decline_reason=Subquery(latest_decline.values("payload__reason")[:1]))
+    )
     return list(rows.order_by("-refused_at")[:ATTENTION_ROWS])
 
 

@@ -123,9 +123,33 @@ def _timeline(commitment: Commitment, *, viewer) -> list[dict]:
             "words": _words(event),
             "who": _timeline_who(event, viewer=viewer),
             "diff": _terms_diff(event),
+            # The reason given with a decline (commitments.services.commitment_decline
+            # keeps it on the audit row): the asker reads it here, not only in the nudge.
+            "reason": (event.payload or {}).get("reason", "") if event.action == "declined" else "",
         }
         for event in selectors.commitment_timeline(commitment=commitment)
     ]
+
+
+# The transition times a commitment keeps, as the page names them.
+MOMENTS = (
+    ("created_at", "Created"),
+    ("activated_at", "Accepted"),
+    ("renegotiated_at", "Renegotiated"),
+    ("refused_at", "Declined"),
+    ("completed_at", "Completed"),
+)
+
+
+def _moments(commitment: Commitment) -> list[dict]:
+    """The transition times in the order they happened (a decline, then a
+    renegotiation, reads in that order), as the timeline below them does."""
+    moments = [
+        {"label": label, "at": getattr(commitment, name)}
+        for name, label in MOMENTS
+        if getattr(commitment, name)
+    ]
+    return sorted(moments, key=lambda moment: moment["at"])  # stable: ties keep MOMENTS' order
 
 
 class TermsForm(forms.Form):
@@ -190,6 +214,8 @@ def _render_detail(
                 "terms_version": commitment.terms_version,
             }
         )
+    timeline = _timeline(commitment, viewer=request.user)
+    declines = [entry["reason"] for entry in timeline if entry["event"].action == "declined"]
     status = 200
     if terms_changed is not None:
         status = 409
@@ -204,7 +230,10 @@ def _render_detail(
             "actions": selectors.commitment_actions_for(user=request.user, commitment=commitment),
             "terms_move": terms_move,
             "terms_form": terms_form,
-            "timeline": _timeline(commitment, viewer=request.user),
+            "timeline": timeline,
+            "moments": _moments(commitment),
+            # The reason of the latest decline, beside its time while it stands.
+            "decline_reason": declines[-1] if declines else "",
             "terms_changed": terms_changed,
             "deep_link": selectors.commitment_deep_link(viewer=request.user, commitment=commitment),
             # A renegotiation to a deadline already past, not yet confirmed.
@@ -397,5 +426,6 @@ def commitment_confirm(request: HttpRequest, commitment_id: uuid.UUID, action: s
             "post_url": reverse(f"commitment_{action}", args=[commitment_id]),
             "detail_url": detail_url,
             "now": timezone.now(),
+            "reason_max": services.DECLINE_REASON_MAX,
         },
     )

@@ -193,7 +193,7 @@ class AskForm(forms.Form):
     )
     # Checked by the person after the page warned them of a past deadline.
     confirm_past = forms.BooleanField(
-        label="Yes, ask with this deadline in the past", required=False
+        label="Yes, ask with this deadline in the past", label_suffix="", required=False
     )
 
     def clean(self):

@@ -1,5 +1,5 @@
-"""Short forms of text for logs, pages and the admin, and the one definition
-of a blank string.
+"""Short forms of text for logs, pages and the admin (an excerpt; a title and
+a body), and the one definition of a blank string.
 
 Blank. The API refuses a string that is empty once trimmed, and the OpenAPI
 document says the same with a `pattern`. Python's `str.strip()` and a JSON
@@ -26,6 +26,30 @@ def excerpt(text: str | None, limit: int = EXCERPT_LENGTH) -> str:
     characters with an ellipsis: for error messages and response excerpts."""
     text = " ".join((text or "").split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+TITLE_LENGTH = 80
+
+
+def title_and_body(text: str | None, limit: int = TITLE_LENGTH) -> tuple[str, str]:
+    """A description as a title and a body, for pages that list or head it: the
+    title is its first line, cut at a word boundary to at most `limit`
+    characters (with an ellipsis); the body is everything after the title, so
+    nothing is lost. A first line cut short continues in the body after an
+    ellipsis. A word longer than the limit is cut inside (there is no boundary).
+    """
+    text = (text or "").strip()
+    first, _, rest = text.partition("\n")
+    first, rest = first.strip(), rest.strip()
+    if len(first) <= limit:
+        return first, rest
+    head = first[: limit - 1]
+    space = head.rfind(" ")
+    # A boundary in the first half would leave a stub of a title: cut the word.
+    cut = space if space > limit // 2 else limit - 1
+    title = first[:cut].rstrip() + "…"
+    body = "…" + first[cut:].lstrip()
+    return title, f"{body}\n{rest}" if rest else body
 
 
 # Python's str.isspace() (which str.strip() uses), as a list of ranges.

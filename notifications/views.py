@@ -38,6 +38,8 @@ class ChannelForm(forms.Form):
     )
     reminders = forms.BooleanField(
         label="Send me reminders",
+        # A checkbox's label follows it: no colon (app.css puts the box first).
+        label_suffix="",
         required=False,
         help_text=(
             "The day before a deadline of yours, when it passes, and when a request of "

@@ -83,6 +83,22 @@
   markScrollingTables();
   window.addEventListener("resize", markScrollingTables);
 
+  // A choice with a field of its own (New commitment: "On this date and time"
+  // and its date): typing in the field chooses it, so the radio shows what
+  // will be used (the server counts a typed date anyway).
+  document.querySelectorAll(".choice").forEach(function (choice) {
+    var radio = choice.querySelector("input[type=radio]");
+    var fields = choice.querySelectorAll("input:not([type=radio])");
+    if (!radio) return;
+    Array.prototype.forEach.call(fields, function (field) {
+      var choose = function () {
+        if (field.value) radio.checked = true;
+      };
+      field.addEventListener("input", choose);
+      field.addEventListener("change", choose);
+    });
+  });
+
   // Time zone pickers marked data-detect-timezone start at the browser's zone.
   document.querySelectorAll("select[data-detect-timezone]").forEach(function (select) {
     var zone;

@@ -17,7 +17,9 @@ Fixtures:
   (mark it `postgres` and `redis`: the live server's rows must be committed
   where another process can read them).
 - `check_page(page, name)`: what every page must pass — no horizontal
-  overflow, no serious or critical axe-core violation — and a screenshot
+  overflow, no table wider than its own box (a wide table scrolls inside its
+  wrapper, out of the page-wide check), no serious or critical axe-core
+  violation — and a screenshot
   written to the screenshot folder (`BROWSER_SCREENSHOTS`, by default
   `var/screenshots/`), named `<name>-<viewport>.png`.
 

@@ -140,3 +140,37 @@ def test_a_deep_link_template_links_the_external_reference(page, sign_in, check_
     page.get_by_role("button", name="Delete the link for jira").click()
     page.wait_for_url("**/settings/links/")
     assert "No links yet." in page.content()
+
+
+def test_decline_with_a_reason_from_the_commitment_page_and_the_asker_reads_it(
+    page, sign_in, check_page, lead, knight
+):
+    c = services.commitment_create_pending(
+        actor=Actor.for_user(lead),
+        assigner=lead,
+        assignee=knight,
+        description="Slay the rabbit",
+        deadline=None,
+    )
+    sign_in(page, knight)
+    page.goto(f"/commitments/{c.pk}")
+    page.get_by_role("link", name="Decline…").click()
+    page.wait_for_url(f"**/commitments/{c.pk}/decline/confirm")
+    page.get_by_label("Reason (optional)").fill("Too dangerous: it has big pointy teeth")
+    check_page(page, "decline-confirm-reason")
+    page.get_by_role("button", name="Decline", exact=True).click()
+    page.wait_for_url(f"**/commitments/{c.pk}")
+    c.refresh_from_db()
+    assert c.status == Status.REFUSED
+
+    # The asker reads the reason on the web, not only in the e-mail.
+    page.context.clear_cookies()
+    sign_in(page, lead)
+    page.goto(f"/commitments/{c.pk}")
+    timeline = page.locator(".timeline").inner_text()
+    assert re.search(
+        r"Declined\s+by Knight\s+Reason: Too dangerous: it has big pointy teeth", timeline
+    )
+    assert page.get_by_role("definition").filter(has_text="big pointy teeth").is_visible()
+    assert page.get_by_role("link", name="Back to the dashboard").is_visible()
+    check_page(page, "commitment-declined-reason")

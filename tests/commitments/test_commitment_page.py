@@ -48,7 +48,7 @@ def test_the_description_is_the_heading_and_the_title(client, assigner, assignee
     assert page.count("<h1") == 1
 
 
-def test_a_long_description_is_cut_in_the_title_only(client, assigner, assignee):
+def test_a_long_description_is_headed_by_a_line_and_goes_on_below(client, assigner, assignee):
     c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
     long = "Rewrite the whole onboarding guide " * 10
     services.commitment_renegotiate(
@@ -60,7 +60,28 @@ def test_a_long_description_is_cut_in_the_title_only(client, assigner, assignee)
 
     title = re.search(r"<title>(.*?) · Commitments</title>", page).group(1)
     assert len(title) <= 70 and title.endswith("…")
-    assert f'<h1 class="commitment-title">{long.strip()}</h1>' in page
+    # The heading is a line (lib.text.title_and_body), the rest of it below.
+    heading = re.search(r'<h1 class="commitment-title">(.*?)</h1>', page).group(1)
+    assert (
+        heading == "Rewrite the whole onboarding guide Rewrite the whole onboarding guide Rewrite…"
+    )
+    body = re.search(r'<p class="commitment-body">(.*?)</p>', page).group(1)
+    assert heading[:-1] + " " + body[1:] == long.strip()
+
+
+def test_a_description_of_lines_is_headed_by_its_first(client, assigner, assignee):
+    c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
+    services.commitment_renegotiate(
+        actor=Actor.for_user(assigner),
+        commitment_id=c.pk,
+        description="Ship the report\nWith the Q3 numbers.\nAnd the charts.",
+    )
+    client.force_login(assignee)
+
+    page = page_of(client, c)
+
+    assert '<h1 class="commitment-title">Ship the report</h1>' in page
+    assert '<p class="commitment-body">With the Q3 numbers.<br>And the charts.</p>' in page
 
 
 # --- the timeline ------------------------------------------------------------------------
@@ -235,6 +256,93 @@ def test_a_signed_out_confirmation_goes_to_sign_in(client, assigner, assignee):
 
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/?next=")
+
+
+# --- the decline reason -------------------------------------------------------------------
+
+
+def test_the_decline_reason_is_on_the_page_for_both_people(client, assigner, assignee):
+    c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
+    services.commitment_decline(
+        actor=Actor.for_user(assignee), commitment_id=c.pk, reason="Too <b>dangerous</b>"
+    )
+
+    for person in (assigner, assignee):
+        client.force_login(person)
+        page = page_of(client, c)
+        rows = timeline(page)
+        said = '<p class="reason">Reason: Too &lt;b&gt;dangerous&lt;/b&gt;</p>'
+        assert re.search(r"Declined</strong> by \w+ " + re.escape(said), rows), person
+        assert '<dt>Reason given</dt>\n    <dd class="break">Too &lt;b&gt;dangerous' in page
+
+
+def test_a_renegotiation_keeps_the_reason_in_the_timeline_only(client, assigner, assignee):
+    c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
+    services.commitment_decline(
+        actor=Actor.for_user(assignee), commitment_id=c.pk, reason="Not this week"
+    )
+    services.commitment_renegotiate(
+        actor=Actor.for_user(assigner), commitment_id=c.pk, description="Next week, then"
+    )
+    client.force_login(assigner)
+
+    page = page_of(client, c)
+
+    assert "Reason: Not this week" in timeline(page)
+    assert "Reason given" not in page  # the decline no longer stands
+
+
+def test_declining_from_the_commitment_page_takes_a_reason(client, assigner, assignee):
+    c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
+    client.force_login(assignee)
+
+    confirm = page_of(client, c, "/decline/confirm")
+
+    assert '<label for="decline-reason">Reason (optional)</label>' in confirm
+    assert re.search(r'<textarea id="decline-reason" name="reason" maxlength="500"', confirm)
+    version = re.search(r'name="terms_version" value="(\d+)"', confirm).group(1)
+    response = client.post(
+        f"/commitments/{c.pk}/decline", {"terms_version": version, "reason": " Too far away "}
+    )
+    assert response.status_code == 302
+    event = AuditEvent.objects.for_object(c).get(action="declined")
+    assert event.payload["reason"] == "Too far away"
+    client.force_login(assigner)
+    assert "Reason: Too far away" in timeline(page_of(client, c))
+
+
+def test_completing_has_no_reason_field(client, assigner, assignee):
+    c = commitment_in(Status.ACTIVE, assigner, assignee)
+    client.force_login(assignee)
+
+    assert 'name="reason"' not in page_of(client, c, "/complete/confirm")
+
+
+# --- transition times and the way back -----------------------------------------------------
+
+
+def test_the_transition_times_are_in_the_order_they_happened(client, assigner, assignee):
+    c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
+    services.commitment_decline(actor=Actor.for_user(assignee), commitment_id=c.pk)
+    services.commitment_renegotiate(
+        actor=Actor.for_user(assigner), commitment_id=c.pk, description="Again, please"
+    )
+    client.force_login(assignee)
+
+    page = page_of(client, c)
+
+    facts = page[page.index('<dl class="facts">') : page.index("</dl>")]
+    names = re.findall(r"<dt>(\w+)</dt>", facts)
+    assert names[-3:] == ["Created", "Declined", "Renegotiated"]
+
+
+def test_the_way_back_names_the_list(client, assigner, assignee):
+    c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
+
+    client.force_login(assigner)
+    assert '<a href="/dashboard/#asked">Back to the dashboard</a>' in page_of(client, c)
+    client.force_login(assignee)
+    assert f'<a href="/#c-{c.pk}">Back to the Accord</a>' in page_of(client, c)
 
 
 # --- renegotiating to a past deadline ------------------------------------------------------

@@ -88,6 +88,21 @@ def test_what_needs_attention_comes_first(client, assigner, assignee, make_user)
     assert "Nothing needs you now" not in page
 
 
+def test_a_declined_request_says_the_reason_given(client, assigner, assignee):
+    c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
+    services.commitment_decline(
+        actor=Actor.for_user(assignee), commitment_id=c.pk, reason="No <time>"
+    )
+    quiet = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
+    services.commitment_decline(actor=Actor.for_user(assignee), commitment_id=quiet.pk)
+
+    page = dashboard(client, assigner)
+
+    attention = page[page.index('id="attention"') : page.index('id="flow"')]
+    assert ": “No &lt;time&gt;”</span></li>" in attention
+    assert attention.count("“") == 1  # none for the decline without a reason
+
+
 def test_nothing_needing_attention_says_so(client, assigner, assignee):
     commitment_in(Status.ACTIVE, assigner, assignee)  # due in 2030
 

@@ -36,6 +36,40 @@ _OVERFLOWING = """() => {
   };
 }"""
 
+# Tables wider than their box. A .table-wrap scrolls what is wider than it, so
+# the page-wide check above never sees a table that pushes its columns (or a
+# row's buttons) out of sight: each wrapper is checked against its table, and
+# each cell, button and link against the wrapper. Visually hidden elements
+# (1 px, clipped) do not count.
+_TABLES_OVERFLOWING = """() => {
+  const culprits = [];
+  const name = el => el.tagName.toLowerCase() +
+    (el.className && typeof el.className === 'string'
+      ? '.' + el.className.trim().split(/\\s+/).join('.') : '') +
+    ' "' + (el.textContent || '').trim().slice(0, 30) + '"';
+  document.querySelectorAll('.table-wrap').forEach((wrap, i) => {
+    if (wrap.scrollWidth > wrap.clientWidth + 1) {
+      culprits.push(`table ${i}: ${wrap.scrollWidth} px wide in a ${wrap.clientWidth} px box`);
+    }
+    const outer = wrap.getBoundingClientRect();
+    for (const el of wrap.querySelectorAll('th, td, button, .button, a, code')) {
+      const b = el.getBoundingClientRect();
+      if (b.width <= 1 || b.height <= 1) continue;
+      let clipped = false;  // inside a visually hidden header (a phone's stacked table)
+      for (let p = el.parentElement; p && p !== wrap; p = p.parentElement) {
+        const pb = p.getBoundingClientRect();
+        if (pb.width <= 1 || pb.height <= 1) { clipped = true; break; }
+      }
+      if (clipped) continue;
+      if (b.right > outer.right + 1 || b.left < outer.left - 1) {
+        culprits.push(`table ${i}: ${name(el)} at ${Math.round(b.left)}..${Math.round(b.right)}` +
+          ` outside ${Math.round(outer.left)}..${Math.round(outer.right)}`);
+      }
+    }
+  });
+  return culprits.slice(0, 10);
+}"""
+
 SERIOUS = {"serious", "critical"}
 
 
@@ -66,6 +100,10 @@ def horizontal_overflow(page: BrowserPage) -> dict:
     return page.page.evaluate(_OVERFLOWING)
 
 
+def tables_overflowing(page: BrowserPage) -> list[str]:
+    return page.page.evaluate(_TABLES_OVERFLOWING)
+
+
 def serious_axe_violations(page: BrowserPage) -> list[dict]:
     from axe_playwright_python.sync_playwright import Axe
 
@@ -90,6 +128,8 @@ def assert_page_ok(page: BrowserPage, name: str, folder: Path) -> Path:
         f"{name} at {page.viewport} size is {overflow['scrollWidth']} px wide in a "
         f"{overflow['clientWidth']} px viewport; too wide: {overflow['culprits']}"
     )
+    tables = tables_overflowing(page)
+    assert not tables, f"{name} at {page.viewport} size has a table wider than its box: {tables}"
     violations = serious_axe_violations(page)
     assert not violations, f"axe-core on {name} at {page.viewport} size: {violations}"
     return shot
