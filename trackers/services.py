@@ -37,12 +37,12 @@ from integrations.serializers import InboxSerializer
 from lib.api_errors import flatten_errors
 from lib.text import is_blank, strip_blank
 from trackers import payloads
+from trackers.kinds import Kind, tracker_for
 from trackers.models import (
     EVENT_MAX,
     ISSUE_KEY_MAX,
     LOGIN_MAX,
     SITE_MAX,
-    Kind,
     Outcome,
     TrackerConnection,
     TrackerEvent,
@@ -96,8 +96,6 @@ def clean_system(value: str | None, *, kind: str) -> str:
         raise TrackerError(f"externalSystem: {exc.detail[0]}", field="system") from None
 
 
-# The trackers with one web host for everyone; GitLab and Jira may be anyone's.
-DEFAULT_SITE = {"github": "github.com", "linear": "linear.app"}
 _HOST_RE = re.compile(
     r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?$"
 )
@@ -110,7 +108,7 @@ def clean_site(value: str | None, *, kind: str) -> str:
     else "" (learnt from the first delivery with a link)."""
     text = strip_blank(value or "").lower()
     if not text:
-        return DEFAULT_SITE.get(kind, "")
+        return tracker_for(kind).default_site
     if "://" in text:
         try:
             parts = urlsplit(text)
@@ -481,7 +479,7 @@ def _email_of(person: payloads.Person, identity_map: dict[str, str]) -> str | No
 
 
 def _unmapped(kind: str, person: payloads.Person) -> str:
-    field_name = payloads.IDENTITY_FIELD[kind]
+    field_name = tracker_for(kind).identity_field
     if not person.key:
         return f"the tracker sent no {field_name} and no e-mail"
     return (

@@ -27,7 +27,8 @@ from commitments.models import EXTERNAL_SYSTEM_MAX
 from lib.forms import TextField
 from lib.once import form_key_new, form_key_use
 from trackers import selectors, services
-from trackers.models import SITE_MAX, Kind, TrackerConnection
+from trackers.kinds import Kind, tracker_for
+from trackers.models import SITE_MAX, TrackerConnection
 
 SHOWN_KEY = "trackers.secret"  # {"connection": id, "secret": ...} until the next GET
 FORM_SCOPE = "trackers.connections"
@@ -223,7 +224,9 @@ def connection_detail(request: HttpRequest, connection_id: uuid.UUID) -> HttpRes
             "url": hook_url(connection),
             "form": form,
             "events": selectors.recent_events(connection=connection),
-            "tracker_secret_form": TrackerSecretForm() if connection.kind == "linear" else None,
+            "tracker_secret_form": (
+                TrackerSecretForm() if tracker_for(connection.kind).makes_own_secret else None
+            ),
             "site_form": SiteForm(initial={"site": connection.site}),
             "shown": shown,
         },
