@@ -30,6 +30,7 @@ from lib.request_body import Unreadable
 from trackers import payloads, selectors, services, wire
 from trackers.api_docs import HookResultSerializer, hook_schema
 from trackers.kinds import tracker_for
+from trackers.outcomes import Receipt
 
 NOT_AUTHENTIC = (
     "The delivery is not signed with this connection's secret (or the address is not a "
@@ -101,7 +102,7 @@ class HookView(APIView):
         return _answer(receipt)
 
 
-def _answer(receipt: services.Receipt) -> Response:
+def _answer(receipt: Receipt) -> Response:
     answer = HookResultSerializer(
         {
             "changed": receipt.changed,
@@ -109,7 +110,7 @@ def _answer(receipt: services.Receipt) -> Response:
             "event": receipt.event,
             "externalId": receipt.external_id,
             "summary": receipt.summary,
-            "actions": receipt.actions,
+            "actions": receipt.actions_json(),
         }
     ).data
     code = status.HTTP_200_OK if receipt.changed else status.HTTP_202_ACCEPTED
