@@ -250,7 +250,8 @@ def connection_rotate(request: HttpRequest, connection_id: uuid.UUID) -> HttpRes
 @recent_sign_in_required
 @require_http_methods(["POST"])
 def connection_tracker_secret(request: HttpRequest, connection_id: uuid.UUID) -> HttpResponse:
-    """Use the secret a tracker made (Linear) instead of ours."""
+    """Use the secret a tracker made (one that `makes_own_secret`: Linear)
+    instead of ours."""
     connection = _mine(request, connection_id)
     form = TrackerSecretForm(request.POST)
     if form.is_valid():
@@ -261,7 +262,10 @@ def connection_tracker_secret(request: HttpRequest, connection_id: uuid.UUID) ->
         except services.TrackerError as exc:
             messages.error(request, exc.message)
         else:
-            messages.success(request, f"The {connection.label} now checks Linear's secret.")
+            messages.success(
+                request,
+                f"The {connection.label} now checks {connection.get_kind_display()}'s secret.",
+            )
     else:
         messages.error(request, "Paste the signing secret.")
     return redirect("tracker_connection", connection_id=connection.pk)
