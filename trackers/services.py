@@ -15,7 +15,7 @@ import datetime as dt
 import hashlib
 import re
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 from django.contrib.auth import get_user_model
@@ -487,7 +487,6 @@ def _follow_move(delivery: _Delivery) -> list[Action]:
         link = delivery.link()
         for commitment in found:
             new_id = _external_id_for(change.key, commitment.external_id)
-            ours = {"who": commitment.external_id, "commitment_id": str(commitment.pk)}
             try:
                 commitment_services.commitment_external_ref_change(
                     actor=delivery.actor,
@@ -497,16 +496,10 @@ def _follow_move(delivery: _Delivery) -> list[Action]:
                 )
             except CommitmentError as exc:
                 why = f"it could not take the new key {new_id}: {exc}"
-                actions.append(Action(did=Did.KEPT, why=why, **ours))
+                actions.append(_about(commitment, Did.KEPT, why))
                 continue
-            actions.append(
-                Action(
-                    did=Did.MOVED,
-                    external_id=new_id,
-                    why=f"the issue is now {change.key}",
-                    **ours,
-                )
-            )
+            moved = _about(commitment, Did.MOVED, f"the issue is now {change.key}")
+            actions.append(replace(moved, external_id=new_id))
         break
     return actions
 
@@ -523,19 +516,21 @@ def _assign(delivery: _Delivery) -> list[Action]:
     actions: list[Action] = []
     for person, email in wanted:
         tracker_user = person.key if person.key and person.key != person.shown else ""
-        who = {"who": person.shown, "tracker_user": tracker_user}
+        # What is said of this person, whatever is done: each outcome below is
+        # this with its `did` and why.
+        who = Action(who=person.shown, did=Did.SKIPPED, tracker_user=tracker_user)
         if email is None:
-            actions.append(Action(did=Did.SKIPPED, why=_unmapped(connection.kind, person), **who))
+            actions.append(replace(who, why=_unmapped(connection.kind, person)))
             continue
-        who["email"] = email
+        who = replace(who, email=email)
         user = users.get(email)
         if user is None or not user.can_receive:
-            actions.append(Action(did=Did.SKIPPED, why=ASSIGNEE_UNKNOWN, **who))
+            actions.append(replace(who, why=ASSIGNEE_UNKNOWN))
             continue
         if user.pk in by_assignee:
             found = by_assignee[user.pk]
             why = f"a commitment for this issue exists already ({found.get_status_display()})"
-            actions.append(Action(did=Did.KEPT, why=why, commitment_id=str(found.pk), **who))
+            actions.append(replace(who, did=Did.KEPT, why=why, commitment_id=str(found.pk)))
             continue
         first = first_external_id(change.key)
         external_id = first if first not in taken_ids else further_external_id(change.key, email)
@@ -547,7 +542,7 @@ def _assign(delivery: _Delivery) -> list[Action]:
                 external_id=external_id,
             )
         except TermsInvalid as exc:
-            actions.append(Action(did=Did.SKIPPED, why=exc.said, **who))
+            actions.append(replace(who, why=exc.said))
             continue
         try:
             commitment = commitment_services.commitment_create_pending(
@@ -562,18 +557,18 @@ def _assign(delivery: _Delivery) -> list[Action]:
             )
         except DuplicateExternalRef:
             why = f"a commitment with externalId {external_id} exists already"
-            actions.append(Action(did=Did.KEPT, why=why, **who))
+            actions.append(replace(who, did=Did.KEPT, why=why))
             continue
         taken_ids.add(external_id)
         by_assignee[user.pk] = commitment
         past_due = deadline is not None and deadline < commitment.created_at
         actions.append(
-            Action(
+            replace(
+                who,
                 did=Did.CREATED,
                 commitment_id=str(commitment.pk),
                 external_id=external_id,
                 past_due=_day(deadline, owner.timezone) if past_due else "",
-                **who,
             )
         )
     return actions
