@@ -5,10 +5,28 @@ ratios live in docs/testing.md and docs/benchmarks.md)."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
+import pytest
+from django.apps import apps
+
 ROOT = Path(__file__).resolve().parents[1]
+APPS = (
+    "config",
+    "lib",
+    "ratelimits",
+    "accounts",
+    "audit",
+    "commitments",
+    "integrations",
+    "notifications",
+    "relay",
+    "gather",
+    "webhooks",
+    "trackers",
+)
 DOCS = ROOT / "docs"
 # Where the project's own text is: every package, the tests, the benchmarks.
 SOURCES = [
@@ -77,3 +95,47 @@ def test_the_readme_carries_no_figures_that_go_stale():
     stale = (r"\d[\d,]* tests", r"\d+ min(?: \d+ s)?", r"\d\.\d+\s*(?:[\u2013-]\s*\d\.\d+)?\u00d7")
     figures = re.findall("|".join(stale), readme)
     assert figures == []
+
+
+def _resolves(name: str) -> bool:
+    """`app.module.name...` imports and has the attribute, or `app.Model` is a
+    model's label."""
+    parts = name.split(".")
+    if len(parts) == 2 and parts[1][:1].isupper():
+        try:
+            apps.get_model(name)
+        except LookupError:
+            pass
+        else:
+            return True
+    for split in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for attribute in parts[split:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
+
+
+DOCUMENTS = [ROOT / "README.md", *DOCS.rglob("*.md")]
+NAMED = "|".join(APPS)
+DOTTED = re.compile(rf"`((?:{NAMED})(?:\.[A-Za-z_]\w*)+)`")
+PATH = re.compile(rf"`((?:{NAMED}|templates|static|tests|scripts|benchmarks)/[\w/.-]+\.\w+)`")
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_module_name_and_file_a_document_names_exists(document):
+    text = document.read_text()
+    names = {
+        name
+        for name in DOTTED.findall(text)
+        # a file name, or a deployment check's id ("commitments.E003")
+        if not name.endswith((".py", ".md")) and not re.search(r"\.[EW]\d{3}$", name)
+    }
+    missing = sorted(name for name in names if not _resolves(name))
+    missing += sorted(path for path in set(PATH.findall(text)) if not (ROOT / path).exists())
+    assert missing == []
