@@ -1,4 +1,5 @@
-"""When a failed webhook delivery is tried again (DECISIONS.md's schedule):
+"""When a failed webhook delivery is tried again (docs/webhooks.md, "Delivery,
+retries and failures"):
 5 s, 5 min, 30 min, 2 h, 5 h, 10 h after the previous attempt (±10 %
 jitter; WEBHOOK_RETRY_SCHEDULE), one last attempt 24 hours after the first
 (WEBHOOK_RETRY_WINDOW), then failed for good (replayable)."""

@@ -1,5 +1,5 @@
-"""Token scopes and client networks (DECISIONS.md, "Tracker connections and token
-limits"): a call outside a token's scopes, or from an address outside its
+"""Token scopes and client networks (docs/api.md, "Token scopes and client
+networks"): a call outside a token's scopes, or from an address outside its
 networks, is `403 forbidden` naming the missing scope or the refused address,
 judged right after the token (401) and before the rate limit (429) and the body
 (400); it writes nothing and does not count as the token's use. The client's
