@@ -1,6 +1,6 @@
 """Pages about one commitment: its detail page with its handshake buttons, the
-terms form and the confirmations. The Accord and asking are in views_accord, the
-dashboard in views_dashboard."""
+terms form and the confirmations. The Accord and asking are in views.accord, the
+dashboard in views.dashboard."""
 
 from __future__ import annotations
 
