@@ -39,7 +39,7 @@ from django.utils import timezone  # noqa: E402
 
 from accounts.services import user_email_mark_verified  # noqa: E402
 from commitments.models import Commitment, Status  # noqa: E402
-from gather.keys import model_key_set  # noqa: E402
+from gather.services import model_key_set  # noqa: E402
 from integrations.models import ApiToken as ApiTokenModel  # noqa: E402
 from integrations.services import api_token_mint  # noqa: E402
 from webhooks.services import webhook_endpoint_create  # noqa: E402

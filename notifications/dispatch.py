@@ -22,7 +22,7 @@ from django.conf import settings
 from commitments.models import EventKind, OutboxEvent
 from commitments.outbox import invitation_lock
 from lib import deliveries
-from notifications import channels, tasks, turns
+from notifications import services, tasks, turns
 from notifications.models import ChannelKind, Delivery, DeliveryStatus, NudgePair, Reminder
 from notifications.nudges import TELLS_ASSIGNEE, nudge_recipients
 
@@ -62,8 +62,8 @@ def nudge_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uui
 
 
 def _channel_kind(recipient) -> str:
-    channel = channels.notification_channel_url_lost_record(user=recipient)
-    return channels.destination_for(recipient, channel=channel).kind
+    channel = services.notification_channel_url_lost_record(user=recipient)
+    return services.destination_for(recipient, channel=channel).kind
 
 
 def _invitation_delivery_create(*, event: OutboxEvent, now: dt.datetime) -> list[uuid.UUID]:

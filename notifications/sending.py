@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from lib import deliveries, leasing
 from lib.text import excerpt
-from notifications import channels, dispatch, turns
+from notifications import dispatch, services, turns
 from notifications.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
 from notifications.nudges import delivery_message
 from notifications.transports import TransportError, transport_for
@@ -82,8 +82,8 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
         else:
             # The recipient's choice now: they may have switched or fixed it.
             recipient = delivery.recipient
-            channel = channels.notification_channel_url_lost_record(user=recipient)
-            dest = channels.destination_for(recipient, channel=channel)
+            channel = services.notification_channel_url_lost_record(user=recipient)
+            dest = services.destination_for(recipient, channel=channel)
             kind, address = dest.kind, dest.address
             channel_id = dest.channel.pk if dest.channel is not None else None
             if kind != delivery.channel:
@@ -178,7 +178,7 @@ def _record_failure(claim: _Claim, exc: TransportError) -> str:
     with transaction.atomic():
         deliveries.attempt_end(claim, outcome, status_code=exc.status_code, error=error)
         if exc.permanent and is_chat and claim.channel_id is not None:
-            channels.notification_channel_mark_broken(
+            services.notification_channel_mark_broken(
                 channel_id=claim.channel_id, failed_url=claim.address, reason=exc.message
             )
         if is_chat and (exc.permanent or exhausted):

@@ -1,7 +1,7 @@
 """The nudges' Celery tasks: thin, each takes a row id and calls a service.
 Every one may run twice, late, or for a row that is gone; the services'
 conditional claims make that harmless. The services queue them by import
-(`notifications.dispatch`, `notifications.channels`); settings name them
+(`notifications.dispatch`, `notifications.services`); settings name them
 only for beat (CELERY_BEAT_SCHEDULE)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.utils import timezone
 
-from notifications import channels, reminders, sending
+from notifications import reminders, sending, services
 
 
 @shared_task(name="notifications.tasks.deliver_nudge")
@@ -19,7 +19,7 @@ def deliver_nudge(delivery_id: str) -> str | None:
 
 @shared_task(name="notifications.tasks.send_channel_test")
 def send_channel_test(test_id: str) -> str | None:
-    return channels.notification_test_send(test_id=test_id)
+    return services.notification_test_send(test_id=test_id)
 
 
 @shared_task(name="notifications.tasks.remind")

@@ -13,7 +13,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from lib.api_errors import envelope
-from notifications import channels
+from notifications import services
 from notifications.models import ChannelKind, Delivery
 
 
@@ -26,7 +26,7 @@ class ChannelForm(forms.Form):
     chat_url = forms.CharField(
         label="Chat URL (Slack or Teams)",
         required=False,
-        max_length=channels.CHAT_URL_MAX,
+        max_length=services.CHAT_URL_MAX,
         strip=True,
         widget=forms.URLInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
         help_text=(
@@ -51,12 +51,12 @@ class ChannelForm(forms.Form):
 @login_required
 @require_http_methods(["GET", "POST"])
 def notification_settings(request: HttpRequest) -> HttpResponse:
-    channel = channels.notification_channel_get(user=request.user)
+    channel = services.notification_channel_get(user=request.user)
     if request.method == "POST":
         form = ChannelForm(request.POST)
         if form.is_valid():
             try:
-                channels.notification_channel_set(
+                services.notification_channel_set(
                     user=request.user,
                     kind=form.cleaned_data["kind"],
                     chat_url=form.cleaned_data["chat_url"],
@@ -80,16 +80,16 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
         .order_by("-created_at")[:10]
     )
     # A chat URL no key decrypts any more is marked broken when first met.
-    channels.notification_channel_url_lost_record(user=request.user, channel=channel)
+    services.notification_channel_url_lost_record(user=request.user, channel=channel)
     return render(
         request,
         "notifications/settings.html",
         {
             "form": form,
             "channel": channel,
-            "destination": channels.destination_for(request.user, channel=channel),
+            "destination": services.destination_for(request.user, channel=channel),
             "recent": recent,
-            "last_test": channels.notification_test_latest(user=request.user),
+            "last_test": services.notification_test_latest(user=request.user),
         },
         status=400 if form.errors else 200,
     )
@@ -100,8 +100,8 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
 def notification_test(request: HttpRequest) -> HttpResponse:
     """Queue a test; a worker sends it and the page shows how it went."""
     try:
-        channels.notification_test_request(user=request.user)
-    except channels.TestTooSoon as exc:
+        services.notification_test_request(user=request.user)
+    except services.TestTooSoon as exc:
         messages.warning(request, str(exc))
     else:
         messages.info(request, "Test queued. Its result appears below when it arrives.")
@@ -115,7 +115,7 @@ def notification_test_status(request: HttpRequest, test_id) -> JsonResponse:
     own tests only), with the page's fragment for it."""
     if not request.user.is_authenticated:
         return JsonResponse(envelope("unauthorized", "Sign in to see your tests.", {}), status=401)
-    test = channels.notification_test_get(user=request.user, test_id=test_id)
+    test = services.notification_test_get(user=request.user, test_id=test_id)
     if test is None:
         return JsonResponse(envelope("not_found", "No such test of yours.", {}), status=404)
     html = render_to_string("notifications/_test_result.html", {"last_test": test})

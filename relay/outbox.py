@@ -43,8 +43,8 @@ from commitments.outbox import (
 from lib import jobs
 from lib.logs import request_id_var
 from notifications import tasks as notification_tasks
-from notifications.channels import notification_tests_take_due
 from notifications.dispatch import nudge_deliveries_create, nudge_deliveries_take_due
+from notifications.services import notification_tests_take_due
 from relay import tasks
 from webhooks import tasks as webhook_tasks
 from webhooks.dispatch import webhook_deliveries_create, webhook_deliveries_take_due

@@ -207,8 +207,8 @@ def test_a_group_change_names_the_group_and_hangs_on_the_staff_user(staff_client
 
 
 def test_clearing_a_broken_channel_is_recorded_per_channel(staff_client, staff, assignee):
-    from notifications.channels import notification_channel_mark_broken, notification_channel_set
     from notifications.models import ChannelKind, NotificationChannel
+    from notifications.services import notification_channel_mark_broken, notification_channel_set
 
     secret_url = "https://hooks.slack.com/services/T000/B000/secret"
     channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=secret_url)

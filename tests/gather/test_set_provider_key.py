@@ -10,7 +10,7 @@ import pytest
 from django.core.management import base, call_command
 
 from audit.models import AuditEvent
-from gather import keys
+from gather import selectors
 from gather.management.commands.set_provider_key import Command
 from gather.models import ModelKey
 
@@ -69,11 +69,11 @@ def test_the_newest_key_becomes_the_default_with_the_model_given(assigner, monke
         monkeypatch=monkeypatch,
     )
     assert status == 0
-    chosen = keys.model_key_for_gather(user=assigner)
+    chosen = selectors.model_key_for_gather(user=assigner)
     assert (chosen.provider, chosen.model) == ("anthropic", "claude-picked")
 
     run(assigner.email, "--provider", "openai", stdin="sk-openai-3333\n", monkeypatch=monkeypatch)
-    chosen = keys.model_key_for_gather(user=assigner)
+    chosen = selectors.model_key_for_gather(user=assigner)
     assert (chosen.provider, chosen.key) == ("openai", "sk-openai-3333")
 
 

@@ -62,8 +62,8 @@ def _raw_urls() -> list[str]:
 
 
 def _slack_for(user, settings, url):
-    from notifications.channels import notification_channel_set
     from notifications.models import ChannelKind
+    from notifications.services import notification_channel_set
 
     settings.OUTBOUND_ALLOW_LOOPBACK = True
     return notification_channel_set(user=user, kind=ChannelKind.SLACK, chat_url=url)

@@ -14,13 +14,13 @@ import threading
 import pytest
 from django.core import mail
 
-from notifications import channels
-from notifications.channels import (
+from notifications import services
+from notifications.models import ChannelKind, ChannelTest, ChannelTestStatus
+from notifications.services import (
     notification_channel_set,
     notification_test_request,
     notification_test_send,
 )
-from notifications.models import ChannelKind, ChannelTest, ChannelTestStatus
 from notifications.tasks import send_channel_test
 from relay.outbox import outbox_sweep
 from tests.harness.services import (
@@ -50,12 +50,12 @@ def test_a_test_whose_worker_died_after_the_claim_is_sent_by_the_next_one(
         test = notification_test_request(user=assignee)
     assert queued == [(send_channel_test, str(test.pk))]
 
-    real_transport_for = channels.transport_for
+    real_transport_for = services.transport_for
 
     def dies(kind, address):
         raise WorkerDied
 
-    monkeypatch.setattr(channels, "transport_for", dies)
+    monkeypatch.setattr(services, "transport_for", dies)
     with pytest.raises(WorkerDied):
         notification_test_send(test_id=test.pk)
     test.refresh_from_db()
@@ -69,7 +69,7 @@ def test_a_test_whose_worker_died_after_the_claim_is_sent_by_the_next_one(
     assert notification_test_send(test_id=test.pk) is None
 
     # The lease runs out: the sweep queues it, and the next worker sends it.
-    monkeypatch.setattr(channels, "transport_for", real_transport_for)
+    monkeypatch.setattr(services, "transport_for", real_transport_for)
     clock.advance(seconds=settings.DELIVERY_LEASE_SECONDS + 1)
     with django_capture_on_commit_callbacks(execute=True):
         assert outbox_sweep(now=clock.now).tests == 1
@@ -94,15 +94,15 @@ def test_a_test_that_keeps_killing_its_workers_fails_with_the_reason(
     def dies(kind, address):
         raise WorkerDied
 
-    monkeypatch.setattr(channels, "transport_for", dies)
-    for _ in range(channels.TEST_MAX_ATTEMPTS):
+    monkeypatch.setattr(services, "transport_for", dies)
+    for _ in range(services.TEST_MAX_ATTEMPTS):
         with pytest.raises(WorkerDied):
             notification_test_send(test_id=test.pk)
         clock.advance(seconds=settings.DELIVERY_LEASE_SECONDS + 1)
     assert notification_test_send(test_id=test.pk) == ChannelTestStatus.FAILED
     test.refresh_from_db()
     assert test.status == ChannelTestStatus.FAILED
-    assert test.detail == channels.TEST_INTERRUPTED
+    assert test.detail == services.TEST_INTERRUPTED
     assert test.claimed_until is None
 
 

@@ -12,7 +12,6 @@ from django.core import mail
 from audit.models import AuditEvent
 from lib import jobs
 from notifications import sending
-from notifications.channels import notification_channel_set
 from notifications.models import (
     LOST_URL_REASON,
     ChannelKind,
@@ -20,6 +19,7 @@ from notifications.models import (
     DeliveryStatus,
     NotificationChannel,
 )
+from notifications.services import notification_channel_set
 from tests.harness.services import new_request_nudge
 
 pytestmark = pytest.mark.django_db
@@ -99,7 +99,7 @@ def test_a_nudge_already_meant_for_slack_falls_back_to_email(assigner, assignee,
 
 
 def test_a_test_send_says_the_url_must_be_entered_again(client, assignee, lost_channel):
-    from notifications.channels import notification_test_request, notification_test_send
+    from notifications.services import notification_test_request, notification_test_send
 
     test = notification_test_request(user=assignee)
     assert notification_test_send(test_id=test.pk) == "failed"

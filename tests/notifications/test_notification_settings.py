@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from lib import jobs
-from notifications.channels import notification_channel_mark_broken, notification_channel_set
 from notifications.models import ChannelKind, ChannelTest, NotificationChannel
+from notifications.services import notification_channel_mark_broken, notification_channel_set
 from notifications.tasks import send_channel_test
 from tests.harness.services import FakeService, Reply, new_request_nudge
 
@@ -233,7 +233,7 @@ def test_a_test_send_is_audited_with_its_kind_and_outcome_and_never_the_url(
 def test_a_test_taken_twice_is_sent_once(
     knight, assignee, queued, django_capture_on_commit_callbacks
 ):
-    from notifications.channels import notification_test_send
+    from notifications.services import notification_test_send
 
     with django_capture_on_commit_callbacks(execute=True):
         knight.post(TEST)

@@ -18,10 +18,10 @@ from commitments import services
 from commitments.models import EventKind, OutboxEvent
 from lib import jobs
 from lib.text import one_line
-from notifications.channels import notification_channel_set
 from notifications.models import AttemptOutcome, Delivery, DeliveryStatus
 from notifications.nudges import commitment_url
 from notifications.sending import nudge_send
+from notifications.services import notification_channel_set
 from notifications.transports import Message, TeamsTransport
 from relay import outbox
 from tests.harness.services import FakeService, Reply

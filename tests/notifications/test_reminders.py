@@ -21,7 +21,6 @@ from django.urls import reverse
 from audit.services import Actor
 from commitments import services
 from lib import jobs
-from notifications.channels import notification_channel_set
 from notifications.models import (
     ChannelKind,
     Delivery,
@@ -31,6 +30,7 @@ from notifications.models import (
     ReminderKind,
 )
 from notifications.reminders import reminders_create_due
+from notifications.services import notification_channel_set
 from notifications.tasks import deliver_nudge, remind
 from relay.outbox import outbox_sweep
 from tests.harness.services import FakeService

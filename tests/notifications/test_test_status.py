@@ -12,8 +12,8 @@ import pytest
 from django.core import mail
 from django.urls import reverse
 
-from notifications.channels import notification_channel_set
 from notifications.models import ChannelKind, ChannelTest
+from notifications.services import notification_channel_set
 from tests.harness.services import FakeService, Reply
 
 PAGE = "/settings/notifications/"

@@ -18,7 +18,7 @@ from django.core import mail
 from django.urls import reverse
 
 from lib import jobs
-from notifications.channels import notification_test_request, notification_test_send
+from notifications.services import notification_test_request, notification_test_send
 
 HARNESS = Path(__file__).parent / "js" / "poll_harness.js"
 SCRIPT = Path(django_settings.BASE_DIR) / "static" / "js" / "notification_test.js"

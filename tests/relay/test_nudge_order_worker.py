@@ -12,8 +12,8 @@ import pytest
 
 from audit.services import Actor
 from commitments import services
-from notifications.channels import notification_channel_set
 from notifications.models import ChannelKind, Delivery, DeliveryStatus
+from notifications.services import notification_channel_set
 from tests.harness.services import (
     FakeService,
     Reply,

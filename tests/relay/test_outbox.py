@@ -16,7 +16,6 @@ from audit.services import Actor
 from commitments import services
 from commitments.models import EventKind, OutboxEvent
 from notifications import sending
-from notifications.channels import notification_channel_set
 from notifications.models import (
     AttemptOutcome,
     ChannelKind,
@@ -24,6 +23,7 @@ from notifications.models import (
     DeliveryStatus,
     NotificationChannel,
 )
+from notifications.services import notification_channel_set
 from relay import outbox
 from tests.harness.concurrency import race
 from tests.harness.services import FakeService, Reply

@@ -22,8 +22,8 @@ from django.utils import timezone
 from audit.services import Actor
 from commitments import services
 from commitments.models import Commitment
-from notifications.channels import notification_channel_set
 from notifications.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
+from notifications.services import notification_channel_set
 from tests.harness.services import (
     FakeService,
     Process,

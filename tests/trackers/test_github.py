@@ -59,7 +59,7 @@ def test_an_assigned_issue_becomes_a_commitment_for_the_mapped_assignee(client, 
 
 
 def test_the_commitment_page_links_the_issue_and_names_the_connection(client, github, assignee):
-    from commitments.services import link_template_add
+    from commitments.links import link_template_add
 
     connection, secret = github
     deliver(client, connection, secret, issues_event("assigned"))

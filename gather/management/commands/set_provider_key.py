@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from accounts.commands import active_user_for_command
 from audit.services import Actor
-from gather import keys
+from gather import errors, services
 from gather.models import Provider
 
 
@@ -46,10 +46,10 @@ class Command(BaseCommand):
         if not key:
             raise CommandError("No key on standard input (the key is read from there).")
         try:
-            stored = keys.model_key_set(
+            stored = services.model_key_set(
                 user=user, provider=provider, key=key, model=model, actor=Actor.system()
             )
-        except keys.ModelKeyError as exc:
+        except errors.ModelKeyError as exc:
             raise CommandError(exc.message) from exc
         self.stdout.write(
             f"Stored the {stored.get_provider_display()} key …{stored.last4} of {user.email} "

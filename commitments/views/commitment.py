@@ -1,6 +1,6 @@
 """Pages about one commitment: its detail page with its handshake buttons, the
-terms form and the confirmations. The Accord and asking are in views_accord, the
-dashboard in views_dashboard."""
+terms form and the confirmations. The Accord and asking are in views.accord, the
+dashboard in views.dashboard."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -22,14 +21,9 @@ from django.views.decorators.http import require_POST, require_safe
 from audit.models import ActorKind
 from audit.services import Actor
 from commitments import selectors, services
-from commitments.errors import (
-    CommitmentNotFound,
-    InvalidTransition,
-    NothingChanged,
-    NotPermitted,
-    TermsChanged,
-)
+from commitments.errors import CommitmentNotFound, NothingChanged, TermsChanged
 from commitments.models import DESCRIPTION_MAX, Commitment, Status
+from commitments.views.errors import maps_domain_errors
 from lib.forms import TextField
 
 # Audit actions as the timeline words them; anything else is shown as its name.
@@ -183,6 +177,15 @@ def posted_terms_version(value: object) -> int:
         return 0
 
 
+def _visible(request: HttpRequest, commitment_id: uuid.UUID) -> Commitment:
+    """The commitment, if the signed-in person may see it (CommitmentNotFound,
+    a 404 through maps_domain_errors, when not)."""
+    commitment = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
+    if commitment is None:
+        raise CommitmentNotFound()
+    return commitment
+
+
 def _terms_changed(
     commitment: Commitment, exc: TermsChanged, *, message: str, sent: dict | None = None
 ) -> dict:
@@ -245,23 +248,43 @@ def _render_detail(
 
 @require_safe
 @login_required
+@maps_domain_errors
 def commitment_detail(request: HttpRequest, commitment_id: uuid.UUID) -> HttpResponse:
-    commitment = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
-    if commitment is None:
-        raise Http404("No such commitment.")
-    return _render_detail(request, commitment)
+    return _render_detail(request, _visible(request, commitment_id))
+
+
+def _terms_not_saved(request: HttpRequest, exc: TermsChanged, view_kwargs: dict) -> HttpResponse:
+    """Two tabs, or two people: the form showed terms that are no longer the
+    current ones. Nothing is saved; the form comes back with the current
+    terms, and what was sent is shown so it can be redone."""
+    current = _visible(request, view_kwargs["commitment_id"])
+    form = TermsForm(request.POST)
+    form.is_valid()  # it was, or the service would not have been called
+    changed = _terms_changed(
+        current,
+        exc,
+        message=(
+            "Your change was not saved: the terms were changed elsewhere after this form "
+            "was opened. The form now shows the current terms; make your change again "
+            "on them if it still applies."
+        ),
+        sent={
+            "description": form.cleaned_data["description"],
+            "deadline": form.cleaned_data["deadline"],
+        },
+    )
+    return _render_detail(request, current, terms_changed=changed)
 
 
 @require_POST
+@maps_domain_errors(on_terms_changed=_terms_not_saved)
 def commitment_change_terms(request: HttpRequest, commitment_id: uuid.UUID) -> HttpResponse:
     """The assigner edits a Draft, or renegotiates before a handshake completed
     (the assignee is then asked again), through the same services as ever."""
     detail_url = reverse("commitment_detail", args=[commitment_id])
     if not request.user.is_authenticated:
         return redirect_to_login(detail_url)
-    commitment = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
-    if commitment is None:
-        raise Http404("No such commitment.")
+    commitment = _visible(request, commitment_id)
     form = TermsForm(request.POST)
     if not form.is_valid():
         return _render_detail(request, commitment, terms_form=form)
@@ -295,33 +318,8 @@ def commitment_change_terms(request: HttpRequest, commitment_id: uuid.UUID) -> H
                 request,
                 f"Renegotiated: {commitment.assignee_label} is asked for the handshake again.",
             )
-    except CommitmentNotFound:
-        raise Http404("No such commitment.") from None
-    except NotPermitted as exc:
-        raise PermissionDenied(str(exc)) from None
     except NothingChanged:
         messages.info(request, "Nothing changed: edit the description or the deadline first.")
-    except InvalidTransition as exc:
-        status = Status(exc.current_status).label
-        messages.error(request, f"Could not {exc.action} this commitment: its status is {status}.")
-    except TermsChanged as exc:
-        # Two tabs, or two people: the form showed terms that are no longer
-        # the current ones. Nothing is saved; the form comes back with the
-        # current terms, and what was sent is shown so it can be redone.
-        current = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
-        if current is None:
-            raise Http404("No such commitment.") from None
-        changed = _terms_changed(
-            current,
-            exc,
-            message=(
-                "Your change was not saved: the terms were changed elsewhere after this form "
-                "was opened. The form now shows the current terms; make your change again "
-                "on them if it still applies."
-            ),
-            sent={"description": terms["description"], "deadline": terms["deadline"]},
-        )
-        return _render_detail(request, current, terms_changed=changed)
     return redirect(detail_url)
 
 
@@ -336,52 +334,51 @@ HANDSHAKE_ACTIONS: dict[str, tuple[Callable[..., object], str]] = {
 ANSWERS_TO_TERMS = {"accept": "accepted", "decline": "declined"}
 
 
+def _done_url(request: HttpRequest, view_kwargs: dict) -> str:
+    """Where a move goes back to: posted from the Accord, there (with its
+    filters and pages); only that page, so the field cannot send anyone
+    elsewhere. Else the commitment's page."""
+    back = request.POST.get("next", "")
+    if back == "/" or back.startswith("/?"):
+        return back
+    return reverse("commitment_detail", args=[view_kwargs["commitment_id"]])
+
+
+def _answer_not_taken(request: HttpRequest, exc: TermsChanged, view_kwargs: dict) -> HttpResponse:
+    """An accept or decline posted from terms changed since: nothing is done,
+    and the page shows the new terms to answer again."""
+    current = _visible(request, view_kwargs["commitment_id"])
+    changed = _terms_changed(
+        current,
+        exc,
+        message=(
+            f"Nothing was {ANSWERS_TO_TERMS[view_kwargs['action']]}: {current.assigner.name} "
+            "changed the terms after this page was opened. Read the new terms below and "
+            "answer again."
+        ),
+    )
+    return _render_detail(request, current, terms_changed=changed)
+
+
 @require_POST
+@maps_domain_errors(back=_done_url, on_terms_changed=_answer_not_taken)
 def commitment_act(request: HttpRequest, commitment_id: uuid.UUID, action: str) -> HttpResponse:
     """One handshake move through its service, then back to the detail page."""
-    detail_url = reverse("commitment_detail", args=[commitment_id])
     if not request.user.is_authenticated:
         # Back to the page after signing in, not to this POST-only address.
-        return redirect_to_login(detail_url)
+        return redirect_to_login(reverse("commitment_detail", args=[commitment_id]))
     # Someone who cannot see the commitment learns nothing about it, not even
     # whether the move would have been refused for its status.
-    if selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id) is None:
-        raise Http404("No such commitment.")
+    _visible(request, commitment_id)
     service, success = HANDSHAKE_ACTIONS[action]
     extra = {}
     if action in ANSWERS_TO_TERMS:
         extra["terms_version"] = posted_terms_version(request.POST.get("terms_version"))
     if action == "decline":
         extra["reason"] = request.POST.get("reason", "")
-    # Posted from the Accord: back there (with its filters and pages); only
-    # that page, so the field cannot send anyone elsewhere.
-    back = request.POST.get("next", "")
-    done_url = back if back == "/" or back.startswith("/?") else detail_url
-    try:
-        service(actor=Actor.for_user(request.user), commitment_id=commitment_id, **extra)
-    except TermsChanged as exc:
-        current = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
-        if current is None:
-            raise Http404("No such commitment.") from None
-        changed = _terms_changed(
-            current,
-            exc,
-            message=(
-                f"Nothing was {ANSWERS_TO_TERMS[action]}: {current.assigner.name} changed the "
-                "terms after this page was opened. Read the new terms below and answer again."
-            ),
-        )
-        return _render_detail(request, current, terms_changed=changed)
-    except CommitmentNotFound:
-        raise Http404("No such commitment.") from None
-    except NotPermitted as exc:
-        raise PermissionDenied(str(exc)) from None
-    except InvalidTransition as exc:
-        status = Status(exc.current_status).label
-        messages.error(request, f"Could not {exc.action} this commitment: its status is {status}.")
-        return redirect(done_url)
+    service(actor=Actor.for_user(request.user), commitment_id=commitment_id, **extra)
     messages.success(request, success)
-    return redirect(done_url)
+    return redirect(_done_url(request, {"commitment_id": commitment_id}))
 
 
 # The moves that ask to confirm first (they cannot be undone), and what the
@@ -402,13 +399,12 @@ CONFIRMED_MOVES = {
 
 @require_safe
 @login_required
+@maps_domain_errors
 def commitment_confirm(request: HttpRequest, commitment_id: uuid.UUID, action: str) -> HttpResponse:
     """The page between the button and the move for what cannot be undone
     (decline, complete): the terms once more, and the one POST form that makes
     the move. A plain page, so it works without JavaScript."""
-    commitment = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
-    if commitment is None:
-        raise Http404("No such commitment.")
+    commitment = _visible(request, commitment_id)
     detail_url = reverse("commitment_detail", args=[commitment_id])
     if action not in selectors.commitment_actions_for(user=request.user, commitment=commitment):
         status = commitment.get_status_display()

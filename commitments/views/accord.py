@@ -12,7 +12,6 @@ from urllib.parse import urlencode
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
@@ -22,8 +21,9 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from audit.services import Actor
 from commitments import selectors, services
-from commitments.errors import AddressNotAskable, NotPermitted
+from commitments.errors import AddressNotAskable
 from commitments.models import DESCRIPTION_MAX, Status
+from commitments.views.errors import maps_domain_errors
 from lib.forms import TextField
 
 PAGE_SIZE = 25
@@ -233,6 +233,7 @@ def _render_ask(request: HttpRequest, form: AskForm, *, status: int = 200) -> Ht
 
 @login_required
 @require_http_methods(["GET", "HEAD", "POST"])
+@maps_domain_errors
 def commitment_new(request: HttpRequest) -> HttpResponse:
     """Ask someone: save a Draft, or send it for the handshake at once."""
     if request.method != "POST":
@@ -252,8 +253,6 @@ def commitment_new(request: HttpRequest) -> HttpResponse:
     except AddressNotAskable as exc:
         form.add_error("assignee_email", str(exc))
         return _render_ask(request, form, status=400)
-    except NotPermitted as exc:
-        raise PermissionDenied(str(exc)) from None
     who = commitment.assignee_label
     if commitment.assignee_id is None:
         note = f"{who} has no account yet: " + (

@@ -19,7 +19,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.reauth import recent_sign_in_required
-from gather import keys
+from gather import errors, selectors, services
 from gather.models import MODEL_MAX, ModelKey, Provider
 
 
@@ -34,7 +34,7 @@ class ModelKeyForm(forms.Form):
     provider = forms.ChoiceField(choices=Provider.choices, widget=forms.RadioSelect)
     key = forms.CharField(
         label="API key",
-        max_length=keys.KEY_MAX,
+        max_length=services.KEY_MAX,
         strip=True,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
         help_text="Stored encrypted; afterwards only its last four characters are shown.",
@@ -64,7 +64,7 @@ def _provider_or_404(provider: str) -> str:
 
 
 def _render(request: HttpRequest, form: ModelKeyForm, status: int = 200) -> HttpResponse:
-    stored = keys.model_keys_of(user=request.user)
+    stored = selectors.model_keys_of(user=request.user)
     rows = [
         {"key": key, "model_form": KeyModelForm(initial={"model": key.model}, prefix=key.provider)}
         for key in stored
@@ -75,7 +75,7 @@ def _render(request: HttpRequest, form: ModelKeyForm, status: int = 200) -> Http
         {
             "form": form,
             "rows": rows,
-            "gather_key": keys.model_key_for_gather(user=request.user),
+            "gather_key": selectors.model_key_for_gather(user=request.user),
         },
         status=status,
     )
@@ -95,13 +95,13 @@ def model_keys(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _render(request, ModelKeyForm(_without_key(request.POST)), status=400)
     try:
-        stored = keys.model_key_set(
+        stored = services.model_key_set(
             user=request.user,
             provider=form.cleaned_data["provider"],
             key=form.cleaned_data["key"],
             model=form.cleaned_data["model"],
         )
-    except keys.ModelKeyError as exc:
+    except errors.ModelKeyError as exc:
         refused = ModelKeyForm(_without_key(request.POST))
         refused.is_valid()
         refused.add_error(exc.field if exc.field in refused.fields else None, exc.message)
@@ -130,12 +130,12 @@ def model_key_model(request: HttpRequest, provider: str) -> HttpResponse:
         messages.error(request, f"A model name has at most {MODEL_MAX} characters.")
         return redirect("model_keys")
     try:
-        stored = keys.model_key_change_model(
+        stored = services.model_key_change_model(
             user=request.user, provider=provider, model=form.cleaned_data["model"]
         )
     except ModelKey.DoesNotExist:
         raise Http404("No such key.") from None
-    except keys.ModelKeyError as exc:
+    except errors.ModelKeyError as exc:
         messages.error(request, exc.message)
         return redirect("model_keys")
     messages.success(request, f"Your {stored.get_provider_display()} key calls {stored.model}.")
@@ -147,7 +147,7 @@ def model_key_model(request: HttpRequest, provider: str) -> HttpResponse:
 def model_key_default(request: HttpRequest, provider: str) -> HttpResponse:
     provider = _provider_or_404(provider)
     try:
-        stored = keys.model_key_make_default(user=request.user, provider=provider)
+        stored = services.model_key_make_default(user=request.user, provider=provider)
     except ModelKey.DoesNotExist:
         raise Http404("No such key.") from None
     messages.success(request, f"Capture uses your {stored.get_provider_display()} key now.")
@@ -165,7 +165,7 @@ def model_key_delete(request: HttpRequest, provider: str) -> HttpResponse:
             raise Http404("No such key.")
         return render(request, "gather/model_key_delete.html", {"key": stored})
     label = Provider(provider).label
-    if keys.model_key_delete(user=request.user, provider=provider):
+    if services.model_key_delete(user=request.user, provider=provider):
         messages.success(request, f"Deleted your {label} key.")
     else:
         messages.info(request, f"You have no {label} key stored.")

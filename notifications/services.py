@@ -1,4 +1,7 @@
-"""Writes and reads of notification channels: choose one, test it, mark it broken."""
+"""The services of notifications' channels: choose one, test it, mark it
+broken (and the few reads they share with the page and the sending). Nudges
+themselves are made in notifications.dispatch and sent in
+notifications.sending, as webhooks' deliveries are."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from audit.services import Actor
-from gather import keys, services
 from gather import selectors as gather_selectors
+from gather import services
 from gather.api import model_keys_path
 from gather.forms import CaptureForm, DraftFormSet
 
@@ -46,7 +46,7 @@ def capture(request: HttpRequest) -> HttpResponse:
         "form": form,
         "drafts": drafts,
         "collaborators": gather_selectors.collaborators_for(user=request.user),
-        "has_key": keys.model_key_for_gather(user=request.user) is not None,
+        "has_key": gather_selectors.model_key_for_gather(user=request.user) is not None,
         "model_keys_url": model_keys_path(),
     }
     return render(request, "gather/capture.html", context, status=status)

@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from commitments import selectors, services
+from commitments import links, selectors
 from commitments.errors import LinkTemplateInvalid
 from commitments.models import EXTERNAL_SYSTEM_MAX, LINK_TEMPLATE_MAX
 from lib.forms import TextField
@@ -69,7 +69,7 @@ def link_template_list(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _render(request, form, status=400)
     try:
-        link = services.link_template_add(owner=request.user, **form.cleaned_data)
+        link = links.link_template_add(owner=request.user, **form.cleaned_data)
     except LinkTemplateInvalid as exc:
         form.add_error(exc.field, str(exc))
         return _render(request, form, status=400)
@@ -80,7 +80,7 @@ def link_template_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def link_template_delete(request: HttpRequest, link_id: int) -> HttpResponse:
-    if services.link_template_delete(owner=request.user, link_id=link_id):
+    if links.link_template_delete(owner=request.user, link_id=link_id):
         messages.success(request, "Link deleted.")
     else:
         messages.info(request, "That link was already gone.")
