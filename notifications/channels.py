@@ -23,7 +23,7 @@ from notifications.models import (
     ChannelKind,
     ChannelTest,
     ChannelTestStatus,
-    NotificationChannel,
+    NudgeChannel,
 )
 from notifications.nudges import sample_message
 from notifications.transports import TransportError, transport_for
@@ -48,18 +48,18 @@ class Destination:
 
     kind: str
     address: str  # e-mail address or chat URL
-    channel: NotificationChannel | None = None
+    channel: NudgeChannel | None = None
 
     @property
     def label(self) -> str:
         return ChannelKind(self.kind).label
 
 
-def notification_channel_get(*, user) -> NotificationChannel | None:
-    return NotificationChannel.objects.filter(user=user).first()
+def notification_channel_get(*, user) -> NudgeChannel | None:
+    return NudgeChannel.objects.filter(user=user).first()
 
 
-def destination_for(user, *, channel: NotificationChannel | None = None) -> Destination:
+def destination_for(user, *, channel: NudgeChannel | None = None) -> Destination:
     """Where a nudge to `user` goes now (reads only): their chat channel, or
     e-mail when they chose none or it is broken (a URL no configured key
     decrypts included). Pass `channel` when it is loaded already."""
@@ -75,8 +75,8 @@ def destination_for(user, *, channel: NotificationChannel | None = None) -> Dest
 
 
 def notification_channel_url_lost_record(
-    *, user, channel: NotificationChannel | None = None
-) -> NotificationChannel | None:
+    *, user, channel: NudgeChannel | None = None
+) -> NudgeChannel | None:
     """The person's channel, marked broken (once, on the audit trail) when
     it is a chat channel whose stored URL no configured key decrypts, so its
     owner and staff see why nudges go by e-mail. Called where the channel is
@@ -119,14 +119,14 @@ def check_slack_url(url: str) -> None:
 @transaction.atomic
 def notification_channel_set(
     *, user, kind: str, chat_url: str = "", reminders: bool | None = None
-) -> NotificationChannel:
+) -> NudgeChannel:
     """Choose how `user` is nudged, and whether they get reminders (None
     keeps the choice). For Slack or Teams an empty URL keeps the stored one
     (the page never shows it back); saving clears a broken mark."""
     if kind not in ChannelKind.values:
         raise ValidationError({"kind": "Choose e-mail, Slack or Microsoft Teams."})
-    channel = NotificationChannel.objects.select_for_update().filter(user=user).first()
-    channel = channel or NotificationChannel(user=user)
+    channel = NudgeChannel.objects.select_for_update().filter(user=user).first()
+    channel = channel or NudgeChannel(user=user)
     previous_url = channel.chat_url
     if kind in CHAT_KINDS:
         if chat_url.strip():
@@ -160,7 +160,7 @@ def notification_channel_mark_broken(*, channel_id, failed_url: str, reason: str
     """Mark a chat channel broken after a permanent failure of `failed_url`.
     Does nothing if the owner has since saved another URL or kind."""
     with transaction.atomic():
-        channel = NotificationChannel.objects.select_for_update().filter(pk=channel_id).first()
+        channel = NudgeChannel.objects.select_for_update().filter(pk=channel_id).first()
         if channel is None or channel.kind not in CHAT_KINDS or channel.chat_url != failed_url:
             return False
         if channel.is_broken:
@@ -177,13 +177,13 @@ def notification_channel_mark_broken(*, channel_id, failed_url: str, reason: str
     return True
 
 
-def _mark_url_lost(channel: NotificationChannel) -> None:
+def _mark_url_lost(channel: NudgeChannel) -> None:
     """Record, once, that `channel`'s URL can no longer be decrypted."""
     if channel.broken_at is not None:
         return
     now = timezone.now()
     with transaction.atomic():
-        marked = NotificationChannel.objects.filter(pk=channel.pk, broken_at__isnull=True).update(
+        marked = NudgeChannel.objects.filter(pk=channel.pk, broken_at__isnull=True).update(
             broken_at=now, broken_reason=LOST_URL_REASON, updated_at=now
         )
         if marked:
@@ -209,15 +209,15 @@ def _claim_test_slot(*, user) -> None:
     conditional UPDATE, so racing clicks (or processes) queue one test."""
     interval = dt.timedelta(seconds=settings.NOTIFY_TEST_INTERVAL)
     # A person who never chose a channel has no row yet (e-mail); give them one.
-    NotificationChannel.objects.bulk_create([NotificationChannel(user=user)], ignore_conflicts=True)
+    NudgeChannel.objects.bulk_create([NudgeChannel(user=user)], ignore_conflicts=True)
     now = timezone.now()
     claimed = (
-        NotificationChannel.objects.filter(user=user)
+        NudgeChannel.objects.filter(user=user)
         .filter(Q(last_test_at__isnull=True) | Q(last_test_at__lte=now - interval))
         .update(last_test_at=now)
     )
     if not claimed:
-        last = NotificationChannel.objects.values_list("last_test_at", flat=True).get(user=user)
+        last = NudgeChannel.objects.values_list("last_test_at", flat=True).get(user=user)
         wait = (last + interval - now).total_seconds()
         raise TestTooSoon(max(1, math.ceil(wait)))
 
@@ -302,7 +302,7 @@ def notification_test_send(*, test_id) -> str | None:
         _record_test(test, channel, kind=kind, ok=False, detail=excerpt(repr(exc)))
         raise
     if channel is not None and channel.is_broken and kind in CHAT_KINDS:
-        NotificationChannel.objects.filter(pk=channel.pk).update(
+        NudgeChannel.objects.filter(pk=channel.pk).update(
             broken_at=None, broken_reason="", updated_at=timezone.now()
         )
     label = ChannelKind(kind).label

@@ -26,7 +26,7 @@ import uuid
 from django.db.models import QuerySet
 
 from commitments.outbox import outbox_event_undispatched_before
-from notifications.models import Delivery, DeliveryStatus
+from notifications.models import NudgeDelivery, NudgeDeliveryStatus
 
 
 def _still_to_go(recipient_id, *, now: dt.datetime) -> QuerySet:
@@ -34,12 +34,12 @@ def _still_to_go(recipient_id, *, now: dt.datetime) -> QuerySet:
     the moves: pending (due, or waiting for a retry) or being sent; not a
     digest waiting for its time."""
     return (
-        Delivery.objects.filter(
+        NudgeDelivery.objects.filter(
             recipient_id=recipient_id,
             event__isnull=False,
-            status__in=[DeliveryStatus.PENDING, DeliveryStatus.SENDING],
+            status__in=[NudgeDeliveryStatus.PENDING, NudgeDeliveryStatus.SENDING],
         )
-        .exclude(is_digest=True, status=DeliveryStatus.PENDING, next_attempt_at__gt=now)
+        .exclude(is_digest=True, status=NudgeDeliveryStatus.PENDING, next_attempt_at__gt=now)
         .order_by("event_id")
     )
 
@@ -56,7 +56,7 @@ def wait_turn(delivery_id, *, now: dt.datetime) -> None:
     """Leave a due nudge for its turn: pending and due as it is, stamped as
     queued so the sweep leaves it alone for OUTBOX_REQUEUE_AFTER (it queues
     it after that, should the send ahead of it never call `next_in_line`)."""
-    Delivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING).update(
+    NudgeDelivery.objects.filter(pk=delivery_id, status=NudgeDeliveryStatus.PENDING).update(
         enqueued_at=now, updated_at=now
     )
 
@@ -71,7 +71,7 @@ def next_in_line(recipient_id, *, now: dt.datetime) -> list[uuid.UUID]:
     if found is None:
         return []
     delivery_id, status, due_at = found
-    if status != DeliveryStatus.PENDING or due_at > now:
+    if status != NudgeDeliveryStatus.PENDING or due_at > now:
         return []
-    Delivery.objects.filter(pk=delivery_id).update(enqueued_at=now, updated_at=now)
+    NudgeDelivery.objects.filter(pk=delivery_id).update(enqueued_at=now, updated_at=now)
     return [delivery_id]

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from lib.api_errors import envelope
 from notifications import channels
-from notifications.models import ChannelKind, Delivery
+from notifications.models import ChannelKind, NudgeDelivery
 
 
 class ChannelForm(forms.Form):
@@ -75,7 +75,7 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
             }
         )
     recent = (
-        Delivery.objects.filter(recipient=request.user)
+        NudgeDelivery.objects.filter(recipient=request.user)
         .select_related("event__commitment", "reminder__commitment")
         .order_by("-created_at")[:10]
     )
