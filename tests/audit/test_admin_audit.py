@@ -217,7 +217,7 @@ def test_clearing_a_broken_channel_is_recorded_per_channel(staff_client, staff, 
     )
 
     staff_client.post(
-        "/admin/notifications/notificationchannel/",
+        "/admin/notifications/nudgechannel/",
         {"action": "clear_broken", "_selected_action": [str(channel.pk)]},
     )
 
@@ -238,7 +238,7 @@ def test_retrying_a_delivery_is_recorded_per_delivery(
     sending.nudge_send(delivery_id=delivery_id)
 
     staff_client.post(
-        "/admin/notifications/delivery/",
+        "/admin/notifications/nudgedelivery/",
         {"action": "retry_now", "_selected_action": [str(delivery_id)]},
     )
 

@@ -69,10 +69,10 @@ def test_the_channel_is_marked_broken_with_that_message_once(client, assignee, l
 
 
 def test_the_admin_list_and_change_pages_render(staff_client, lost_channel):
-    listing = staff_client.get("/admin/notifications/notificationchannel/")
+    listing = staff_client.get("/admin/notifications/nudgechannel/")
     assert listing.status_code == 200
     assert "(unreadable)" in listing.content.decode()
-    page = staff_client.get(f"/admin/notifications/notificationchannel/{lost_channel.pk}/change/")
+    page = staff_client.get(f"/admin/notifications/nudgechannel/{lost_channel.pk}/change/")
     assert page.status_code == 200
 
 

@@ -379,8 +379,8 @@ def test_the_admin_shows_channels_without_their_url(client, make_user, assignee)
     )
     client.force_login(admin)
     for url in (
-        "/admin/notifications/notificationchannel/",
-        f"/admin/notifications/notificationchannel/{channel.pk}/change/",
+        "/admin/notifications/nudgechannel/",
+        f"/admin/notifications/nudgechannel/{channel.pk}/change/",
     ):
         response = client.get(url)
         assert response.status_code == 200
@@ -399,10 +399,10 @@ def test_the_admin_shows_a_delivery_with_its_attempts_read_only(
     settings.EMAIL_BACKEND = "tests.notifications.test_transports.DownBackend"
     sending.nudge_send(delivery_id=delivery_id)
     client.force_login(admin)
-    listing = client.get("/admin/notifications/delivery/")
+    listing = client.get("/admin/notifications/nudgedelivery/")
     assert listing.status_code == 200
     assert "knight@example.com" in listing.content.decode()
-    page = client.get(f"/admin/notifications/delivery/{delivery_id}/change/")
+    page = client.get(f"/admin/notifications/nudgedelivery/{delivery_id}/change/")
     html = page.content.decode()
     assert page.status_code == 200
     assert "Failed, will retry" in html  # the attempt, inline

@@ -259,11 +259,11 @@ def test_the_admin_shows_a_held_delivery_and_its_digest(assigner, assignee, staf
     deliveries = flood(assigner, assignee, CAP + 2)
     held = deliveries[-1]
 
-    page = staff_client.get(f"/admin/notifications/delivery/{held.pk}/change/")
+    page = staff_client.get(f"/admin/notifications/nudgedelivery/{held.pk}/change/")
 
     assert page.status_code == 200
     text = page.content.decode()
     assert "Held for a digest" in text
-    assert f"/admin/notifications/delivery/{deliveries[CAP].pk}/change/" in text
-    listing = staff_client.get("/admin/notifications/delivery/?is_digest__exact=1")
+    assert f"/admin/notifications/nudgedelivery/{deliveries[CAP].pk}/change/" in text
+    listing = staff_client.get("/admin/notifications/nudgedelivery/?is_digest__exact=1")
     assert listing.status_code == 200

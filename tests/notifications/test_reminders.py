@@ -352,10 +352,10 @@ def test_reminders_are_listed_with_the_nudges_on_the_page_and_in_the_admin(
     page = client.get("/settings/notifications/").content.decode()
     assert "Reminder: Due within a day: Ship the quarterly report" in page
     client.force_login(staff)
-    listing = client.get("/admin/notifications/delivery/")
+    listing = client.get("/admin/notifications/nudgedelivery/")
     assert listing.status_code == 200
     assert "Reminder: Due within a day" in listing.content.decode()
-    change = client.get(f"/admin/notifications/delivery/{delivery.pk}/change/")
+    change = client.get(f"/admin/notifications/nudgedelivery/{delivery.pk}/change/")
     assert change.status_code == 200
     assert str(c.pk) in change.content.decode()
 
