@@ -21,9 +21,9 @@ from notifications import tasks
 from notifications.models import (
     LOST_URL_REASON,
     ChannelKind,
-    ChannelTest,
-    ChannelTestStatus,
     NudgeChannel,
+    TestNudge,
+    TestNudgeStatus,
 )
 from notifications.nudges import sample_message
 from notifications.transports import TransportError, transport_for
@@ -222,7 +222,7 @@ def _claim_test_slot(*, user) -> None:
         raise TestTooSoon(max(1, math.ceil(wait)))
 
 
-def notification_test_request(*, user) -> ChannelTest:
+def test_nudge_request(*, user) -> TestNudge:
     """Ask for a test message through the channel `user` chose. Writes the
     request and queues it for a worker (the web request never waits on Slack,
     Teams or the mail server); the page shows the outcome once the worker has
@@ -231,14 +231,14 @@ def notification_test_request(*, user) -> ChannelTest:
     with transaction.atomic():
         _claim_test_slot(user=user)
         now = timezone.now()
-        test = ChannelTest.objects.create(
+        test = TestNudge.objects.create(
             user=user, requested_at=now, next_attempt_at=now, enqueued_at=now, updated_at=now
         )
 
         def enqueue() -> None:
-            if not jobs.enqueue(tasks.send_channel_test, str(test.pk), retry=False):
-                ChannelTest.objects.filter(pk=test.pk, status=ChannelTestStatus.QUEUED).update(
-                    status=ChannelTestStatus.FAILED,
+            if not jobs.enqueue(tasks.send_test_nudge, str(test.pk), retry=False):
+                TestNudge.objects.filter(pk=test.pk, status=TestNudgeStatus.QUEUED).update(
+                    status=TestNudgeStatus.FAILED,
                     detail="The background worker could not be reached; try again later.",
                     finished_at=timezone.now(),
                 )
@@ -247,36 +247,34 @@ def notification_test_request(*, user) -> ChannelTest:
     return test
 
 
-def notification_test_latest(*, user) -> ChannelTest | None:
-    return ChannelTest.objects.filter(user=user).first()
+def test_nudge_latest(*, user) -> TestNudge | None:
+    return TestNudge.objects.filter(user=user).first()
 
 
-def notification_test_get(*, user, test_id) -> ChannelTest | None:
+def test_nudge_get(*, user, test_id) -> TestNudge | None:
     """One of `user`'s tests (None for someone else's or an unknown id)."""
-    return ChannelTest.objects.filter(user=user, pk=test_id).first()
+    return TestNudge.objects.filter(user=user, pk=test_id).first()
 
 
-def notification_tests_take_due(
-    *, now: dt.datetime, requeue_after: dt.timedelta, limit: int
-) -> list:
+def test_nudges_take_due(*, now: dt.datetime, requeue_after: dt.timedelta, limit: int) -> list:
     """For the sweep: ids of tests whose publish was lost or whose worker
     died after claiming them (the lease ran out), stamped as queued. Call
     inside the sweep's transaction."""
     return deliveries.take_due(
-        ChannelTest.objects.all(), now=now, requeue_after=requeue_after, limit=limit
+        TestNudge.objects.all(), now=now, requeue_after=requeue_after, limit=limit
     )
 
 
-def notification_test_send(*, test_id) -> str | None:
+def test_nudge_send(*, test_id) -> str | None:
     """The worker's side of "send a test": send it through the channel the
     person has now and record how it went (audited as
     `notification_test_sent`, with the kind and the outcome, never the URL).
     A chat channel that answers for good that it is gone is marked broken;
     one that takes the test is cleared of a broken mark. Returns the outcome,
     or None when the test was already taken by another worker."""
-    if not deliveries.claim(ChannelTest.objects.all(), pk=test_id, now=timezone.now()):
+    if not deliveries.claim(TestNudge.objects.all(), pk=test_id, now=timezone.now()):
         return None
-    test = ChannelTest.objects.select_related("user").get(pk=test_id)
+    test = TestNudge.objects.select_related("user").get(pk=test_id)
     user = test.user
     channel = notification_channel_get(user=user)
     if test.attempts > TEST_MAX_ATTEMPTS:
@@ -312,11 +310,11 @@ def notification_test_send(*, test_id) -> str | None:
     )
 
 
-def _record_test(test: ChannelTest, channel, *, kind: str, ok: bool, detail: str) -> str:
-    status = ChannelTestStatus.SENT if ok else ChannelTestStatus.FAILED
+def _record_test(test: TestNudge, channel, *, kind: str, ok: bool, detail: str) -> str:
+    status = TestNudgeStatus.SENT if ok else TestNudgeStatus.FAILED
     with transaction.atomic():
         now = timezone.now()
-        ChannelTest.objects.filter(pk=test.pk).update(
+        TestNudge.objects.filter(pk=test.pk).update(
             kind=kind,
             status=status,
             detail=excerpt(detail, 1000),

@@ -25,8 +25,6 @@ from lib.outbound import masked_url
 __all__ = [
     "AttemptOutcome",
     "ChannelKind",
-    "ChannelTest",
-    "ChannelTestStatus",
     "NudgeAttempt",
     "NudgeChannel",
     "NudgeDelivery",
@@ -34,6 +32,8 @@ __all__ = [
     "NudgePair",
     "Reminder",
     "ReminderKind",
+    "TestNudge",
+    "TestNudgeStatus",
 ]
 
 
@@ -287,15 +287,20 @@ class NudgeAttempt(Attempt):
         return f"{self.channel} at {self.started_at:%Y-%m-%d %H:%M:%S}: {self.outcome or '…'}"
 
 
-class ChannelTestStatus(models.TextChoices):
+class TestNudgeStatus(models.TextChoices):
+    # Not a test class, whatever its name says to pytest (which collects
+    # `Test*` names imported into a test module).
+    __test__ = False
+
     QUEUED = leasing.PENDING, "Waiting for the worker"
     SENDING = leasing.SENDING, "Sending"
     SENT = "sent", "Accepted"
     FAILED = "failed", "Not accepted"
 
 
-class ChannelTest(LeasedRow):
-    """One "send a test" a person asked for. The page writes it and queues
+class TestNudge(LeasedRow):
+    """One test nudge ("Send a test" on Settings, Notifications) a person
+    asked for (`ChannelTest` before notifications 0010). The page writes it and queues
     it; a worker sends it through the person's channel at that moment and
     writes the outcome, which the page shows (its script polls for it).
 
@@ -304,14 +309,16 @@ class ChannelTest(LeasedRow):
     queues again once the lease has run out (at most TEST_MAX_ATTEMPTS
     claims, then it is failed with the reason)."""
 
+    __test__ = False  # see TestNudgeStatus
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="channel_tests"
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="test_nudges"
     )
     # The channel it went through: set when the worker sends it.
     kind = models.CharField(max_length=16, choices=ChannelKind.choices, blank=True)
     status = models.CharField(
-        max_length=16, choices=ChannelTestStatus.choices, default=ChannelTestStatus.QUEUED
+        max_length=16, choices=TestNudgeStatus.choices, default=TestNudgeStatus.QUEUED
     )
     detail = models.CharField(max_length=1000, blank=True)
     requested_at = models.DateTimeField(default=timezone.now)
@@ -330,4 +337,4 @@ class ChannelTest(LeasedRow):
 
     @property
     def is_done(self) -> bool:
-        return self.status in (ChannelTestStatus.SENT, ChannelTestStatus.FAILED)
+        return self.status in (TestNudgeStatus.SENT, TestNudgeStatus.FAILED)

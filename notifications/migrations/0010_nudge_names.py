@@ -1,7 +1,8 @@
 # The nudge's models take the glossary's names (a nudge channel, a nudge
 # delivery and its attempts; webhooks have WebhookDelivery/WebhookAttempt):
 # Delivery -> NudgeDelivery, DeliveryAttempt -> NudgeAttempt,
-# NotificationChannel -> NudgeChannel. RenameModel renames the tables as well
+# NotificationChannel -> NudgeChannel, and the feature "Send a test" is a
+# test nudge: ChannelTest -> TestNudge. RenameModel renames the tables as well
 # (notifications_delivery -> notifications_nudgedelivery, ...), so the tables
 # say what the models say; no row is copied or lost. The content types keep
 # their ids (audit rows point at them), and their permissions take the new
@@ -16,6 +17,7 @@ RENAMED = [
     ("delivery", "nudgedelivery", "delivery", "nudge delivery"),
     ("deliveryattempt", "nudgeattempt", "delivery attempt", "nudge attempt"),
     ("notificationchannel", "nudgechannel", "notification channel", "nudge channel"),
+    ("channeltest", "testnudge", "channel test", "test nudge"),
 ]
 ACTIONS = ("add", "change", "delete", "view")
 
@@ -79,6 +81,16 @@ class Migration(migrations.Migration):
             field=models.OneToOneField(
                 on_delete=django.db.models.deletion.CASCADE,
                 related_name="nudge_channel",
+                to=settings.AUTH_USER_MODEL,
+            ),
+        ),
+        migrations.RenameModel(old_name="ChannelTest", new_name="TestNudge"),
+        migrations.AlterField(
+            model_name="testnudge",
+            name="user",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="test_nudges",
                 to=settings.AUTH_USER_MODEL,
             ),
         ),

@@ -272,7 +272,7 @@ def test_a_real_worker_at_debug_logs_none_of_the_secrets(
     import os
     import sys
 
-    from notifications.models import ChannelTest
+    from notifications.models import TestNudge
     from tests.harness.services import (
         Process,
         purge_queue,
@@ -317,13 +317,13 @@ def test_a_real_worker_at_debug_logs_none_of_the_secrets(
         slack.reply_with(Reply(404, "no_service"))
         browser.post("/settings/notifications/test")
         wait_until(
-            lambda: ChannelTest.objects.filter(user=assignee, finished_at__isnull=False).exists(),
+            lambda: TestNudge.objects.filter(user=assignee, finished_at__isnull=False).exists(),
             what="the test",
         )
         assert len(slack.requests) == 2
 
     logs = captured_logs.getvalue() + worker.output()
-    assert "notifications.tasks.send_channel_test" in worker.output()  # the capture did capture
+    assert "notifications.tasks.send_test_nudge" in worker.output()  # the capture did capture
     secrets = {
         "the API token": token,
         "the Slack URL": slack_url,

@@ -99,10 +99,10 @@ def test_a_nudge_already_meant_for_slack_falls_back_to_email(assigner, assignee,
 
 
 def test_a_test_send_says_the_url_must_be_entered_again(client, assignee, lost_channel):
-    from notifications.channels import notification_test_request, notification_test_send
+    from notifications.channels import test_nudge_request, test_nudge_send
 
-    test = notification_test_request(user=assignee)
-    assert notification_test_send(test_id=test.pk) == "failed"
+    test = test_nudge_request(user=assignee)
+    assert test_nudge_send(test_id=test.pk) == "failed"
     assert mail.outbox == []
     client.force_login(assignee)
     html = client.get("/settings/notifications/").content.decode()

@@ -15,8 +15,8 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from lib import jobs
 from notifications.channels import notification_channel_mark_broken, notification_channel_set
-from notifications.models import ChannelKind, ChannelTest, NudgeChannel
-from notifications.tasks import send_channel_test
+from notifications.models import ChannelKind, NudgeChannel, TestNudge
+from notifications.tasks import send_test_nudge
 from tests.harness.services import FakeService, Reply, new_request_nudge
 
 PAGE = "/settings/notifications/"
@@ -194,8 +194,8 @@ def test_send_a_test_queues_it_for_the_worker_and_sends_nothing_in_the_request(
     with django_capture_on_commit_callbacks(execute=True):
         response = knight.post(TEST, follow=True)
     assert mail.outbox == []  # nothing left the machine during the request
-    (test,) = ChannelTest.objects.filter(user=assignee)
-    assert queued == [(send_channel_test, str(test.pk))]
+    (test,) = TestNudge.objects.filter(user=assignee)
+    assert queued == [(send_test_nudge, str(test.pk))]
     html = response.content.decode()
     assert "Test queued. Its result appears below when it arrives." in html
     assert "Waiting for the worker" in html
@@ -233,13 +233,13 @@ def test_a_test_send_is_audited_with_its_kind_and_outcome_and_never_the_url(
 def test_a_test_taken_twice_is_sent_once(
     knight, assignee, queued, django_capture_on_commit_callbacks
 ):
-    from notifications.channels import notification_test_send
+    from notifications.channels import test_nudge_send
 
     with django_capture_on_commit_callbacks(execute=True):
         knight.post(TEST)
     ((_, test_id),) = queued
-    assert notification_test_send(test_id=test_id) == "sent"
-    assert notification_test_send(test_id=test_id) is None  # a redelivered message
+    assert test_nudge_send(test_id=test_id) == "sent"
+    assert test_nudge_send(test_id=test_id) is None  # a redelivered message
     assert len(mail.outbox) == 1
 
 
@@ -260,7 +260,7 @@ def test_a_second_test_within_the_interval_is_refused_and_sends_nothing(
     test_sent()
     html = knight.post(TEST, follow=True).content.decode()
     assert len(mail.outbox) == 1
-    assert ChannelTest.objects.count() == 1
+    assert TestNudge.objects.count() == 1
     assert "You sent a test a moment ago. Try again in" in html
     wait = int(html.split("Try again in ")[1].split(" s.")[0])
     assert 1 <= wait <= 60

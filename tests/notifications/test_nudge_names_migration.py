@@ -1,5 +1,5 @@
 """Migration notifications 0010: the nudge's models take the glossary's names
-(NudgeDelivery, NudgeAttempt, NudgeChannel; docs/glossary.md) and their
+(NudgeDelivery, NudgeAttempt, NudgeChannel, TestNudge; docs/glossary.md) and their
 tables follow. A database with rows in it keeps every row, its content types
 (audit rows point at them) and its permissions (a group given "change
 delivery" keeps it as "change nudge delivery")."""
@@ -33,8 +33,8 @@ def state(target):
 
 def test_no_model_keeps_the_old_names():
     names = {model.__name__ for model in django_apps.get_models()}
-    assert {"NudgeDelivery", "NudgeAttempt", "NudgeChannel"} <= names
-    assert not names & {"Delivery", "DeliveryAttempt", "NotificationChannel"}
+    assert {"NudgeDelivery", "NudgeAttempt", "NudgeChannel", "TestNudge"} <= names
+    assert not names & {"Delivery", "DeliveryAttempt", "NotificationChannel", "ChannelTest"}
 
 
 @pytest.mark.django_db(transaction=True)
@@ -65,10 +65,13 @@ def test_the_rename_keeps_rows_content_types_and_permissions():
         apps.get_model("notifications", "DeliveryAttempt").objects.create(
             delivery=delivery, channel="slack", outcome="transient", status_code=503
         )
+        test = apps.get_model("notifications", "ChannelTest").objects.create(
+            user=knight, kind="slack", status="sent"
+        )
         types = apps.get_model("contenttypes", "ContentType").objects
         old_types = {
             model: types.get(app_label="notifications", model=model).pk
-            for model in ("delivery", "deliveryattempt", "notificationchannel")
+            for model in ("delivery", "deliveryattempt", "notificationchannel", "channeltest")
         }
         permissions = apps.get_model("auth", "Permission").objects
         change_delivery = permissions.get(codename="change_delivery").pk
@@ -86,10 +89,12 @@ def test_the_rename_keeps_rows_content_types_and_permissions():
         assert [(a.outcome, a.status_code) for a in moved_delivery.attempt_log.all()] == [
             ("transient", 503)
         ]
+        moved_test = apps.get_model("notifications", "TestNudge").objects.get(pk=test.pk)
+        assert (moved_test.user_id, moved_test.status) == (knight.pk, "sent")
         types = apps.get_model("contenttypes", "ContentType").objects
         new_types = {
             model: types.get(app_label="notifications", model=model).pk
-            for model in ("nudgedelivery", "nudgeattempt", "nudgechannel")
+            for model in ("nudgedelivery", "nudgeattempt", "nudgechannel", "testnudge")
         }
         assert sorted(new_types.values()) == sorted(old_types.values())
         permission = apps.get_model("auth", "Permission").objects.get(pk=change_delivery)
@@ -99,7 +104,8 @@ def test_the_rename_keeps_rows_content_types_and_permissions():
         )
         tables = connection.introspection.table_names()
         assert {"notifications_nudgedelivery", "notifications_nudgeattempt"} <= set(tables)
-        assert "notifications_nudgechannel" in tables
-        assert not {"notifications_delivery", "notifications_notificationchannel"} & set(tables)
+        assert {"notifications_nudgechannel", "notifications_testnudge"} <= set(tables)
+        old_tables = {"notifications_delivery", "notifications_notificationchannel"}
+        assert not (old_tables | {"notifications_channeltest"}) & set(tables)
     finally:
         migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
