@@ -5,7 +5,7 @@ nudge (once failing, then again), and send a test. Every log record of
 every logger, at DEBUG, written through the handlers settings.LOGGING
 configures, is then searched for every secret the flow created.
 
-To cover a new kind of secret (webhook signing secrets, provider keys),
+To cover a new kind of secret (webhook signing secrets, model keys),
 create one in the flow and add it to `secrets`.
 """
 

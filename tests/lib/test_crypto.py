@@ -1,5 +1,5 @@
 """Secrets at rest: the Fernet helper behind encrypted fields (chat URLs now,
-webhook secrets and provider keys later)."""
+webhook secrets and model keys later)."""
 
 from __future__ import annotations
 
