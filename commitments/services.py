@@ -705,7 +705,7 @@ def commitment_record_source_deadline(
 ) -> Commitment:
     """The source's due date changed after the handshake completed. The
     accepted deadline stays: terms change only by a new handshake
-    (renegotiation is before one, DECISIONS "Statuses and transitions"); the
+    (renegotiation is before one, docs/api.md "Statuses and moves"); the
     new date is recorded for both to see. NothingChanged when it is the
     accepted deadline already."""
     commitment = _lock(pk=commitment_id)

@@ -62,7 +62,7 @@ def nudge_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uui
     # (notifications.turns), whether or not it made a nudge of its own.
     commitment = event.commitment
     for party_id in {commitment.assigner_id, commitment.assignee_id} - {None}:
-        waiting = turns.next_in_line(party_id, now=now)
+        waiting = turns.next_in_line(party_id, commitment.pk, now=now)
         nudges_queue_on_commit([pk for pk in waiting if pk not in queued])
     return queued
 

@@ -10,6 +10,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from accounts.selectors import users_with_verified_primary_email
 from commitments.models import Commitment, Status
+from commitments.selectors import commitment_list_with_status
 from notifications.models import NudgeChannel, Reminder, ReminderKind
 
 
@@ -49,19 +50,22 @@ def reminders_due(*, now: dt.datetime, limit: int = 500) -> list[DueReminder]:
     lookback = dt.timedelta(seconds=settings.REMINDER_LOOKBACK)
     wait = dt.timedelta(seconds=settings.HANDSHAKE_REMINDER_AFTER)
     people = _people_reminded()
-    active = Commitment.objects.filter(status=Status.ACTIVE, assignee__in=people)
+    active = commitment_list_with_status(status=Status.ACTIVE).filter(assignee__in=people)
     due_soon = active.filter(deadline__gt=now, deadline__lte=now + lead).exclude(
         _not_made(ReminderKind.DUE_SOON, "deadline")
     )
     overdue = active.filter(deadline__lte=now, deadline__gt=now - lookback).exclude(
         _not_made(ReminderKind.OVERDUE, "deadline")
     )
-    waiting = Commitment.objects.filter(
-        status=Status.PENDING_HANDSHAKE,
-        assigner__in=people,
-        updated_at__lte=now - wait,
-        updated_at__gt=now - wait - lookback,
-    ).exclude(_not_made(ReminderKind.HANDSHAKE_WAITING, "updated_at"))
+    waiting = (
+        commitment_list_with_status(status=Status.PENDING_HANDSHAKE)
+        .filter(
+            assigner__in=people,
+            updated_at__lte=now - wait,
+            updated_at__gt=now - wait - lookback,
+        )
+        .exclude(_not_made(ReminderKind.HANDSHAKE_WAITING, "updated_at"))
+    )
     found = [
         DueReminder(c, ReminderKind.DUE_SOON, c.deadline, c.assignee_id)
         for c in due_soon.order_by("deadline")[:limit]

@@ -50,12 +50,16 @@ class _Claim(deliveries.Claim):
 
 def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
     with transaction.atomic():
-        found = NudgeDelivery.objects.filter(pk=delivery_id).values_list("recipient_id", "event_id")
-        recipient_id, event_id = found.first() or (None, None)
+        found = NudgeDelivery.objects.filter(pk=delivery_id).values_list(
+            "recipient_id", "event_id", "event__commitment_id"
+        )
+        recipient_id, event_id, commitment_id = found.first() or (None, None, None)
         if (
             recipient_id is not None
             and event_id is not None
-            and turns.waits_for_earlier(recipient_id=recipient_id, event_id=event_id, now=now)
+            and turns.waits_for_earlier(
+                recipient_id=recipient_id, commitment_id=commitment_id, event_id=event_id, now=now
+            )
         ):
             # Not its turn: the send ahead of it queues it when it ends.
             turns.wait_turn(delivery_id, now=now)
@@ -147,10 +151,12 @@ def nudge_send(*, delivery_id) -> str | None:
 
 
 def _queue_next(claim: _Claim, *, now: dt.datetime) -> None:
-    """This send is settled: the person's next nudge in the order of the
-    moves may go (notifications.turns)."""
-    if claim.row.recipient_id is not None:
-        dispatch.nudges_queue_on_commit(turns.next_in_line(claim.row.recipient_id, now=now))
+    """This send is settled: the person's next nudge about the commitment, in
+    the order of its moves, may go (notifications.turns)."""
+    row = claim.row
+    if row.recipient_id is not None and row.event_id is not None:
+        waiting = turns.next_in_line(row.recipient_id, row.event.commitment_id, now=now)
+        dispatch.nudges_queue_on_commit(waiting)
 
 
 def _record_cancelled(claim: _Claim) -> str:

@@ -1,6 +1,7 @@
-"""The nudges to one person go out in the order of the moves (issue 24): a
-request and then its renegotiation reach the assignee in that order, however
-the workers race. Decided when a delivery is claimed (notifications.turns),
+"""The nudges to one person about one commitment go out in the order of its
+moves (issue 24): a request and then its renegotiation reach the assignee in
+that order, however the workers race; nudges about other commitments do not
+wait for them. Decided when a delivery is claimed (notifications.turns),
 so these tests call dispatch and send directly, in the orders racing workers
 can take; tests/relay/test_worker.py races two real workers."""
 
@@ -182,27 +183,50 @@ def test_an_event_whose_dispatch_failed_holds_up_nobody(
 
 
 def test_a_move_that_nudges_nobody_lets_the_nudge_waiting_for_it_go(
-    assigner, assignee, make_user, queued, django_capture_on_commit_callbacks
+    assigner, assignee, queued, django_capture_on_commit_callbacks
 ):
     capture = django_capture_on_commit_callbacks
-    mine = ask(assigner, assignee, "Ship the report")
-    dispatched(events_of(mine)[0], capture)
-    NudgeDelivery.objects.filter(event__commitment=mine).update(
+    commitment = ask(assigner, assignee, "Ship the report")
+    dispatched(events_of(commitment)[0], capture)
+    NudgeDelivery.objects.filter(event__commitment=commitment).update(
         status=NudgeDeliveryStatus.DELIVERED
     )
-    # The assignee accepts it (that tells the assigner, not them), and
-    # someone else asks them something right after.
-    services.commitment_accept(actor=Actor.for_user(assignee), commitment_id=mine.pk)
-    other = ask(make_user("other@example.com", display_name="Other"), assignee, "Review it")
-    accepted, asked = events_of(mine)[-1], events_of(other)[0]
-    waiting = dispatched(asked, capture)
+    # The assignee declines (that tells the assigner, not them), and the
+    # assigner renegotiates right after (that tells them).
+    services.commitment_decline(actor=Actor.for_user(assignee), commitment_id=commitment.pk)
+    renegotiate(assigner, commitment, "Ship the report by Friday")
+    declined, renegotiated = events_of(commitment)[-2:]
+    waiting = dispatched(renegotiated, capture)
     assert sent(waiting, capture) is None
     queued.clear()
 
-    dispatched(accepted, capture)
+    dispatched(declined, capture)
 
     assert str(waiting.pk) in queued
     assert sent(waiting, capture) == AttemptOutcome.DELIVERED
+
+
+def test_nudges_about_different_commitments_do_not_wait_for_each_other(
+    assigner, assignee, make_user, queued, settings, django_capture_on_commit_callbacks
+):
+    """One person asked many things at once (an integration's burst) gets
+    them as fast as the workers send, not one at a time."""
+    capture = django_capture_on_commit_callbacks
+    mine = ask(assigner, assignee, "Ship the report")
+    first = dispatched(events_of(mine)[0], capture)
+    settings.EMAIL_BACKEND = f"{__name__}.DownBackend"
+    assert sent(first, capture) == AttemptOutcome.TRANSIENT  # waits for its retry
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    # Asked something else before the first request's event was even
+    # dispatched by another worker, and something by someone else.
+    undispatched = ask(assigner, assignee, "Book the room")
+    other = ask(make_user("other@example.com", display_name="Other"), assignee, "Review it")
+
+    assert sent(dispatched(events_of(other)[0], capture), capture) == AttemptOutcome.DELIVERED
+    assert sent(dispatched(events_of(undispatched)[0], capture), capture) == (
+        AttemptOutcome.DELIVERED
+    )
+    assert [s.split(":")[0] for s in subjects()] == ["Other asks you", "Lead asks you"]
 
 
 def test_a_digest_waiting_for_its_hour_holds_up_no_other_senders_nudge(
