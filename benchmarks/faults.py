@@ -688,7 +688,8 @@ print(json.dumps({"hang_token": api_token_mint(user=user, name="hang").plaintext
 """
 
 PENDING_SQL = """
-SELECT (SELECT count(*) FROM notifications_delivery WHERE status NOT IN ('delivered', 'failed'))
+SELECT (SELECT count(*) FROM notifications_nudgedelivery
+        WHERE status NOT IN ('delivered', 'failed'))
      + (SELECT count(*) FROM webhooks_webhookdelivery WHERE status NOT IN ('delivered', 'failed'))
      + (SELECT count(*) FROM commitments_outboxevent WHERE dispatched_at IS NULL)
 """
@@ -700,7 +701,7 @@ GROUP BY 1 ORDER BY 1
 """
 OUTCOMES = """
 SELECT 'webhook', outcome, count(*) FROM webhooks_webhookattempt GROUP BY 2
-UNION ALL SELECT 'nudge', outcome, count(*) FROM notifications_deliveryattempt GROUP BY 2
+UNION ALL SELECT 'nudge', outcome, count(*) FROM notifications_nudgeattempt GROUP BY 2
 ORDER BY 1, 2
 """
 
@@ -732,9 +733,10 @@ CHECK_COUNTS = {
     "'probe-%'",
     "inbox_without_nudge_delivered": "SELECT count(*) FROM commitments_commitment c WHERE "
     "(c.external_id LIKE 'load-%' OR c.external_id LIKE 'probe-%') AND NOT EXISTS "
-    "(SELECT 1 FROM notifications_delivery d JOIN commitments_outboxevent e ON d.event_id ="
-    " e.id WHERE e.commitment_id = c.id AND d.status = 'delivered')",
-    "nudges_delivered": "SELECT count(*) FROM notifications_delivery WHERE status = 'delivered'",
+    "(SELECT 1 FROM notifications_nudgedelivery d JOIN commitments_outboxevent e "
+    "ON d.event_id = e.id WHERE e.commitment_id = c.id AND d.status = 'delivered')",
+    "nudges_delivered": "SELECT count(*) FROM notifications_nudgedelivery WHERE status = "
+    "'delivered'",
     "completed": "SELECT count(*) FROM commitments_commitment WHERE status = 'Completed'",
     "completed_without_webhook_delivered": "SELECT count(*) FROM commitments_commitment c "
     "WHERE c.status = 'Completed' AND NOT EXISTS (SELECT 1 FROM webhooks_webhookdelivery w "
@@ -743,9 +745,10 @@ CHECK_COUNTS = {
     "'delivered'",
     "webhook_deliveries_retried": "SELECT count(*) FROM webhooks_webhookdelivery WHERE "
     "attempts > 1",
-    "nudge_deliveries_retried": "SELECT count(*) FROM notifications_delivery WHERE attempts > 1",
-    "deliveries_not_done": "SELECT (SELECT count(*) FROM notifications_delivery WHERE status"
-    " <> 'delivered') + (SELECT count(*) FROM webhooks_webhookdelivery WHERE status <> "
+    "nudge_deliveries_retried": "SELECT count(*) FROM notifications_nudgedelivery WHERE "
+    "attempts > 1",
+    "deliveries_not_done": "SELECT (SELECT count(*) FROM notifications_nudgedelivery WHERE "
+    "status <> 'delivered') + (SELECT count(*) FROM webhooks_webhookdelivery WHERE status <> "
     "'delivered')",
     "events_undispatched": "SELECT count(*) FROM commitments_outboxevent WHERE dispatched_at"
     " IS NULL",

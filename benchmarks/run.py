@@ -307,7 +307,7 @@ def worker_rates(bench: Bench) -> None:
         "dispatched": (
             "SELECT count(*) FROM commitments_outboxevent WHERE dispatched_at IS NOT NULL"
         ),
-        "nudges": "SELECT count(*) FROM notifications_delivery WHERE status = 'delivered'",
+        "nudges": "SELECT count(*) FROM notifications_nudgedelivery WHERE status = 'delivered'",
     }
     done: dict[str, dict] = {}
 

@@ -407,7 +407,7 @@ GATHER_MAX_CHUNK_CHARS = 12_000
 
 # --- Background work ----------------------------------------------------------
 # Celery carries only row ids. The rows (commitments.OutboxEvent,
-# notifications.Delivery) are the truth, and a periodic sweep re-enqueues what
+# notifications.NudgeDelivery) are the truth, and a periodic sweep re-enqueues what
 # the broker lost; so a publish may fail, and it is bounded: a request never
 # hangs on a dead or paused broker (it publishes once, without retries, and
 # loses at most BROKER_TIMEOUT seconds).

@@ -11,7 +11,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 from accounts.selectors import users_with_verified_primary_email
 from commitments.models import Commitment, Status
 from commitments.selectors import commitment_list_with_status
-from notifications.models import NotificationChannel, Reminder, ReminderKind
+from notifications.models import NudgeChannel, Reminder, ReminderKind
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class DueReminder:
 def _people_reminded() -> QuerySet:
     """Who may get reminders: a proved address, and reminders not turned off
     (no channel row means the defaults: e-mail, reminders on)."""
-    off = NotificationChannel.objects.filter(user_id=OuterRef("pk"), reminders=False)
+    off = NudgeChannel.objects.filter(user_id=OuterRef("pk"), reminders=False)
     return users_with_verified_primary_email().exclude(Exists(off)).values("pk")
 
 
@@ -96,4 +96,4 @@ def reminder_still_due(*, reminder: Reminder) -> bool:
 
 def reminders_turned_off(*, user_id) -> bool:
     """Whether the person unticked "Send me reminders" (Settings, Notifications)."""
-    return NotificationChannel.objects.filter(user_id=user_id, reminders=False).exists()
+    return NudgeChannel.objects.filter(user_id=user_id, reminders=False).exists()

@@ -29,7 +29,7 @@ from django.utils import timezone
 from lib import deliveries, leasing
 from lib.text import excerpt
 from notifications import dispatch, services, turns
-from notifications.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
+from notifications.models import AttemptOutcome, ChannelKind, NudgeDelivery, NudgeDeliveryStatus
 from notifications.nudges import delivery_message
 from notifications.transports import TransportError, transport_for
 
@@ -45,12 +45,12 @@ class _Claim(deliveries.Claim):
     address: str = ""
     channel_id: uuid.UUID | None = None
     # A digest's held deliveries, as attached when it was claimed.
-    held: tuple[Delivery, ...] = ()
+    held: tuple[NudgeDelivery, ...] = ()
 
 
 def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
     with transaction.atomic():
-        found = Delivery.objects.filter(pk=delivery_id).values_list(
+        found = NudgeDelivery.objects.filter(pk=delivery_id).values_list(
             "recipient_id", "event_id", "event__commitment_id"
         )
         recipient_id, event_id, commitment_id = found.first() or (None, None, None)
@@ -64,9 +64,9 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
             # Not its turn: the send ahead of it queues it when it ends.
             turns.wait_turn(delivery_id, now=now)
             return None
-        if not deliveries.claim(Delivery.objects.all(), pk=delivery_id, now=now):
+        if not deliveries.claim(NudgeDelivery.objects.all(), pk=delivery_id, now=now):
             return None
-        delivery = Delivery.objects.select_related(
+        delivery = NudgeDelivery.objects.select_related(
             "recipient",
             "event__commitment__assigner",
             "event__commitment__assignee",
@@ -87,15 +87,15 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
             kind, address = dest.kind, dest.address
             channel_id = dest.channel.pk if dest.channel is not None else None
             if kind != delivery.channel:
-                Delivery.objects.filter(pk=delivery_id).update(channel=kind)
+                NudgeDelivery.objects.filter(pk=delivery_id).update(channel=kind)
                 delivery.channel = kind
         attempt = deliveries.attempt_begin(
             delivery, interrupted="the message may have been sent.", channel=kind, started_at=now
         )
-        held: tuple[Delivery, ...] = ()
+        held: tuple[NudgeDelivery, ...] = ()
         if delivery.is_digest:
             held = tuple(
-                delivery.held.filter(status=DeliveryStatus.HELD)
+                delivery.held.filter(status=NudgeDeliveryStatus.HELD)
                 .select_related(
                     "event__commitment",
                     "reminder__commitment__assigner",
@@ -137,11 +137,14 @@ def nudge_send(*, delivery_id) -> str | None:
     with transaction.atomic():
         deliveries.record_delivered(claim, now=now, last_error="")
         deliveries.attempt_end(claim, AttemptOutcome.DELIVERED, status_code=status_code)
-        held = Delivery.objects.filter(status=DeliveryStatus.HELD)
+        held = NudgeDelivery.objects.filter(status=NudgeDeliveryStatus.HELD)
         # Held reminders no longer due were left out; the rest went with it.
-        held.filter(pk__in=left_out).update(status=DeliveryStatus.CANCELLED, updated_at=now)
+        held.filter(pk__in=left_out).update(status=NudgeDeliveryStatus.CANCELLED, updated_at=now)
         held.filter(pk__in=[h.pk for h in claim.held]).update(
-            status=DeliveryStatus.DELIVERED, channel=claim.kind, delivered_at=now, updated_at=now
+            status=NudgeDeliveryStatus.DELIVERED,
+            channel=claim.kind,
+            delivered_at=now,
+            updated_at=now,
         )
         _queue_next(claim, now=now)
     return AttemptOutcome.DELIVERED
@@ -160,10 +163,10 @@ def _record_cancelled(claim: _Claim) -> str:
     """A reminder (and the ones held in it) no longer due: nothing was sent."""
     now = timezone.now()
     with transaction.atomic():
-        Delivery.objects.filter(
+        NudgeDelivery.objects.filter(
             pk__in=[claim.row.pk, *(h.pk for h in claim.held)],
-            status__in=[DeliveryStatus.SENDING, DeliveryStatus.HELD],
-        ).update(status=DeliveryStatus.CANCELLED, claimed_until=None, updated_at=now)
+            status__in=[NudgeDeliveryStatus.SENDING, NudgeDeliveryStatus.HELD],
+        ).update(status=NudgeDeliveryStatus.CANCELLED, claimed_until=None, updated_at=now)
         deliveries.attempt_end(claim, AttemptOutcome.CANCELLED)
         _queue_next(claim, now=now)
     return AttemptOutcome.CANCELLED
@@ -203,8 +206,8 @@ def delivery_retry(*, delivery_id) -> bool:
     """Send a failed or waiting delivery again now, with a fresh count of
     attempts (staff, from the admin). Not one that is delivered or being sent."""
     with transaction.atomic():
-        rows = Delivery.objects.filter(
-            pk=delivery_id, status__in=[DeliveryStatus.FAILED, DeliveryStatus.PENDING]
+        rows = NudgeDelivery.objects.filter(
+            pk=delivery_id, status__in=[NudgeDeliveryStatus.FAILED, NudgeDeliveryStatus.PENDING]
         )
         updated = deliveries.restart(rows, now=timezone.now())
         if updated:

@@ -24,9 +24,9 @@ from notifications import tasks
 from notifications.models import (
     LOST_URL_REASON,
     ChannelKind,
-    ChannelTest,
-    ChannelTestStatus,
-    NotificationChannel,
+    NudgeChannel,
+    TestNudge,
+    TestNudgeStatus,
 )
 from notifications.nudges import sample_message
 from notifications.transports import TransportError, transport_for
@@ -51,18 +51,18 @@ class Destination:
 
     kind: str
     address: str  # e-mail address or chat URL
-    channel: NotificationChannel | None = None
+    channel: NudgeChannel | None = None
 
     @property
     def label(self) -> str:
         return ChannelKind(self.kind).label
 
 
-def notification_channel_get(*, user) -> NotificationChannel | None:
-    return NotificationChannel.objects.filter(user=user).first()
+def notification_channel_get(*, user) -> NudgeChannel | None:
+    return NudgeChannel.objects.filter(user=user).first()
 
 
-def destination_for(user, *, channel: NotificationChannel | None = None) -> Destination:
+def destination_for(user, *, channel: NudgeChannel | None = None) -> Destination:
     """Where a nudge to `user` goes now (reads only): their chat channel, or
     e-mail when they chose none or it is broken (a URL no configured key
     decrypts included). Pass `channel` when it is loaded already."""
@@ -78,8 +78,8 @@ def destination_for(user, *, channel: NotificationChannel | None = None) -> Dest
 
 
 def notification_channel_url_lost_record(
-    *, user, channel: NotificationChannel | None = None
-) -> NotificationChannel | None:
+    *, user, channel: NudgeChannel | None = None
+) -> NudgeChannel | None:
     """The person's channel, marked broken (once, on the audit trail) when
     it is a chat channel whose stored URL no configured key decrypts, so its
     owner and staff see why nudges go by e-mail. Called where the channel is
@@ -122,14 +122,14 @@ def check_slack_url(url: str) -> None:
 @transaction.atomic
 def notification_channel_set(
     *, user, kind: str, chat_url: str = "", reminders: bool | None = None
-) -> NotificationChannel:
+) -> NudgeChannel:
     """Choose how `user` is nudged, and whether they get reminders (None
     keeps the choice). For Slack or Teams an empty URL keeps the stored one
     (the page never shows it back); saving clears a broken mark."""
     if kind not in ChannelKind.values:
         raise ValidationError({"kind": "Choose e-mail, Slack or Microsoft Teams."})
-    channel = NotificationChannel.objects.select_for_update().filter(user=user).first()
-    channel = channel or NotificationChannel(user=user)
+    channel = NudgeChannel.objects.select_for_update().filter(user=user).first()
+    channel = channel or NudgeChannel(user=user)
     previous_url = channel.chat_url
     if kind in CHAT_KINDS:
         if chat_url.strip():
@@ -163,7 +163,7 @@ def notification_channel_mark_broken(*, channel_id, failed_url: str, reason: str
     """Mark a chat channel broken after a permanent failure of `failed_url`.
     Does nothing if the owner has since saved another URL or kind."""
     with transaction.atomic():
-        channel = NotificationChannel.objects.select_for_update().filter(pk=channel_id).first()
+        channel = NudgeChannel.objects.select_for_update().filter(pk=channel_id).first()
         if channel is None or channel.kind not in CHAT_KINDS or channel.chat_url != failed_url:
             return False
         if channel.is_broken:
@@ -180,13 +180,13 @@ def notification_channel_mark_broken(*, channel_id, failed_url: str, reason: str
     return True
 
 
-def _mark_url_lost(channel: NotificationChannel) -> None:
+def _mark_url_lost(channel: NudgeChannel) -> None:
     """Record, once, that `channel`'s URL can no longer be decrypted."""
     if channel.broken_at is not None:
         return
     now = timezone.now()
     with transaction.atomic():
-        marked = NotificationChannel.objects.filter(pk=channel.pk, broken_at__isnull=True).update(
+        marked = NudgeChannel.objects.filter(pk=channel.pk, broken_at__isnull=True).update(
             broken_at=now, broken_reason=LOST_URL_REASON, updated_at=now
         )
         if marked:
@@ -212,20 +212,20 @@ def _claim_test_slot(*, user) -> None:
     conditional UPDATE, so racing clicks (or processes) queue one test."""
     interval = dt.timedelta(seconds=settings.NOTIFY_TEST_INTERVAL)
     # A person who never chose a channel has no row yet (e-mail); give them one.
-    NotificationChannel.objects.bulk_create([NotificationChannel(user=user)], ignore_conflicts=True)
+    NudgeChannel.objects.bulk_create([NudgeChannel(user=user)], ignore_conflicts=True)
     now = timezone.now()
     claimed = (
-        NotificationChannel.objects.filter(user=user)
+        NudgeChannel.objects.filter(user=user)
         .filter(Q(last_test_at__isnull=True) | Q(last_test_at__lte=now - interval))
         .update(last_test_at=now)
     )
     if not claimed:
-        last = NotificationChannel.objects.values_list("last_test_at", flat=True).get(user=user)
+        last = NudgeChannel.objects.values_list("last_test_at", flat=True).get(user=user)
         wait = (last + interval - now).total_seconds()
         raise TestTooSoon(max(1, math.ceil(wait)))
 
 
-def notification_test_request(*, user) -> ChannelTest:
+def test_nudge_request(*, user) -> TestNudge:
     """Ask for a test message through the channel `user` chose. Writes the
     request and queues it for a worker (the web request never waits on Slack,
     Teams or the mail server); the page shows the outcome once the worker has
@@ -234,14 +234,14 @@ def notification_test_request(*, user) -> ChannelTest:
     with transaction.atomic():
         _claim_test_slot(user=user)
         now = timezone.now()
-        test = ChannelTest.objects.create(
+        test = TestNudge.objects.create(
             user=user, requested_at=now, next_attempt_at=now, enqueued_at=now, updated_at=now
         )
 
         def enqueue() -> None:
-            if not jobs.enqueue(tasks.send_channel_test, str(test.pk), retry=False):
-                ChannelTest.objects.filter(pk=test.pk, status=ChannelTestStatus.QUEUED).update(
-                    status=ChannelTestStatus.FAILED,
+            if not jobs.enqueue(tasks.send_test_nudge, str(test.pk), retry=False):
+                TestNudge.objects.filter(pk=test.pk, status=TestNudgeStatus.QUEUED).update(
+                    status=TestNudgeStatus.FAILED,
                     detail="The background worker could not be reached; try again later.",
                     finished_at=timezone.now(),
                 )
@@ -250,36 +250,34 @@ def notification_test_request(*, user) -> ChannelTest:
     return test
 
 
-def notification_test_latest(*, user) -> ChannelTest | None:
-    return ChannelTest.objects.filter(user=user).first()
+def test_nudge_latest(*, user) -> TestNudge | None:
+    return TestNudge.objects.filter(user=user).first()
 
 
-def notification_test_get(*, user, test_id) -> ChannelTest | None:
+def test_nudge_get(*, user, test_id) -> TestNudge | None:
     """One of `user`'s tests (None for someone else's or an unknown id)."""
-    return ChannelTest.objects.filter(user=user, pk=test_id).first()
+    return TestNudge.objects.filter(user=user, pk=test_id).first()
 
 
-def notification_tests_take_due(
-    *, now: dt.datetime, requeue_after: dt.timedelta, limit: int
-) -> list:
+def test_nudges_take_due(*, now: dt.datetime, requeue_after: dt.timedelta, limit: int) -> list:
     """For the sweep: ids of tests whose publish was lost or whose worker
     died after claiming them (the lease ran out), stamped as queued. Call
     inside the sweep's transaction."""
     return deliveries.take_due(
-        ChannelTest.objects.all(), now=now, requeue_after=requeue_after, limit=limit
+        TestNudge.objects.all(), now=now, requeue_after=requeue_after, limit=limit
     )
 
 
-def notification_test_send(*, test_id) -> str | None:
+def test_nudge_send(*, test_id) -> str | None:
     """The worker's side of "send a test": send it through the channel the
     person has now and record how it went (audited as
     `notification_test_sent`, with the kind and the outcome, never the URL).
     A chat channel that answers for good that it is gone is marked broken;
     one that takes the test is cleared of a broken mark. Returns the outcome,
     or None when the test was already taken by another worker."""
-    if not deliveries.claim(ChannelTest.objects.all(), pk=test_id, now=timezone.now()):
+    if not deliveries.claim(TestNudge.objects.all(), pk=test_id, now=timezone.now()):
         return None
-    test = ChannelTest.objects.select_related("user").get(pk=test_id)
+    test = TestNudge.objects.select_related("user").get(pk=test_id)
     user = test.user
     channel = notification_channel_get(user=user)
     if test.attempts > TEST_MAX_ATTEMPTS:
@@ -305,7 +303,7 @@ def notification_test_send(*, test_id) -> str | None:
         _record_test(test, channel, kind=kind, ok=False, detail=excerpt(repr(exc)))
         raise
     if channel is not None and channel.is_broken and kind in CHAT_KINDS:
-        NotificationChannel.objects.filter(pk=channel.pk).update(
+        NudgeChannel.objects.filter(pk=channel.pk).update(
             broken_at=None, broken_reason="", updated_at=timezone.now()
         )
     label = ChannelKind(kind).label
@@ -315,11 +313,11 @@ def notification_test_send(*, test_id) -> str | None:
     )
 
 
-def _record_test(test: ChannelTest, channel, *, kind: str, ok: bool, detail: str) -> str:
-    status = ChannelTestStatus.SENT if ok else ChannelTestStatus.FAILED
+def _record_test(test: TestNudge, channel, *, kind: str, ok: bool, detail: str) -> str:
+    status = TestNudgeStatus.SENT if ok else TestNudgeStatus.FAILED
     with transaction.atomic():
         now = timezone.now()
-        ChannelTest.objects.filter(pk=test.pk).update(
+        TestNudge.objects.filter(pk=test.pk).update(
             kind=kind,
             status=status,
             detail=excerpt(detail, 1000),

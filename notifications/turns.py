@@ -30,7 +30,7 @@ import uuid
 from django.db.models import QuerySet
 
 from commitments.outbox import outbox_event_undispatched_before
-from notifications.models import Delivery, DeliveryStatus
+from notifications.models import NudgeDelivery, NudgeDeliveryStatus
 
 
 def _still_to_go(recipient_id, commitment_id, *, now: dt.datetime) -> QuerySet:
@@ -38,12 +38,12 @@ def _still_to_go(recipient_id, commitment_id, *, now: dt.datetime) -> QuerySet:
     in the order of the moves: pending (due, or waiting for a retry) or being
     sent; not a digest waiting for its time."""
     return (
-        Delivery.objects.filter(
+        NudgeDelivery.objects.filter(
             recipient_id=recipient_id,
             event__commitment_id=commitment_id,
-            status__in=[DeliveryStatus.PENDING, DeliveryStatus.SENDING],
+            status__in=[NudgeDeliveryStatus.PENDING, NudgeDeliveryStatus.SENDING],
         )
-        .exclude(is_digest=True, status=DeliveryStatus.PENDING, next_attempt_at__gt=now)
+        .exclude(is_digest=True, status=NudgeDeliveryStatus.PENDING, next_attempt_at__gt=now)
         .order_by("event_id")
     )
 
@@ -62,7 +62,7 @@ def wait_turn(delivery_id, *, now: dt.datetime) -> None:
     """Leave a due nudge for its turn: pending and due as it is, stamped as
     queued so the sweep leaves it alone for OUTBOX_REQUEUE_AFTER (it queues
     it after that, should the send ahead of it never call `next_in_line`)."""
-    Delivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING).update(
+    NudgeDelivery.objects.filter(pk=delivery_id, status=NudgeDeliveryStatus.PENDING).update(
         enqueued_at=now, updated_at=now
     )
 
@@ -80,7 +80,7 @@ def next_in_line(recipient_id, commitment_id, *, now: dt.datetime) -> list[uuid.
     if found is None:
         return []
     delivery_id, status, due_at = found
-    if status != DeliveryStatus.PENDING or due_at > now:
+    if status != NudgeDeliveryStatus.PENDING or due_at > now:
         return []
-    Delivery.objects.filter(pk=delivery_id).update(enqueued_at=now, updated_at=now)
+    NudgeDelivery.objects.filter(pk=delivery_id).update(enqueued_at=now, updated_at=now)
     return [delivery_id]

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from lib.api_errors import envelope
 from notifications import services
-from notifications.models import ChannelKind, Delivery
+from notifications.models import ChannelKind, NudgeDelivery
 
 
 class ChannelForm(forms.Form):
@@ -75,7 +75,7 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
             }
         )
     recent = (
-        Delivery.objects.filter(recipient=request.user)
+        NudgeDelivery.objects.filter(recipient=request.user)
         .select_related("event__commitment", "reminder__commitment")
         .order_by("-created_at")[:10]
     )
@@ -89,7 +89,7 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
             "channel": channel,
             "destination": services.destination_for(request.user, channel=channel),
             "recent": recent,
-            "last_test": services.notification_test_latest(user=request.user),
+            "last_test": services.test_nudge_latest(user=request.user),
         },
         status=400 if form.errors else 200,
     )
@@ -97,10 +97,10 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def notification_test(request: HttpRequest) -> HttpResponse:
+def test_nudge(request: HttpRequest) -> HttpResponse:
     """Queue a test; a worker sends it and the page shows how it went."""
     try:
-        services.notification_test_request(user=request.user)
+        services.test_nudge_request(user=request.user)
     except services.TestTooSoon as exc:
         messages.warning(request, str(exc))
     else:
@@ -109,13 +109,13 @@ def notification_test(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def notification_test_status(request: HttpRequest, test_id) -> JsonResponse:
-    """Where a test stands, for the page's script (static/js/notification_test.js),
+def test_nudge_status(request: HttpRequest, test_id) -> JsonResponse:
+    """Where a test stands, for the page's script (static/js/test_nudge.js),
     which polls it until the test is done: JSON, by the session (the person's
     own tests only), with the page's fragment for it."""
     if not request.user.is_authenticated:
         return JsonResponse(envelope("unauthorized", "Sign in to see your tests.", {}), status=401)
-    test = services.notification_test_get(user=request.user, test_id=test_id)
+    test = services.test_nudge_get(user=request.user, test_id=test_id)
     if test is None:
         return JsonResponse(envelope("not_found", "No such test of yours.", {}), status=404)
     html = render_to_string("notifications/_test_result.html", {"last_test": test})

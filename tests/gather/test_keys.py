@@ -1,4 +1,4 @@
-"""gather.services and gather.selectors: a user's own provider keys, stored
+"""gather.services and gather.selectors: a user's own model keys, stored
 encrypted, shown by their last four characters, replaced and deleted, one of them the default that
 capture uses; a key no configured encryption key reads is never used."""
 

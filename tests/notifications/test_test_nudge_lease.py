@@ -1,4 +1,4 @@
-"""A channel test ("send a test") is leased like every other send (issue 16,
+"""A test nudge ("send a test") is leased like every other send (issue 16,
 point 11): a worker that dies after claiming it no longer leaves it "sending"
 for good; once the lease has run out the sweep queues it again and another
 worker finishes it. Once in this process with a clock the test moves, once
@@ -14,14 +14,12 @@ import threading
 import pytest
 from django.core import mail
 
+# The services by their module: a `test_*` name imported here would be
+# collected by pytest as a test.
 from notifications import services
-from notifications.models import ChannelKind, ChannelTest, ChannelTestStatus
-from notifications.services import (
-    notification_channel_set,
-    notification_test_request,
-    notification_test_send,
-)
-from notifications.tasks import send_channel_test
+from notifications.models import ChannelKind, TestNudge, TestNudgeStatus
+from notifications.services import notification_channel_set
+from notifications.tasks import send_test_nudge
 from relay.outbox import outbox_sweep
 from tests.harness.services import (
     FakeService,
@@ -47,8 +45,8 @@ def test_a_test_whose_worker_died_after_the_claim_is_sent_by_the_next_one(
     mail.outbox = []
     clock = install_clock(monkeypatch)
     with django_capture_on_commit_callbacks(execute=True):
-        test = notification_test_request(user=assignee)
-    assert queued == [(send_channel_test, str(test.pk))]
+        test = services.test_nudge_request(user=assignee)
+    assert queued == [(send_test_nudge, str(test.pk))]
 
     real_transport_for = services.transport_for
 
@@ -57,26 +55,26 @@ def test_a_test_whose_worker_died_after_the_claim_is_sent_by_the_next_one(
 
     monkeypatch.setattr(services, "transport_for", dies)
     with pytest.raises(WorkerDied):
-        notification_test_send(test_id=test.pk)
+        services.test_nudge_send(test_id=test.pk)
     test.refresh_from_db()
-    assert test.status == ChannelTestStatus.SENDING
+    assert test.status == TestNudgeStatus.SENDING
     assert test.claimed_until == clock.now + dt.timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
 
     # While the lease holds, nobody takes it again: the worker may be alive.
     queued.clear()
     with django_capture_on_commit_callbacks(execute=True):
         assert outbox_sweep(now=clock.now).tests == 0
-    assert notification_test_send(test_id=test.pk) is None
+    assert services.test_nudge_send(test_id=test.pk) is None
 
     # The lease runs out: the sweep queues it, and the next worker sends it.
     monkeypatch.setattr(services, "transport_for", real_transport_for)
     clock.advance(seconds=settings.DELIVERY_LEASE_SECONDS + 1)
     with django_capture_on_commit_callbacks(execute=True):
         assert outbox_sweep(now=clock.now).tests == 1
-    assert queued == [(send_channel_test, str(test.pk))]
-    assert notification_test_send(test_id=test.pk) == ChannelTestStatus.SENT
+    assert queued == [(send_test_nudge, str(test.pk))]
+    assert services.test_nudge_send(test_id=test.pk) == TestNudgeStatus.SENT
     test.refresh_from_db()
-    assert (test.status, test.attempts, test.claimed_until) == (ChannelTestStatus.SENT, 2, None)
+    assert (test.status, test.attempts, test.claimed_until) == (TestNudgeStatus.SENT, 2, None)
     assert len(mail.outbox) == 1
     # Done: no sweep queues it again.
     clock.advance(hours=1)
@@ -89,7 +87,7 @@ def test_a_test_that_keeps_killing_its_workers_fails_with_the_reason(
 ):
     clock = install_clock(monkeypatch)
     with django_capture_on_commit_callbacks(execute=True):
-        test = notification_test_request(user=assignee)
+        test = services.test_nudge_request(user=assignee)
 
     def dies(kind, address):
         raise WorkerDied
@@ -97,11 +95,11 @@ def test_a_test_that_keeps_killing_its_workers_fails_with_the_reason(
     monkeypatch.setattr(services, "transport_for", dies)
     for _ in range(services.TEST_MAX_ATTEMPTS):
         with pytest.raises(WorkerDied):
-            notification_test_send(test_id=test.pk)
+            services.test_nudge_send(test_id=test.pk)
         clock.advance(seconds=settings.DELIVERY_LEASE_SECONDS + 1)
-    assert notification_test_send(test_id=test.pk) == ChannelTestStatus.FAILED
+    assert services.test_nudge_send(test_id=test.pk) == TestNudgeStatus.FAILED
     test.refresh_from_db()
-    assert test.status == ChannelTestStatus.FAILED
+    assert test.status == TestNudgeStatus.FAILED
     assert test.detail == services.TEST_INTERRUPTED
     assert test.claimed_until is None
 
@@ -119,20 +117,20 @@ def test_a_worker_killed_in_the_middle_of_a_test_does_not_leave_it_sending(tmp_p
 
         with celery_worker(env, tmp_path / "first.log") as first:
             first.wait_for_output("ready.")
-            test = notification_test_request(user=assignee)
+            test = services.test_nudge_request(user=assignee)
             slack.wait_for_requests(1)
             first.kill(signal.SIGKILL)
         held.set()
         test.refresh_from_db()
-        assert test.status == ChannelTestStatus.SENDING  # claimed by the dead worker
+        assert test.status == TestNudgeStatus.SENDING  # claimed by the dead worker
 
         with celery_worker(env, tmp_path / "second.log") as second:
             second.wait_for_output("ready.")
             wait_until(
-                lambda: ChannelTest.objects.get(pk=test.pk).is_done, timeout=30, what="the test"
+                lambda: TestNudge.objects.get(pk=test.pk).is_done, timeout=30, what="the test"
             )
 
     test.refresh_from_db()
-    assert test.status == ChannelTestStatus.SENT
+    assert test.status == TestNudgeStatus.SENT
     assert test.attempts == 2
     assert len(slack.requests) == 2

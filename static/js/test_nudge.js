@@ -1,6 +1,6 @@
 // Settings, Notifications: after "Send a test", show its result when the
 // worker has written it, without a reload. The page marks a test still under
-// way with data-status-url (notifications.views.notification_test_status,
+// way with data-status-url (notifications.views.test_nudge_status,
 // JSON by the session cookie); this polls it and puts the fragment it
 // returns in place, until the test is done. Without this script the page
 // says to reload it, and the reload shows the same fragment.

@@ -1,6 +1,6 @@
 """Settings, Notifications: "Send a test" shows its result when it arrives
 (issue 15, point 10). The page marks a test under way with a status URL;
-its script (static/js/notification_test.js) polls that URL, which answers
+its script (static/js/test_nudge.js) polls that URL, which answers
 JSON by the session, for the person's own tests only. Without JavaScript
 the page says to reload, and the reload shows the same result."""
 
@@ -12,7 +12,7 @@ import pytest
 from django.core import mail
 from django.urls import reverse
 
-from notifications.models import ChannelKind, ChannelTest
+from notifications.models import ChannelKind, TestNudge
 from notifications.services import notification_channel_set
 from tests.harness.services import FakeService, Reply
 
@@ -42,14 +42,14 @@ def run_worker(queued) -> None:
         task(arg)
 
 
-def press_send_a_test(knight, django_capture_on_commit_callbacks) -> ChannelTest:
+def press_send_a_test(knight, django_capture_on_commit_callbacks) -> TestNudge:
     with django_capture_on_commit_callbacks(execute=True):
         knight.post(TEST)
-    return ChannelTest.objects.get()
+    return TestNudge.objects.get()
 
 
-def status_url(test: ChannelTest) -> str:
-    return reverse("notification_test_status", args=[test.pk])
+def status_url(test: TestNudge) -> str:
+    return reverse("test_nudge_status", args=[test.pk])
 
 
 def test_a_test_under_way_is_polled_by_the_pages_script_and_the_page_works_without_it(
@@ -58,7 +58,7 @@ def test_a_test_under_way_is_polled_by_the_pages_script_and_the_page_works_witho
     test = press_send_a_test(knight, django_capture_on_commit_callbacks)
     html = knight.get(PAGE).content.decode()
     assert f'data-status-url="{status_url(test)}"' in html
-    assert "js/notification_test" in html  # the page's own script
+    assert "js/test_nudge" in html  # the page's own script
     assert "Waiting for the worker" in html
     # Without JavaScript: the page says what to do.
     assert "<noscript>Reload this page in a moment to see how it went.</noscript>" in html
@@ -120,7 +120,7 @@ def test_nobody_sees_someone_elses_test(
         "message": "No such test of yours.",
         "details": {},
     }
-    assert client.get(reverse("notification_test_status", args=[uuid.uuid4()])).status_code == 404
+    assert client.get(reverse("test_nudge_status", args=[uuid.uuid4()])).status_code == 404
 
 
 def test_signed_out_the_status_is_a_json_401(

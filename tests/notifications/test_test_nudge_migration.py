@@ -1,4 +1,4 @@
-"""Migration notifications 0006 (channel tests leased): a waiting test
+"""Migration notifications 0006 (test nudges, then "channel tests", leased): a waiting test
 ('queued') becomes lib.leasing's 'pending', so the sweep can find it; one a
 dead worker had left 'sending' (no lease, nothing would ever finish it) is
 failed with the reason."""
