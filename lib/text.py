@@ -16,6 +16,8 @@ carries `TEXT_PATTERN`: the same, and no NUL (which the server refuses too).
 
 from __future__ import annotations
 
+import re
+import textwrap
 import unicodedata
 
 EXCERPT_LENGTH = 300
@@ -140,3 +142,37 @@ def one_line(text: str | None) -> str:
     space fold to one, and the ends are trimmed. Nothing else changes."""
     spaced = "".join(" " if is_control(character) else character for character in text or "")
     return " ".join(spaced.split())
+
+
+# --- lines a mail body can carry ----------------------------------------------------
+
+MAIL_LINE_WIDTH = 78
+_LINE_PREFIX = re.compile(r"^[ \t]*(?:\|[ \t]?)?")
+
+
+def wrapped_for_mail(text: str, width: int = MAIL_LINE_WIDTH) -> str:
+    """`text` with every line longer than `width` wrapped at spaces, each
+    piece keeping the line's indentation and quote marker (`    | `). A
+    plain-text mail is read in such lines; and a body with a line over
+    998 bytes makes Django send it quoted-printable, which cuts links with
+    `=` and turns `?email=` into `?email=3D` wherever the raw message is read
+    (the quick start's log). Words are never split, so a link stays whole."""
+    lines = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            lines.append(line)
+            continue
+        found = _LINE_PREFIX.match(line)  # always matches, if only ""
+        prefix = found.group(0) if found else ""
+        lines.extend(
+            textwrap.wrap(
+                line[len(prefix) :],
+                width=width,
+                initial_indent=prefix,
+                subsequent_indent=prefix,
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            or [line]
+        )
+    return "\n".join(lines)

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core.mail import EmailMessage
 
 from lib import outbound
-from lib.text import excerpt, one_line
+from lib.text import excerpt, one_line, wrapped_for_mail
 from notifications.models import ChannelKind
 
 
@@ -93,7 +93,7 @@ class EmailTransport(Transport):
             headers["Message-ID"] = f"<{message.idempotency_key}@{domain}>"
         email = EmailMessage(
             subject=message.subject,
-            body=f"{message.text}\n\n{message.url}\n",
+            body=wrapped_for_mail(f"{message.text}\n\n{message.url}\n"),
             to=[self.destination],
             headers=headers,
         )

@@ -42,3 +42,17 @@ def test_the_template_filter_gives_both_parts_escaped():
         "{% load descriptions %}{% with d=text|titled %}[{{ d.title }}]({{ d.body }}){% endwith %}"
     ).render(Context({"text": "<b>Fix</b> it\nnow & later"}))
     assert html == "[&lt;b&gt;Fix&lt;/b&gt; it](now &amp; later)"
+
+
+def test_a_mail_body_is_wrapped_at_spaces_keeping_the_quote_and_whole_links():
+    from lib.text import MAIL_LINE_WIDTH, wrapped_for_mail
+
+    link = "https://commitments.example.com/accounts/signup/?email=new%40example.com&x=" + "a" * 90
+    body = "    | " + "word " * 100 + "\nShort line.\n" + link
+
+    lines = wrapped_for_mail(body).split("\n")
+
+    quoted = [line for line in lines if line.startswith("    | ")]
+    assert len(quoted) > 5 and all(len(line) <= MAIL_LINE_WIDTH for line in quoted)
+    assert " ".join(line.removeprefix("    | ") for line in quoted) == ("word " * 100).strip()
+    assert "Short line." in lines and link in lines  # a link longer than a line stays whole

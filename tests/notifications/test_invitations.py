@@ -105,7 +105,8 @@ def test_the_invitation_says_who_asks_what_and_how_to_answer(assigner):
     assert sent.subject == "Lead asked you to do something on Commitments"
     assert "Lead (lead@example[.]com) asked you to do something" in sent.body
     assert "    | Water the shrubbery\n" in sent.body
-    assert "sign up with this address (newcomer@example.com)" in sent.body
+    # (The body is wrapped in lines of 78: read it as one paragraph.)
+    assert "sign up with this address (newcomer@example.com)" in " ".join(sent.body.split())
     assert "https://commitments.example.com/accounts/signup/?email=" in sent.body
     delivery = NudgeDelivery.objects.get()
     assert delivery.status == NudgeDeliveryStatus.DELIVERED
@@ -131,9 +132,11 @@ def test_the_askers_words_are_only_in_the_body_quoted_and_without_links(assigner
     assert "mailbox" not in sent.subject
     # The request is quoted, marked as the asker's words, and no link survives.
     assert "in their own words (written by them, not by Commitments" in sent.body
-    assert "    | Your mailbox is full, log in at https[:]//mail[.]example[.]com/login?u=you\n" in (
-        sent.body
-    )
+    # Each line of them quoted, also where a long one is wrapped.
+    assert (
+        "    | Your mailbox is full, log in at\n"
+        "    | https[:]//mail[.]example[.]com/login?u=you\n"
+    ) in sent.body
     assert "    | or write to helpdesk@mail[.]example[.]com\n" in sent.body
     for link in ("https://mail", "mail.example.com", "www.it-desk", "it-desk.example"):
         assert link not in sent.body
@@ -335,3 +338,18 @@ def test_two_workers_dispatching_asks_to_one_address_at_once_mail_it_once(
     assert NudgeDelivery.objects.count() == 2
     assert NudgeDelivery.objects.filter(is_digest=False, enqueued_at__isnull=False).count() == 1
     assert NudgeDelivery.objects.filter(is_digest=True, enqueued_at__isnull=True).count() == 1
+
+
+def test_a_long_request_is_mailed_in_lines_a_reader_and_the_log_can_follow(assigner, settings):
+    """A line over 998 bytes made Django send the mail quoted-printable: in the
+    quick start's log the sign-up link read `?email=3Dnewcomer...`."""
+    c = invite_with(assigner, "Prepare the report with every figure checked " * 40)
+    (delivery_id,) = outbox.outbox_event_dispatch(event_id=OutboxEvent.objects.get(commitment=c).pk)
+    nudge_send(delivery_id=delivery_id)
+
+    (sent,) = mail.outbox
+    raw = sent.message().as_string()
+    assert "quoted-printable" not in raw
+    assert "https://commitments.example.com/accounts/signup/?email=newcomer%40example.com" in raw
+    assert max(len(line) for line in sent.body.splitlines()) <= 80
+    assert sent.body.count("Prepare the report") == 40
