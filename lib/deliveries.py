@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from django.conf import settings
 from django.db import models, transaction
@@ -164,11 +164,14 @@ def attempt_begin(row: LeasedDelivery, *, interrupted: str, **fields: object) ->
     return row.attempt_log.create(**fields)
 
 
+_Row = TypeVar("_Row", bound=LeasedDelivery, covariant=True)
+
+
 @dataclass(frozen=True)
-class Claim:
+class Claim(Generic[_Row]):
     """A claimed row (loaded after the claim) and its attempt."""
 
-    row: LeasedDelivery
+    row: _Row
     attempt_id: int | None
     started: float = field(default_factory=time.monotonic)
 
@@ -185,25 +188,27 @@ class Claim:
         return type(self.row)._default_manager.filter(pk=self.row.pk)
 
 
-def attempt_end(claim: Claim, outcome: str, **fields: object) -> None:
+def attempt_end(claim: Claim[LeasedDelivery], outcome: str, **fields: object) -> None:
     claim.row.attempt_log.filter(pk=claim.attempt_id).update(
         outcome=outcome, duration_ms=int((time.monotonic() - claim.started) * 1000), **fields
     )
 
 
-def record_delivered(claim: Claim, *, now: dt.datetime, **fields: object) -> None:
+def record_delivered(claim: Claim[LeasedDelivery], *, now: dt.datetime, **fields: object) -> None:
     """Not fenced: whoever holds the row now, the message did go out."""
     claim.rows.exclude(status=DELIVERED).update(
         status=DELIVERED, delivered_at=now, claimed_until=None, updated_at=now, **fields
     )
 
 
-def fenced(claim: Claim) -> QuerySet[Any]:
+def fenced(claim: Claim[LeasedDelivery]) -> QuerySet[Any]:
     """The row, if it is still this claim's (being sent, not claimed since)."""
     return claim.rows.filter(status=SENDING, attempts=claim.fence)
 
 
-def retry_later(claim: Claim, *, due: dt.datetime, now: dt.datetime, **fields: object) -> int:
+def retry_later(
+    claim: Claim[LeasedDelivery], *, due: dt.datetime, now: dt.datetime, **fields: object
+) -> int:
     """Pending again at `due`; the sweep queues it then."""
     return fenced(claim).update(
         status=PENDING,
@@ -215,7 +220,7 @@ def retry_later(claim: Claim, *, due: dt.datetime, now: dt.datetime, **fields: o
     )
 
 
-def fail(claim: Claim, *, now: dt.datetime, **fields: object) -> int:
+def fail(claim: Claim[LeasedDelivery], *, now: dt.datetime, **fields: object) -> int:
     return fenced(claim).update(status=FAILED, claimed_until=None, updated_at=now, **fields)
 
 
