@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 import zoneinfo
+from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import AbstractUser, BaseUserManager
 from django.core.exceptions import ValidationError
@@ -69,6 +70,11 @@ class User(AbstractUser):
     REQUIRED_FIELDS: list[str] = []
 
     objects = UserManager()
+
+    if TYPE_CHECKING:
+        # Set on the users integrations.selectors.users_by_email returns.
+        email_verified: bool
+        can_receive: bool
 
     class Meta:
         ordering = ["email"]
