@@ -327,9 +327,11 @@ def _reminder_lines(reminder: Reminder, tz_name: str) -> tuple[str, str]:
             f"deadline with {commitment.assigner.name}.",
         )
     since = format_deadline(reminder.moment, tz_name)
+    # The name, or the invited address while it has no account (no assignee).
+    asked = commitment.assignee_label
     return (
-        f"Still waiting for {commitment.assignee.name}: {short}",
-        f"{commitment.assignee.name} has not answered your request since {since}: "
+        f"Still waiting for {asked}: {short}",
+        f"{asked} has not answered your request since {since}: "
         f"{commitment.description}\nBy: {due}.\nYou can change its description or deadline, "
         "or ask them yourself.",
     )

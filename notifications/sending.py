@@ -40,7 +40,7 @@ BACKOFF_CAP = 2 * 3600  # seconds; the longest wait between two attempts
 
 
 @dataclass(frozen=True)
-class _Claim(deliveries.Claim):
+class _Claim(deliveries.Claim[Delivery]):
     kind: str = ChannelKind.EMAIL
     address: str = ""
     channel_id: uuid.UUID | None = None
@@ -69,8 +69,10 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
             "event__commitment__invitation",
             "reminder__commitment__assigner",
             "reminder__commitment__assignee",
+            "reminder__commitment__invitation",
         ).get(pk=delivery_id)
         channel_id = None
+        kind: str  # a ChannelKind value
         if delivery.recipient is None:  # an invitation: its address, by e-mail
             kind, address = ChannelKind.EMAIL, delivery.address
         elif delivery.channel == ChannelKind.EMAIL:
@@ -96,6 +98,7 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
                     "event__commitment",
                     "reminder__commitment__assigner",
                     "reminder__commitment__assignee",
+                    "reminder__commitment__invitation",
                 )
                 .order_by("created_at", "id")
             )
