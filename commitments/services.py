@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -49,6 +49,9 @@ from commitments.models import (
 from lib.db import write_together
 from lib.logs import request_id_var
 from lib.text import is_blank, strip_blank
+
+if TYPE_CHECKING:
+    from accounts.models import User
 
 UNSET: Any = object()
 INVITATION_WINDOW = dt.timedelta(days=1)
@@ -179,7 +182,7 @@ def _iso(value: dt.datetime | None) -> str | None:
 
 
 def _apply_terms(
-    commitment: Commitment, *, description: str, deadline
+    commitment: Commitment, *, description: str, deadline: dt.datetime | None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Set the terms that differ (UNSET leaves one as it is) and return what
     changed, as the audit trail records it: the new values, and the values they
@@ -207,8 +210,8 @@ def _create(
     status: str,
     action: str,
     event: str | None,
-    assigner,
-    assignee,
+    assigner: User,
+    assignee: User | None,
     description: str,
     deadline: dt.datetime | None,
     raw_text: str | None,
@@ -264,8 +267,8 @@ def _create(
 def commitment_create_pending(
     *,
     actor: Actor,
-    assigner,
-    assignee,
+    assigner: User,
+    assignee: User,
     description: str,
     deadline: dt.datetime | None,
     external_system: str | None = None,
@@ -296,7 +299,7 @@ def commitment_create_pending(
 def commitment_create_draft(
     *,
     actor: Actor,
-    assignee,
+    assignee: User | None,
     description: str,
     deadline: dt.datetime | None = None,
     raw_text: str | None = None,
@@ -317,7 +320,7 @@ def commitment_create_draft(
     )
 
 
-def _invitation_for(*, assigner, email: str, now: dt.datetime) -> Invitation:
+def _invitation_for(*, assigner: User, email: str, now: dt.datetime) -> Invitation:
     """The invitation row of an address nobody can be asked at yet, within
     the assigner's daily limit (settings.INVITATIONS_PER_DAY), so the form
     cannot be used to mail strangers in bulk. Every ask to an address without
@@ -385,7 +388,7 @@ def commitment_ask(
 
 
 @transaction.atomic
-def commitment_invitations_claim(*, user) -> int:
+def commitment_invitations_claim(*, user: User) -> int:
     """Attach the commitments waiting for `user`'s address to them, once the
     address is their verified login address (accounts sends `email_verified`
     when an address is proved; commitments.receivers calls this). Each
@@ -421,7 +424,7 @@ def commitment_invitations_claim(*, user) -> int:
     return len(waiting)
 
 
-def accord_visit_record(*, user, now: dt.datetime) -> dt.datetime | None:
+def accord_visit_record(*, user: User, now: dt.datetime) -> dt.datetime | None:
     """Remember that `user` looked at their Accord at `now`; returns when they
     had looked before (None the first time), for the "new" and "changed"
     markers. Two statements and no lock: two tabs opening the Accord at once
@@ -446,7 +449,7 @@ def commitment_update_draft(
     commitment_id: uuid.UUID,
     description: str = UNSET,
     deadline: dt.datetime | None = UNSET,
-    assignee=UNSET,
+    assignee: User = UNSET,
     terms_version: int | None = None,
 ) -> Commitment:
     """A plain edit of a Draft: no transition, no notification. Only what
@@ -757,7 +760,7 @@ def commitment_external_ref_change(
 
 
 @transaction.atomic
-def link_template_add(*, owner, system: str, template: str) -> LinkTemplate:
+def link_template_add(*, owner: User, system: str, template: str) -> LinkTemplate:
     """Add `owner`'s deep-link template for `system` (one per system). Raises
     LinkTemplateInvalid, and stores nothing, when a rule of
     `commitments.links` refuses it or the system has one already."""
@@ -792,7 +795,7 @@ def link_template_add(*, owner, system: str, template: str) -> LinkTemplate:
 
 
 @transaction.atomic
-def link_template_delete(*, owner, link_id: int) -> bool:
+def link_template_delete(*, owner: User, link_id: int) -> bool:
     """Delete one of `owner`'s deep-link templates; False when there is no
     such template of theirs (already deleted, or someone else's)."""
     link = LinkTemplate.objects.select_for_update().filter(owner=owner, pk=link_id).first()

@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST, require_safe
 
+from accounts.requests import AuthenticatedRequest
 from audit.models import ActorKind
 from audit.services import Actor
 from commitments import selectors, services
@@ -205,6 +206,8 @@ def _render_detail(
     terms_changed: dict | None = None,
     past_deadline: dt.datetime | None = None,
 ) -> HttpResponse:
+    # Its views send the signed-out to sign in first.
+    assert request.user.is_authenticated
     terms_move = selectors.commitment_terms_move_for(user=request.user, commitment=commitment)
     if terms_form is None and terms_move is not None:
         terms_form = TermsForm(
@@ -245,7 +248,7 @@ def _render_detail(
 
 @require_safe
 @login_required
-def commitment_detail(request: HttpRequest, commitment_id: uuid.UUID) -> HttpResponse:
+def commitment_detail(request: AuthenticatedRequest, commitment_id: uuid.UUID) -> HttpResponse:
     commitment = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
     if commitment is None:
         raise Http404("No such commitment.")
@@ -402,7 +405,9 @@ CONFIRMED_MOVES = {
 
 @require_safe
 @login_required
-def commitment_confirm(request: HttpRequest, commitment_id: uuid.UUID, action: str) -> HttpResponse:
+def commitment_confirm(
+    request: AuthenticatedRequest, commitment_id: uuid.UUID, action: str
+) -> HttpResponse:
     """The page between the button and the move for what cannot be undone
     (decline, complete): the terms once more, and the one POST form that makes
     the move. A plain page, so it works without JavaScript."""

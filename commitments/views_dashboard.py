@@ -21,6 +21,7 @@ from django.utils import timezone
 from django.utils.formats import date_format
 from django.views.decorators.http import require_safe
 
+from accounts.requests import AuthenticatedRequest
 from commitments import selectors, selectors_dashboard
 from commitments.models import Status
 from commitments.selectors_dashboard import DayPoint
@@ -126,7 +127,7 @@ def flow_chart(points: list[DayPoint]) -> dict | None:
 
 
 @login_required
-def dashboard(request: HttpRequest) -> HttpResponse:
+def dashboard(request: AuthenticatedRequest) -> HttpResponse:
     user = request.user
     now = timezone.now()
     counts = selectors_dashboard.dashboard_counts(user=user, now=now)
