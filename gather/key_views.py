@@ -19,6 +19,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.reauth import recent_sign_in_required
+from accounts.requests import AuthenticatedRequest
 from gather import keys
 from gather.models import MODEL_MAX, ModelKey, Provider
 
@@ -156,7 +157,7 @@ def model_key_default(request: HttpRequest, provider: str) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def model_key_delete(request: HttpRequest, provider: str) -> HttpResponse:
+def model_key_delete(request: AuthenticatedRequest, provider: str) -> HttpResponse:
     """GET asks for confirmation; POST deletes the key."""
     provider = _provider_or_404(provider)
     stored = ModelKey.objects.filter(user=request.user, provider=provider).first()

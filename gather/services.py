@@ -4,6 +4,7 @@ through the commitments service (POST /api/gather itself writes nothing)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from django.db import transaction
 
@@ -13,7 +14,9 @@ from commitments.services import commitment_create_draft
 
 
 @transaction.atomic
-def capture_drafts_save(*, actor: Actor, drafts: Iterable[dict], raw_text: str) -> list[Commitment]:
+def capture_drafts_save(
+    *, actor: Actor, drafts: Iterable[dict[str, Any]], raw_text: str
+) -> list[Commitment]:
     """Save each draft (`assignee`, `description`, `deadline`) as a Draft
     commitment of the actor's, the pasted text kept in raw_text: all of them or,
     when one fails, none. Nobody is notified until a draft is sent."""
