@@ -31,7 +31,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 from urllib.parse import urlsplit
 
 ASSIGNED = "assigned"
@@ -108,6 +108,23 @@ class Change:
     closed_as: str = ""
 
 
+class _Issue(TypedDict):
+    """What every Change a reader makes of one issue event carries (its `base`)."""
+
+    event: str
+    key: str
+    title: str
+    url: str | None
+    due: dt.date | None
+
+
+class _IssueUpdate(_Issue):
+    """The base of the trackers whose events say what changed."""
+
+    due_changed: bool
+    previous_keys: NotRequired[tuple[str, ...]]
+
+
 class NotAnIssueEvent(ValueError):
     """The JSON is not shaped as the tracker's issue events are."""
 
@@ -181,7 +198,7 @@ def github(headers: Mapping[str, str], data: dict[str, Any]) -> Change:
     number = issue.get("number")
     if not repo or not isinstance(number, int):
         raise NotAnIssueEvent("an issues event without repository.full_name and issue.number")
-    base = {
+    base: _Issue = {
         "event": event,
         "key": f"{repo}#{number}",
         "title": _s(issue.get("title")),
@@ -230,7 +247,7 @@ def gitlab(headers: Mapping[str, str], data: dict[str, Any]) -> Change:
     if not path or not isinstance(iid, int):
         raise NotAnIssueEvent("an issue event without project.path_with_namespace and iid")
     changes = _d(data.get("changes"))
-    base = {
+    base: _IssueUpdate = {
         "event": event,
         "key": f"{path}#{iid}",
         "title": _s(attrs.get("title")),
@@ -284,7 +301,7 @@ def linear(headers: Mapping[str, str], data: dict[str, Any]) -> Change:
         raise NotAnIssueEvent("an Issue event without data.identifier")
     before = _d(data.get("updatedFrom"))
     previous = issue.get("previousIdentifiers")
-    base = {
+    base: _IssueUpdate = {
         "event": event,
         "key": key,
         "title": _s(issue.get("title")),
@@ -367,7 +384,7 @@ def jira(headers: Mapping[str, str], data: dict[str, Any]) -> Change:
     }
     # A move to another project: the changelog's `Key` item holds the old key.
     old_key = _s(items.get("key", {}).get("fromString"))
-    base = {
+    base: _IssueUpdate = {
         "event": event,
         "key": key,
         "title": _s(fields.get("summary")),

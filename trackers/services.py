@@ -15,7 +15,7 @@ import hashlib
 import re
 import secrets
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from django.contrib.auth import get_user_model
@@ -47,6 +47,9 @@ from trackers.models import (
     TrackerConnection,
     TrackerEvent,
 )
+
+if TYPE_CHECKING:
+    from accounts.models import User
 
 MAX_CONNECTIONS = 20
 MAX_IDENTITIES = 500
@@ -91,9 +94,12 @@ def clean_system(value: str | None, *, kind: str) -> str:
     value = kind if value is None or is_blank(value) else value
     field_rule = InboxSerializer().fields["externalSystem"]
     try:
-        return field_rule.run_validation(value)
+        cleaned: str = field_rule.run_validation(value)
     except serializers.ValidationError as exc:
-        raise TrackerError(f"externalSystem: {exc.detail[0]}", field="system") from None
+        detail = exc.detail  # a field's errors: a list
+        first = detail[0] if isinstance(detail, list) else detail
+        raise TrackerError(f"externalSystem: {first}", field="system") from None
+    return cleaned
 
 
 # The trackers with one web host for everyone; GitLab and Jira may be anyone's.
@@ -171,7 +177,7 @@ def parse_identity_lines(lines: list[str] | str) -> dict[str, str]:
 
 def tracker_connection_add(
     *,
-    owner,
+    owner: User,
     kind: str,
     system: str | None = None,
     identity_map: dict[str, str] | None = None,
@@ -231,7 +237,9 @@ def tracker_connection_rotate_secret(
     return secret
 
 
-def _secret_set(connection: TrackerConnection, secret: str, *, actor, action: str) -> None:
+def _secret_set(
+    connection: TrackerConnection, secret: str, *, actor: Actor | None, action: str
+) -> None:
     connection.secret = secret
     connection.secret_rotated_at = timezone.now()
     connection.save(update_fields=["secret", "secret_rotated_at"])
@@ -494,20 +502,21 @@ def _day(value: dt.datetime | None, tz_name: str) -> str:
     return value.astimezone(zone_named(tz_name)).date().isoformat() if value else "none"
 
 
-def _follow_move(delivery: _Delivery) -> list[dict]:
+def _follow_move(delivery: _Delivery) -> list[dict[str, Any]]:
     """A moved issue keeps its commitments: when none is found under the key
     and some are under a key it had before (payloads: Jira's changelog,
     Linear's previousIdentifiers), they take the new key (and its link)."""
     change, connection = delivery.change, delivery.connection
     if not change.previous_keys or _issue_commitments(connection, change.key):
         return []
-    actions: list[dict] = []
+    actions: list[dict[str, Any]] = []
     for old_key in change.previous_keys:
         found = _issue_commitments(connection, old_key)
         if not found:
             continue
         link = delivery.link()
         for commitment in found:
+            assert commitment.external_id is not None  # found by it
             new_id = _external_id_for(change.key, commitment.external_id)
             entry: dict[str, Any] = {
                 "who": commitment.external_id,
@@ -529,7 +538,7 @@ def _follow_move(delivery: _Delivery) -> list[dict]:
     return actions
 
 
-def _assign(delivery: _Delivery) -> list[dict]:
+def _assign(delivery: _Delivery) -> list[dict[str, Any]]:
     connection, change, actor = delivery.connection, delivery.change, delivery.actor
     owner = connection.owner
     existing = _issue_commitments(connection, change.key)
@@ -538,7 +547,7 @@ def _assign(delivery: _Delivery) -> list[dict]:
     wanted = [(p, _email_of(p, connection.identity_map)) for p in change.people]
     users = integration_selectors.users_by_email(emails=[e for _, e in wanted if e])
     deadline = end_of_day(change.due, owner.timezone) if change.due else None
-    actions: list[dict] = []
+    actions: list[dict[str, Any]] = []
     for person, email in wanted:
         entry: dict[str, Any] = {"who": person.shown}
         if person.key and person.key != person.shown:
@@ -603,19 +612,20 @@ def _assign(delivery: _Delivery) -> list[dict]:
 
 def _not_moving(commitment: Commitment, entry: dict[str, Any]) -> bool:
     """Note why a commitment that cannot be moved now is left as it is."""
-    why = {
+    reasons: dict[str, str] = {
         Status.COMPLETED: "it was completed already",
         Status.REFUSED: "it was declined",
         Status.DRAFT: "it is a draft",
-    }.get(commitment.status)
+    }
+    why = reasons.get(commitment.status)
     if why:
         entry.update(did="kept", why=why)
     return bool(why)
 
 
-def _close(delivery: _Delivery) -> list[dict]:
+def _close(delivery: _Delivery) -> list[dict[str, Any]]:
     existing = _issue_commitments(delivery.connection, delivery.change.key)
-    actions: list[dict] = []
+    actions: list[dict[str, Any]] = []
     for commitment in existing:
         entry: dict[str, Any] = {"who": commitment.external_id, "commitmentId": str(commitment.pk)}
         actions.append(entry)
@@ -637,7 +647,7 @@ def _close(delivery: _Delivery) -> list[dict]:
     return actions
 
 
-def _not_done(delivery: _Delivery) -> list[dict]:
+def _not_done(delivery: _Delivery) -> list[dict[str, Any]]:
     """Closed without being done (not planned, canceled, won't do): not a kept
     commitment, so nothing is completed; each open commitment of the issue
     records it (its timeline says so). Issue 26 (withdrawal) makes this a
@@ -645,7 +655,7 @@ def _not_done(delivery: _Delivery) -> list[dict]:
     change = delivery.change
     words = f"Closed in {delivery.tracker} {change.closed_as}"
     existing = _issue_commitments(delivery.connection, change.key)
-    actions: list[dict] = []
+    actions: list[dict[str, Any]] = []
     for commitment in existing:
         entry: dict[str, Any] = {"who": commitment.external_id, "commitmentId": str(commitment.pk)}
         actions.append(entry)
@@ -662,7 +672,7 @@ def _not_done(delivery: _Delivery) -> list[dict]:
     return actions
 
 
-def _due(delivery: _Delivery) -> list[dict]:
+def _due(delivery: _Delivery) -> list[dict[str, Any]]:
     """The due date changed in the tracker: a change of terms by the assigner.
     Before the handshake completed (Pending_Handshake, Refused) that is a
     renegotiation (the assignee is asked again); once accepted, the accepted
@@ -671,7 +681,7 @@ def _due(delivery: _Delivery) -> list[dict]:
     tz_name = connection.owner.timezone
     deadline = end_of_day(change.due, tz_name) if change.due else None
     now_due = f"is now {change.due.isoformat()}" if change.due else "was removed"
-    actions: list[dict] = []
+    actions: list[dict[str, Any]] = []
     for commitment in _issue_commitments(connection, change.key):
         entry: dict[str, Any] = {"who": commitment.external_id, "commitmentId": str(commitment.pk)}
         actions.append(entry)
@@ -732,7 +742,7 @@ NOTHING_FOR = {
 
 def _apply(connection: TrackerConnection, change: payloads.Change, actor: Actor) -> Receipt:
     delivery = _Delivery(connection, change, actor)
-    base = {"event": change.event, "external_id": change.key}
+    base: dict[str, Any] = {"event": change.event, "external_id": change.key}
     actions = _follow_move(delivery)
     if change.due_changed:
         actions += _due(delivery)
