@@ -218,6 +218,7 @@ def _claim_test_slot(*, user) -> None:
     )
     if not claimed:
         last = NotificationChannel.objects.values_list("last_test_at", flat=True).get(user=user)
+        assert last is not None  # not claimed: a test was made within the interval
         wait = (last + interval - now).total_seconds()
         raise TestTooSoon(max(1, math.ceil(wait)))
 
@@ -306,7 +307,8 @@ def notification_test_send(*, test_id) -> str | None:
             broken_at=None, broken_reason="", updated_at=timezone.now()
         )
     label = ChannelKind(kind).label
-    where = user.email if kind == ChannelKind.EMAIL else channel.masked_url
+    # A chat kind has its channel (e-mail is the fallback without one).
+    where = channel.masked_url if channel is not None and kind != ChannelKind.EMAIL else user.email
     return _record_test(
         test, channel, kind=kind, ok=True, detail=f"{label} accepted the test message ({where})."
     )
