@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 from django import forms
 from django.contrib import messages
@@ -351,7 +352,7 @@ def commitment_act(request: HttpRequest, commitment_id: uuid.UUID, action: str) 
     if selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id) is None:
         raise Http404("No such commitment.")
     service, success = HANDSHAKE_ACTIONS[action]
-    extra = {}
+    extra: dict[str, Any] = {}
     if action in ANSWERS_TO_TERMS:
         extra["terms_version"] = posted_terms_version(request.POST.get("terms_version"))
     if action == "decline":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
@@ -70,7 +71,7 @@ def _accord_context(request: AuthenticatedRequest, *, last_seen: dt.datetime | N
     person, text = None, ""
     if filters.is_valid():
         person, text = filters.cleaned_data["person"], filters.cleaned_data["q"]
-    sections = []
+    sections: list[dict[str, Any]] = []
     total = 0
     for section in SECTIONS:
         rows = selectors.accord_section(

@@ -14,7 +14,7 @@ import datetime as dt
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
@@ -181,7 +181,7 @@ def dashboard(request: AuthenticatedRequest) -> HttpResponse:
 
 @require_safe
 @login_required
-def dashboard_day(request: HttpRequest, day: str) -> HttpResponse:
+def dashboard_day(request: AuthenticatedRequest, day: str) -> HttpResponse:
     """What moved the Flow Score on one day: the chart's points link here."""
     try:
         date = dt.date.fromisoformat(day)
