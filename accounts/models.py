@@ -22,7 +22,7 @@ def validate_timezone(value: str) -> None:
 
 def validate_display_name(value: str) -> None:
     """A name is one line: it goes into mail subjects and headings, where a
-    line break would end a header (docs/security.md, "Nudges")."""
+    line break would end a header (docs/security.md, "What a nudge says")."""
     if has_control_characters(value):
         raise ValidationError(
             "A name is one line: no line breaks, tabs or other control characters.",

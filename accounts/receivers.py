@@ -1,6 +1,7 @@
-"""Receivers of allauth's signals (auth events are the one place for signals):
-the page that completed a password or e-mail change shows what it caused, and
-a password reset ends the sign-in pending in that browser."""
+"""Receivers of allauth's signals, its only hook on these auth events (see
+docs/architecture.md, "Signals"): the page that completed a password or e-mail
+change shows what it caused, a proved address is announced to the apps above
+accounts, and a password reset ends the sign-in pending in that browser."""
 
 from __future__ import annotations
 

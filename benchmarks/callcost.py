@@ -1,8 +1,8 @@
 """Where one API call's time goes: the server's side of a call, measured in
 one process, with no load generator and no network between.
 
-    python benchmarks/callcost.py                       # CPU and wall ms per call
-    python benchmarks/callcost.py --cprofile inbox      # and where inbox's time goes
+    python -m benchmarks.callcost                       # CPU and wall ms per call
+    python -m benchmarks.callcost --cprofile inbox      # and where inbox's time goes
 
 Each endpoint of benchmarks/run.py (the floor, the inbox, a completing sync, a
 replay) is called `--calls` times through Django's full request handler and
@@ -29,15 +29,18 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if __name__ == "__main__" and not __package__:
+    from harness import reexec_as_module
 
-from benchmarks.run import (  # noqa: E402
+    reexec_as_module("benchmarks.callcost")
+
+from benchmarks.harness import (
     ENDPOINTS,
     PYTHON,
+    ROOT,
     fresh_database,
+    make_stage,
     own_database_and_redis,
-    run_checked,
     service_env,
 )
 
@@ -51,17 +54,12 @@ def outer(args: argparse.Namespace) -> None:
     env.update({"EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend", "LOG_JSON": "0"})
     fresh_database(database_url, env)
     calls = args.warmup + args.calls
-    out = run_checked(
-        [
-            *(PYTHON, str(ROOT / "benchmarks" / "fixtures.py")),
-            *("--active", str(calls * 2 + 10), "--completed", "200"),
-            *("--receiver", "http://127.0.0.1:9/hook"),
-        ],
-        env,
+    ctx = make_stage(
+        env, active=calls * 2 + 10, completed=200, receiver_url="http://127.0.0.1:9/hook"
     )
     ctx_file = folder / "ctx.json"
-    ctx_file.write_text(out.strip().splitlines()[-1])
-    inner = [PYTHON, __file__, "--inner", str(ctx_file), *sys.argv[1:]]
+    ctx_file.write_text(json.dumps(ctx))
+    inner = [PYTHON, "-m", "benchmarks.callcost", "--inner", str(ctx_file), *sys.argv[1:]]
     subprocess.run(inner, env=env, cwd=ROOT, check=True)  # noqa: S603 (our own script)
 
 

@@ -1,9 +1,9 @@
 """Load held and faults survived: a soak, then faults under load, then checks.
 
-    python benchmarks/faults.py                  # soak 60 s, then the faults (~5 min)
-    python benchmarks/faults.py --quick          # a smoke run (~2 min)
-    python benchmarks/faults.py --soak-seconds 600 --rate 20
-    python benchmarks/faults.py --parts schemathesis --schemathesis-examples 200
+    python -m benchmarks.faults                  # soak 60 s, then the faults (~5 min)
+    python -m benchmarks.faults --quick          # a smoke run (~2 min)
+    python -m benchmarks.faults --soak-seconds 600 --rate 20
+    python -m benchmarks.faults --parts schemathesis --schemathesis-examples 200
 
 Starts its own PostgreSQL cluster (initdb into a temporary folder, the
 machine's /usr/lib/postgresql/*/bin, a free port; as root it runs as the
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import glob
 import json
 import os
@@ -34,28 +33,35 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+if __name__ == "__main__" and not __package__:
+    from harness import reexec_as_module
+
+    reexec_as_module("benchmarks.faults")
+
 import psycopg
+import redis
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.receiver import Receiver
-from benchmarks.run import (
+from benchmarks.harness import (
     ENDPOINTS,
     PYTHON,
     ROOT,
     Service,
-    _cpu_model,
+    cpu_model,
     free_port,
     gunicorn_command,
     load,
     log,
+    make_stage,
+    needs_tools,
+    now_iso,
     run_checked,
     service_env,
     wait_for_http,
+    write_results,
 )
+from benchmarks.receiver import Receiver
 from benchmarks.schema_check import run_schemathesis, summarize_schemathesis
 
-PARTS = ("soak", "postgres", "redis", "hang", "worker_kill", "schemathesis")
 HANG_SYSTEM = "hang"
 HANG_ASSIGNER = "hang-assigner@example.com"
 
@@ -154,8 +160,6 @@ class Redis:
         )
         out.close()
         deadline = time.monotonic() + 10
-        import redis
-
         while time.monotonic() < deadline:
             try:
                 redis.Redis(port=self.port, socket_timeout=1).ping()
@@ -294,36 +298,152 @@ class Probe(threading.Thread):
 
 
 class Run:
+    """One fault run: its own PostgreSQL and Redis, the two receivers (the
+    second is the one that hangs), the service's processes, the stage, the
+    load streams' counters and what they were answered, and the results."""
+
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
+        self.parts = args.parts
+        self.folder = Path(tempfile.mkdtemp(prefix="faults-"))
+        self.pg = Postgres()
+        self.rd = Redis(self.folder)
+        self.receiver, self.hanging = Receiver(), Receiver()
+        self.service = Service(self.folder)
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.worker_args = [PYTHON, "manage.py", "run_worker", "--loglevel=INFO"]
+        self.sampler: Sampler | None = None
+        self.env: dict[str, str] = {}
+        self.ctx: dict = {}
+        self.port = 0
         self.counters = {"inbox": 0, "sync": 0, "hang": 0}
         self.sent: dict[str, dict] = {"inbox": {}, "sync": {}, "hang": {}}
         self.phases: dict[str, dict] = {}
         self.probes_accepted = 0  # inbox calls of the probes answered 201
+        self.restarts_seen = 0  # "exited by itself" lines of the worker's log already noted
+        self.results: dict = {
+            "date": now_iso(),
+            "machine": {
+                "cpus": os.cpu_count(),
+                "cpu": cpu_model(),
+                "load_average": os.getloadavg(),
+            },
+            "settings": {
+                "soak_seconds": args.soak_seconds,
+                "fault_seconds": args.fault_seconds,
+                "rate_per_stream": args.rate,
+                "gunicorn_workers": args.workers,
+                "parts": args.parts,
+            },
+        }
+
+    # What it runs (docs/faults.md), in order.
+
+    def own_postgres_and_redis(self) -> None:
+        log(f"PostgreSQL {self.pg.bin.parent.name} on port {self.pg.port} ({self.pg.folder})")
+        self.pg.init()
+        log(f"Redis on port {self.rd.port}")
+        self.rd.start()
+        self.env = service_env(self.pg.url, self.rd.url, self.folder, "benchmarks.faults_settings")
+        self.env.update(
+            {
+                "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
+                "EMAIL_FILE_PATH": str(self.folder / "mail"),
+                "WEB_CONCURRENCY": str(self.args.workers),
+            }
+        )
+        log("migrating")
+        run_checked([PYTHON, "manage.py", "migrate", "--noinput"], self.env)
+
+    def the_stage(self) -> None:
+        """The benchmark's stage, with enough Active commitments for every
+        sync of the run, and the second assigner whose endpoint hangs."""
+        args = self.args
+        total = int(args.rate * (args.soak_seconds + 4 * args.fault_seconds) * 1.2 + 50)
+        self.ctx = make_stage(self.env, active=total, completed=0, receiver_url=self.receiver.url)
+        hang_active = int(max(1.0, args.rate / 4) * args.fault_seconds * 1.2) + 10
+        fixture = HANG_FIXTURE % {
+            "email": HANG_ASSIGNER,
+            "system": HANG_SYSTEM,
+            "url": self.hanging.url,
+            "n": hang_active,
+            "assignee": self.ctx["assignee"],
+        }
+        out = run_checked([PYTHON, "manage.py", "shell", "-c", fixture], self.env)
+        self.ctx.update(json.loads(out.strip().splitlines()[-1]))
+        self.ctx["sync_active"] = total
+        self.ctx["hang_active"] = hang_active
+
+    def the_service(self) -> None:
+        """gunicorn and run_worker as production starts them, and the memory
+        sampler on both."""
+        self.port = free_port()
+        log(f"gunicorn: {self.args.workers} workers, port {self.port}; manage.py run_worker")
+        self.procs["web"] = self.service.start(
+            "gunicorn", gunicorn_command(self.args.workers), dict(self.env, PORT=str(self.port))
+        )
+        self.procs["worker"] = self.service.start("worker", self.worker_args, self.env)
+        wait_for_http(self.port)
+        time.sleep(3)  # the worker connects
+        self.sampler = Sampler(self.procs)
+        self.sampler.start()
+        self.results["worker_exits"] = []
+
+    def revive(self, phase: str) -> None:
+        """A worker that exited by itself (no fault of the run's asked it
+        to) is a finding: noted. run_worker starts such a child again and
+        logs it (lib/supervise.py); were run_worker itself gone, the
+        script starts it again so the run goes on."""
+        worker_log = self.service.folder / "worker.log"
+        lines = [
+            line
+            for line in worker_log.read_text(errors="replace").splitlines()
+            if "exited by itself" in line
+        ]
+        for line in lines[self.restarts_seen :]:
+            log(f"during {phase}: {line.strip()} (run_worker started it again)")
+            self.results["worker_exits"].append({"phase": phase, "child": line.strip()})
+        self.restarts_seen = len(lines)
+        code = self.procs["worker"].poll()
+        if code is not None:
+            log(f"run_worker exited by itself during {phase} (code {code}): started again")
+            self.results["worker_exits"].append({"phase": phase, "code": code})
+            self.restart_worker()
+
+    def restart_worker(self) -> None:
+        self.procs["worker"] = self.service.start("worker", self.worker_args, self.env)
+
+    def drain_and_count(self) -> None:
+        """The worker finishes (bounded by --drain-timeout), then the checks."""
+        log(f"draining (at most {self.args.drain_timeout:.0f} s)")
+        self.results["drain_seconds"] = drain(self.pg.url, self.args.drain_timeout)
+        self.results["checks"] = checks(self.pg.url, self, self.receiver, self.hanging)
+        if self.sampler:
+            self.sampler.stop_event.set()
+            self.sampler.join()
+            self.results["rss"] = rss_summary(self.sampler.samples, self.sampler.marks)
+
+    def stop(self) -> None:
+        if self.sampler:
+            self.sampler.stop_event.set()
+        self.service.stop_all()
+        self.rd.stop()
+        self.pg.cleanup()
+        self.receiver.server.shutdown()
+        self.hanging.server.shutdown()
+        if self.args.keep:
+            log(f"logs kept in {self.folder}")
+        else:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    # The load.
 
     def load_phase(self, seconds: float, streams=("inbox", "sync")) -> dict:
         """Open-loop load at --rate per stream for `seconds`, in parallel."""
         results: dict[str, dict] = {}
 
         def one(name: str) -> None:
-            token = self.ctx["hang_token"] if name == "hang" else self.ctx["token"]
-            path, body, expect = ENDPOINTS["sync" if name == "hang" else name]
-            if name == "hang":
-                body = body.replace('"bench"', f'"{HANG_SYSTEM}"').replace("sync-", "hang-")
-            spec = {
-                "port": self.port,
-                "path": path,
-                "headers": {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-                "body": body,
-                "expect": expect,
-                "duration": seconds,
-                "first": self.counters[name],
-                "rate": self.args.rate if name != "hang" else max(1.0, self.args.rate / 4),
-                "timeout": 20,
-            }
-            if name in ("sync", "hang"):
-                spec["limit"] = max(0, self.ctx[f"{name}_active"] - self.counters[name])
-            results[name] = load(self.args, spec)
+            results[name] = load(self.args.load_cpu, self.stream_spec(name, seconds))
             self.counters[name] = results[name]["next"]
             for status, count in results[name]["statuses"].items():
                 self.sent[name][status] = self.sent[name].get(status, 0) + count
@@ -337,6 +457,29 @@ class Run:
             k: {f: v[f] for f in ("requests", "statuses", "p50_ms", "p99_ms", "max_ms")}
             for k, v in results.items()
         }
+
+    def stream_spec(self, name: str, seconds: float) -> dict:
+        """The load job of one stream: the inbox, the completing sync, or the
+        sync of the second assigner (`hang`), whose endpoint is the one that
+        hangs, at a quarter of the rate."""
+        token = self.ctx["hang_token"] if name == "hang" else self.ctx["token"]
+        path, body, expect = ENDPOINTS["sync" if name == "hang" else name]
+        if name == "hang":
+            body = body.replace('"bench"', f'"{HANG_SYSTEM}"').replace("sync-", "hang-")
+        spec = {
+            "port": self.port,
+            "path": path,
+            "headers": {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            "body": body,
+            "expect": expect,
+            "duration": seconds,
+            "first": self.counters[name],
+            "rate": self.args.rate if name != "hang" else max(1.0, self.args.rate / 4),
+            "timeout": 20,
+        }
+        if name in ("sync", "hang"):
+            spec["limit"] = max(0, self.ctx[f"{name}_active"] - self.counters[name])
+        return spec
 
     def under_load(self, name: str, fault, seconds: float, streams=("inbox", "sync")) -> None:
         """Load for `seconds` with a probe, and `fault(phase)` in a thread."""
@@ -355,7 +498,121 @@ class Run:
         self.phases[name] = phase
 
 
-def main() -> None:
+# --- the scenarios (docs/faults.md), each a part -------------------------------------
+
+
+def soak(run: Run) -> None:
+    """1. Steady load for --soak-seconds, memory marked at its start and end."""
+    args, sampler = run.args, run.sampler
+    log(f"soak: {args.soak_seconds:.0f} s at {args.rate}/s inbox + {args.rate}/s sync")
+    sampler.marks["soak start"] = len(sampler.samples)
+    run.phases["soak"] = {"load": run.load_phase(args.soak_seconds)}
+    sampler.marks["soak end"] = len(sampler.samples) - 1
+
+
+def postgres_restarted(run: Run) -> None:
+    """2. A quarter in: an immediate stop (every connection cut), 3 s down."""
+
+    def fault(phase: dict) -> None:
+        time.sleep(run.args.fault_seconds / 4)
+        t0 = time.monotonic()
+        run.pg.stop("immediate")
+        time.sleep(3)
+        run.pg.start()
+        phase["down_seconds"] = round(time.monotonic() - t0, 1)
+
+    run.under_load("postgres", fault, run.args.fault_seconds)
+    run.revive("postgres")
+
+
+def redis_stopped(run: Run) -> None:
+    """3. A quarter in: Redis stopped (its queues lost with it), 5 s down,
+    started empty."""
+
+    def fault(phase: dict) -> None:
+        time.sleep(run.args.fault_seconds / 4)
+        t0 = time.monotonic()
+        run.rd.stop()
+        time.sleep(5)
+        run.rd.start()
+        phase["down_seconds"] = round(time.monotonic() - t0, 1)
+
+    run.under_load("redis", fault, run.args.fault_seconds)
+    run.revive("redis")
+
+
+def receiver_hangs(run: Run) -> None:
+    """4. The second assigner's receiver holds each POST longer than
+    WEBHOOK_TIMEOUT, for three quarters of the phase and at least until two
+    attempts reached it (at most 60 s), while the first assigner's endpoint
+    keeps receiving."""
+    hanging, receiver = run.hanging, run.receiver
+
+    def fault(phase: dict) -> None:
+        hanging.delay = 30.0
+        t0 = time.monotonic()
+        time.sleep(run.args.fault_seconds * 0.75)
+        while hanging.arrived_between(t0, time.monotonic()) < 2 and time.monotonic() < t0 + 60:
+            time.sleep(0.2)
+        hanging.delay = 0.0
+        t1 = time.monotonic()
+        phase["hang_seconds"] = round(t1 - t0, 1)
+        phase["attempts_at_hanging_endpoint_during_hang"] = hanging.arrived_between(t0, t1)
+        phase["other_endpoint_received_during_hang"] = receiver.received_between(t0, t1)
+
+    run.under_load("hang", fault, run.args.fault_seconds, streams=("inbox", "sync", "hang"))
+    run.revive("hang")
+
+
+def worker_killed(run: Run) -> None:
+    """5. The receiver answers 1 s late; a third in, once a webhook send is in
+    flight, SIGKILL to the whole run_worker tree, a new one 2 s later."""
+    receiver = run.receiver
+
+    def fault(phase: dict) -> None:
+        receiver.delay = 1.0
+        time.sleep(run.args.fault_seconds / 3)
+        deadline = time.monotonic() + 30
+        while receiver.in_flight == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        phase["sends_in_flight_at_kill"] = receiver.in_flight
+        proc = run.procs["worker"]
+        with contextlib.suppress(ProcessLookupError):  # it exited by itself
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        time.sleep(2)
+        run.restart_worker()
+        receiver.delay = 0.0
+
+    run.under_load("worker_kill", fault, run.args.fault_seconds)
+
+
+def schemathesis(run: Run) -> None:
+    """6. Schemathesis against the server that went through all that."""
+    args, ctx = run.args, run.ctx
+    log(f"schemathesis: {args.schemathesis_examples} examples per operation and mode")
+    run.results["schemathesis"] = run_schemathesis(
+        run.port,
+        ctx["token"],
+        (ctx["assigner"], ctx["assignee"]),
+        args.schemathesis_examples,
+        args.schemathesis_seed,
+    )
+    run.revive("schemathesis")
+
+
+SCENARIOS = {
+    "soak": soak,
+    "postgres": postgres_restarted,
+    "redis": redis_stopped,
+    "hang": receiver_hangs,
+    "worker_kill": worker_killed,
+    "schemathesis": schemathesis,
+}
+PARTS = tuple(SCENARIOS)
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="A smoke run: short phases.")
     parser.add_argument("--soak-seconds", type=float, default=60.0)
@@ -379,237 +636,35 @@ def main() -> None:
     )
     parser.add_argument("--schemathesis-seed", type=int, help="Repeat a run's generation.")
     args = parser.parse_args()
-    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    unknown = set(parts) - set(PARTS)
+    args.parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    unknown = set(args.parts) - set(PARTS)
     if unknown:
         parser.error(f"unknown parts {sorted(unknown)}; the parts are {', '.join(PARTS)}")
     if args.quick:
         args.soak_seconds = min(args.soak_seconds, 10.0)
         args.fault_seconds = min(args.fault_seconds, 12.0)
         args.schemathesis_examples = min(args.schemathesis_examples, 25)
-    for tool in ("taskset", "redis-server"):
-        if not shutil.which(tool):
-            raise SystemExit(f"{tool} is needed.")
+    return args
 
-    folder = Path(tempfile.mkdtemp(prefix="faults-"))
-    pg = Postgres()
-    rd = Redis(folder)
-    receiver, hanging = Receiver(), Receiver()
-    service = Service(folder)
+
+def main() -> None:
+    args = parse_args()
+    needs_tools("taskset", "redis-server")
     run = Run(args)
-    results: dict = {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "load_average": os.getloadavg()},
-        "settings": {
-            "soak_seconds": args.soak_seconds,
-            "fault_seconds": args.fault_seconds,
-            "rate_per_stream": args.rate,
-            "gunicorn_workers": args.workers,
-            "parts": parts,
-        },
-    }
-    sampler = None
     try:
-        log(f"PostgreSQL {pg.bin.parent.name} on port {pg.port} ({pg.folder})")
-        pg.init()
-        log(f"Redis on port {rd.port}")
-        rd.start()
-        env = service_env(pg.url, rd.url, folder, "benchmarks.faults_settings")
-        env.update(
-            {
-                "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
-                "EMAIL_FILE_PATH": str(folder / "mail"),
-                "WEB_CONCURRENCY": str(args.workers),
-            }
-        )
-        log("migrating")
-        run_checked([PYTHON, "manage.py", "migrate", "--noinput"], env)
-        total = args.rate * (args.soak_seconds + 4 * args.fault_seconds) * 1.2 + 50
-        out = run_checked(
-            [
-                PYTHON,
-                str(ROOT / "benchmarks" / "fixtures.py"),
-                "--active",
-                str(int(total)),
-                "--completed",
-                "0",
-                "--receiver",
-                receiver.url,
-            ],
-            env,
-        )
-        ctx = json.loads(out.strip().splitlines()[-1])
-        hang_active = int(max(1.0, args.rate / 4) * args.fault_seconds * 1.2) + 10
-        out = run_checked(
-            [
-                PYTHON,
-                "manage.py",
-                "shell",
-                "-c",
-                HANG_FIXTURE
-                % {
-                    "email": HANG_ASSIGNER,
-                    "system": HANG_SYSTEM,
-                    "url": hanging.url,
-                    "n": hang_active,
-                    "assignee": ctx["assignee"],
-                },
-            ],
-            env,
-        )
-        ctx.update(json.loads(out.strip().splitlines()[-1]))
-        ctx["sync_active"] = int(total)
-        ctx["hang_active"] = hang_active
-        run.ctx = ctx
-        run.port = free_port()
-        log(f"gunicorn: {args.workers} workers, port {run.port}; manage.py run_worker")
-        procs = {
-            "web": service.start(
-                "gunicorn", gunicorn_command(args.workers), dict(env, PORT=str(run.port))
-            ),
-        }
-        worker_args = [PYTHON, "manage.py", "run_worker", "--loglevel=INFO"]
-        procs["worker"] = service.start("worker", worker_args, env)
-        wait_for_http(run.port)
-        time.sleep(3)  # the worker connects
-        sampler = Sampler(procs)
-        sampler.start()
-        results["worker_exits"] = []
-
-        worker_log = service.folder / "worker.log"
-        restarts_seen = [0]
-
-        def revive(phase: str) -> None:
-            """A worker that exited by itself (no fault of the run's asked it
-            to) is a finding: noted. run_worker starts such a child again and
-            logs it (lib/supervise.py); were run_worker itself gone, the
-            script starts it again so the run goes on."""
-            lines = [
-                line
-                for line in worker_log.read_text(errors="replace").splitlines()
-                if "exited by itself" in line
-            ]
-            for line in lines[restarts_seen[0] :]:
-                log(f"during {phase}: {line.strip()} (run_worker started it again)")
-                results["worker_exits"].append({"phase": phase, "child": line.strip()})
-            restarts_seen[0] = len(lines)
-            code = procs["worker"].poll()
-            if code is not None:
-                log(f"run_worker exited by itself during {phase} (code {code}): started again")
-                results["worker_exits"].append({"phase": phase, "code": code})
-                procs["worker"] = service.start("worker", worker_args, env)
-
-        # 1. The soak.
-        if "soak" in parts:
-            log(f"soak: {args.soak_seconds:.0f} s at {args.rate}/s inbox + {args.rate}/s sync")
-            sampler.marks["soak start"] = len(sampler.samples)
-            run.phases["soak"] = {"load": run.load_phase(args.soak_seconds)}
-            sampler.marks["soak end"] = len(sampler.samples) - 1
-
-        # 2. PostgreSQL restarted.
-        def pg_restart(phase: dict) -> None:
-            time.sleep(args.fault_seconds / 4)
-            t0 = time.monotonic()
-            pg.stop("immediate")
-            time.sleep(3)
-            pg.start()
-            phase["down_seconds"] = round(time.monotonic() - t0, 1)
-
-        if "postgres" in parts:
-            run.under_load("postgres", pg_restart, args.fault_seconds)
-            revive("postgres")
-
-        # 3. Redis stopped and started (its queues lost with it).
-        def redis_bounce(phase: dict) -> None:
-            time.sleep(args.fault_seconds / 4)
-            t0 = time.monotonic()
-            rd.stop()
-            time.sleep(5)
-            rd.start()
-            phase["down_seconds"] = round(time.monotonic() - t0, 1)
-
-        if "redis" in parts:
-            run.under_load("redis", redis_bounce, args.fault_seconds)
-            revive("redis")
-
-        # 4. A receiver that hangs (longer than WEBHOOK_TIMEOUT) while another
-        # person's endpoint keeps receiving: it hangs for three quarters of the
-        # phase and at least until two attempts reached it (at most 60 s).
-        def hang(phase: dict) -> None:
-            hanging.delay = 30.0
-            t0 = time.monotonic()
-            time.sleep(args.fault_seconds * 0.75)
-            while hanging.arrived_between(t0, time.monotonic()) < 2 and time.monotonic() < t0 + 60:
-                time.sleep(0.2)
-            hanging.delay = 0.0
-            t1 = time.monotonic()
-            phase["hang_seconds"] = round(t1 - t0, 1)
-            phase["attempts_at_hanging_endpoint_during_hang"] = hanging.arrived_between(t0, t1)
-            phase["other_endpoint_received_during_hang"] = receiver.received_between(t0, t1)
-
-        if "hang" in parts:
-            run.under_load("hang", hang, args.fault_seconds, streams=("inbox", "sync", "hang"))
-            revive("hang")
-
-        # 5. The worker killed mid-send: the receiver is slow (1 s an answer), and
-        # SIGKILL goes to the worker's group while a webhook send is in flight.
-        def worker_kill(phase: dict) -> None:
-            receiver.delay = 1.0
-            time.sleep(args.fault_seconds / 3)
-            deadline = time.monotonic() + 30
-            while receiver.in_flight == 0 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            phase["sends_in_flight_at_kill"] = receiver.in_flight
-            proc = procs["worker"]
-            with contextlib.suppress(ProcessLookupError):  # it exited by itself
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            time.sleep(2)
-            procs["worker"] = service.start("worker", worker_args, env)
-            receiver.delay = 0.0
-
-        if "worker_kill" in parts:
-            run.under_load("worker_kill", worker_kill, args.fault_seconds)
-
-        # 6. Schemathesis against the server that went through all that.
-        if "schemathesis" in parts:
-            log(f"schemathesis: {args.schemathesis_examples} examples per operation and mode")
-            results["schemathesis"] = run_schemathesis(
-                run.port,
-                ctx["token"],
-                (ctx["assigner"], ctx["assignee"]),
-                args.schemathesis_examples,
-                args.schemathesis_seed,
-            )
-            revive("schemathesis")
-
-        # Drain, then count.
-        log(f"draining (at most {args.drain_timeout:.0f} s)")
-        results["drain_seconds"] = drain(pg.url, args.drain_timeout)
-        results["checks"] = checks(pg.url, run, receiver, hanging)
-        sampler.stop_event.set()
-        sampler.join()
-        results["rss"] = rss_summary(sampler.samples, sampler.marks)
+        run.own_postgres_and_redis()
+        run.the_stage()
+        run.the_service()
+        for name, scenario in SCENARIOS.items():  # in PARTS' order, whatever --parts' order
+            if name in run.parts:
+                scenario(run)
+        run.drain_and_count()
     finally:
-        if sampler:
-            sampler.stop_event.set()
-        service.stop_all()
-        rd.stop()
-        pg.cleanup()
-        receiver.server.shutdown()
-        hanging.server.shutdown()
-        if args.keep:
-            log(f"logs kept in {folder}")
-        else:
-            shutil.rmtree(folder, ignore_errors=True)
-    results["sent"] = run.sent
-    results["phases"] = run.phases
-    out_path = Path(args.out)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(json.dumps(results, indent=2) + "\n")
-    print(summarize(results))
-    print(f"\nResults: {out_path}")
-    if results["checks"]["lost"]:
+        run.stop()
+    run.results["sent"] = run.sent
+    run.results["phases"] = run.phases
+    write_results(run.results, args.out, summarize(run.results))
+    if run.results["checks"]["lost"]:
         sys.exit(1)
 
 
@@ -633,7 +688,8 @@ print(json.dumps({"hang_token": api_token_mint(user=user, name="hang").plaintext
 """
 
 PENDING_SQL = """
-SELECT (SELECT count(*) FROM notifications_delivery WHERE status NOT IN ('delivered', 'failed'))
+SELECT (SELECT count(*) FROM notifications_nudgedelivery
+        WHERE status NOT IN ('delivered', 'failed'))
      + (SELECT count(*) FROM webhooks_webhookdelivery WHERE status NOT IN ('delivered', 'failed'))
      + (SELECT count(*) FROM commitments_outboxevent WHERE dispatched_at IS NULL)
 """
@@ -645,7 +701,7 @@ GROUP BY 1 ORDER BY 1
 """
 OUTCOMES = """
 SELECT 'webhook', outcome, count(*) FROM webhooks_webhookattempt GROUP BY 2
-UNION ALL SELECT 'nudge', outcome, count(*) FROM notifications_deliveryattempt GROUP BY 2
+UNION ALL SELECT 'nudge', outcome, count(*) FROM notifications_nudgeattempt GROUP BY 2
 ORDER BY 1, 2
 """
 
@@ -664,42 +720,48 @@ def drain(url: str, timeout: float) -> float:
     return round(time.monotonic() - start, 1)
 
 
+# What the checks count, by name (a pair where two figures come of one query).
+CHECK_COUNTS = {
+    "inbox_commitments": "SELECT count(*), count(DISTINCT (assigner_id, external_system, "
+    "external_id)) FROM commitments_commitment WHERE external_id LIKE 'load-%' "
+    "OR external_id LIKE 'probe-%'",
+    "inbox_without_audit": "SELECT count(*) FROM commitments_commitment c WHERE "
+    "(c.external_id LIKE 'load-%' OR c.external_id LIKE 'probe-%') AND NOT EXISTS "
+    "(SELECT 1 FROM audit_auditevent a WHERE a.subject_id = c.id)",
+    "inbox_audit_rows": "SELECT count(*) FROM audit_auditevent a JOIN commitments_commitment c"
+    " ON a.subject_id = c.id WHERE c.external_id LIKE 'load-%' OR c.external_id LIKE "
+    "'probe-%'",
+    "inbox_without_nudge_delivered": "SELECT count(*) FROM commitments_commitment c WHERE "
+    "(c.external_id LIKE 'load-%' OR c.external_id LIKE 'probe-%') AND NOT EXISTS "
+    "(SELECT 1 FROM notifications_nudgedelivery d JOIN commitments_outboxevent e "
+    "ON d.event_id = e.id WHERE e.commitment_id = c.id AND d.status = 'delivered')",
+    "nudges_delivered": "SELECT count(*) FROM notifications_nudgedelivery WHERE status = "
+    "'delivered'",
+    "completed": "SELECT count(*) FROM commitments_commitment WHERE status = 'Completed'",
+    "completed_without_webhook_delivered": "SELECT count(*) FROM commitments_commitment c "
+    "WHERE c.status = 'Completed' AND NOT EXISTS (SELECT 1 FROM webhooks_webhookdelivery w "
+    "WHERE w.commitment_id = c.id AND w.status = 'delivered')",
+    "webhooks_delivered": "SELECT count(*) FROM webhooks_webhookdelivery WHERE status = "
+    "'delivered'",
+    "webhook_deliveries_retried": "SELECT count(*) FROM webhooks_webhookdelivery WHERE "
+    "attempts > 1",
+    "nudge_deliveries_retried": "SELECT count(*) FROM notifications_nudgedelivery WHERE "
+    "attempts > 1",
+    "deliveries_not_done": "SELECT (SELECT count(*) FROM notifications_nudgedelivery WHERE "
+    "status <> 'delivered') + (SELECT count(*) FROM webhooks_webhookdelivery WHERE status <> "
+    "'delivered')",
+    "events_undispatched": "SELECT count(*) FROM commitments_outboxevent WHERE dispatched_at"
+    " IS NULL",
+}
+
+
 def checks(url: str, run: Run, receiver: Receiver, hanging: Receiver) -> dict:
-    q = {
-        "inbox_commitments": "SELECT count(*), count(DISTINCT (assigner_id, external_system, "
-        "external_id)) FROM commitments_commitment WHERE external_id LIKE 'load-%' "
-        "OR external_id LIKE 'probe-%'",
-        "inbox_without_audit": "SELECT count(*) FROM commitments_commitment c WHERE "
-        "(c.external_id LIKE 'load-%' OR c.external_id LIKE 'probe-%') AND NOT EXISTS "
-        "(SELECT 1 FROM audit_auditevent a WHERE a.subject_id = c.id)",
-        "inbox_audit_rows": "SELECT count(*) FROM audit_auditevent a JOIN commitments_commitment c"
-        " ON a.subject_id = c.id WHERE c.external_id LIKE 'load-%' OR c.external_id LIKE "
-        "'probe-%'",
-        "inbox_without_nudge_delivered": "SELECT count(*) FROM commitments_commitment c WHERE "
-        "(c.external_id LIKE 'load-%' OR c.external_id LIKE 'probe-%') AND NOT EXISTS "
-        "(SELECT 1 FROM notifications_delivery d JOIN commitments_outboxevent e ON d.event_id ="
-        " e.id WHERE e.commitment_id = c.id AND d.status = 'delivered')",
-        "nudges_delivered": "SELECT count(*) FROM notifications_delivery WHERE status = "
-        "'delivered'",
-        "completed": "SELECT count(*) FROM commitments_commitment WHERE status = 'Completed'",
-        "completed_without_webhook_delivered": "SELECT count(*) FROM commitments_commitment c "
-        "WHERE c.status = 'Completed' AND NOT EXISTS (SELECT 1 FROM webhooks_webhookdelivery w "
-        "WHERE w.commitment_id = c.id AND w.status = 'delivered')",
-        "webhooks_delivered": "SELECT count(*) FROM webhooks_webhookdelivery WHERE status = "
-        "'delivered'",
-        "webhook_deliveries_retried": "SELECT count(*) FROM webhooks_webhookdelivery WHERE "
-        "attempts > 1",
-        "nudge_deliveries_retried": "SELECT count(*) FROM notifications_delivery WHERE "
-        "attempts > 1",
-        "deliveries_not_done": "SELECT (SELECT count(*) FROM notifications_delivery WHERE status"
-        " <> 'delivered') + (SELECT count(*) FROM webhooks_webhookdelivery WHERE status <> "
-        "'delivered')",
-        "events_undispatched": "SELECT count(*) FROM commitments_outboxevent WHERE dispatched_at"
-        " IS NULL",
-    }
+    """In the database and at the receivers, after the drain: what was
+    answered against what is there (docs/faults.md, the paragraph after the
+    scenarios)."""
     found: dict = {}
     with psycopg.connect(url, autocommit=True) as conn:
-        for key, sql in q.items():
+        for key, sql in CHECK_COUNTS.items():
             row = conn.execute(sql).fetchone()
             found[key] = row[0] if len(row) == 1 else list(row)
         found["webhook_attempts_by_endpoint"] = {
@@ -723,17 +785,23 @@ def checks(url: str, run: Run, receiver: Receiver, hanging: Receiver) -> dict:
             "webhook_ids_received_distinct": len(set(receiver.ids + hanging.ids)),
         }
     )
-    found["lost"] = (
-        max(0, accepted - rows)
+    found["lost"] = lost(found)
+    return found
+
+
+def lost(found: dict) -> int:
+    """The sum of the shortfalls: answered work the database or the receivers
+    do not show, and work left undone after the drain."""
+    return (
+        max(0, found["inbox_accepted_201"] - found["inbox_commitments_found"])
         + found["inbox_without_audit"]
         + found["inbox_without_nudge_delivered"]
-        + max(0, synced - found["completed"])
+        + max(0, found["sync_completed_200"] - found["completed"])
         + found["completed_without_webhook_delivered"]
         + max(0, found["webhooks_delivered"] - found["webhook_ids_received_distinct"])
         + found["deliveries_not_done"]
         + found["events_undispatched"]
     )
-    return found
 
 
 def rss_summary(samples: list[dict], marks: dict[str, int]) -> dict:

@@ -28,7 +28,4 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": float(OUTBOX_SWEEP_INTERVAL)},
     },
 }
-
-import webhooks.schedule as _schedule  # noqa: E402
-
-_schedule.SCHEDULE = (2, 4, 8, 16, 30, 60)
+WEBHOOK_RETRY_SCHEDULE = (2, 4, 8, 16, 30, 60)

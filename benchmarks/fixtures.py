@@ -1,5 +1,6 @@
 """The benchmark's data, made in its own fresh database before the server
-starts (run by benchmarks/run.py with DJANGO_SETTINGS_MODULE=benchmarks.settings):
+starts (run by benchmarks/run.py as `python -m benchmarks.fixtures`, with
+DJANGO_SETTINGS_MODULE=benchmarks.settings):
 
 - an assigner with an API token and a verified assignee;
 - a webhook endpoint of the assigner's for the external system `bench`, at the
@@ -20,10 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
 
 import django
@@ -41,7 +39,7 @@ from django.utils import timezone  # noqa: E402
 
 from accounts.services import user_email_mark_verified  # noqa: E402
 from commitments.models import Commitment, Status  # noqa: E402
-from gather.keys import model_key_set  # noqa: E402
+from gather.services import model_key_set  # noqa: E402
 from integrations.models import ApiToken as ApiTokenModel  # noqa: E402
 from integrations.services import api_token_mint  # noqa: E402
 from webhooks.services import webhook_endpoint_create  # noqa: E402
@@ -62,52 +60,43 @@ def inbox_body(external_id: str) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--active", type=int, default=1000)
-    parser.add_argument("--completed", type=int, default=200)
-    parser.add_argument("--receiver", required=True)
-    parser.add_argument("--gather", action="store_true", help="A model key and a session.")
-    args = parser.parse_args()
-
+def the_people(receiver: str) -> tuple:
+    """The assigner (with an API token and a webhook endpoint at `receiver`)
+    and a verified assignee."""
     users = get_user_model().objects
     assigner = users.create_user(ASSIGNER, "bench passphrase long enough")
     assignee = users.create_user(ASSIGNEE, "bench passphrase long enough")
     for user in (assigner, assignee):
         user_email_mark_verified(user=user)
     token = api_token_mint(user=assigner, name="bench").plaintext
-    webhook_endpoint_create(user=assigner, external_system=SYSTEM, url=args.receiver)
+    webhook_endpoint_create(user=assigner, external_system=SYSTEM, url=receiver)
+    return assigner, assignee, token
 
+
+def the_commitments(assigner, assignee, active: int, completed: int) -> None:
+    """`active` Active ones to complete, `completed` Completed ones to replay."""
     now = timezone.now()
+    common = {
+        "assigner": assigner,
+        "assignee": assignee,
+        "description": "Benchmark commitment",
+        "external_system": SYSTEM,
+        "activated_at": now,
+    }
     rows = [
-        Commitment(
-            status=Status.ACTIVE,
-            assigner=assigner,
-            assignee=assignee,
-            description="Benchmark commitment",
-            external_system=SYSTEM,
-            external_id=f"sync-{n}",
-            activated_at=now,
-        )
-        for n in range(args.active)
+        Commitment(status=Status.ACTIVE, external_id=f"sync-{n}", **common) for n in range(active)
     ] + [
-        Commitment(
-            status=Status.COMPLETED,
-            assigner=assigner,
-            assignee=assignee,
-            description="Benchmark commitment",
-            external_system=SYSTEM,
-            external_id=f"done-{n}",
-            activated_at=now,
-            completed_at=now,
-        )
-        for n in range(args.completed)
+        Commitment(status=Status.COMPLETED, external_id=f"done-{n}", completed_at=now, **common)
+        for n in range(completed)
     ]
     Commitment.objects.bulk_create(rows, batch_size=1000)
 
-    # One real inbox call, through every middleware, as the load will make it:
-    # the second, whose token was used a moment ago (the first writes
-    # last_used_at, which the steady state does once a minute).
+
+def one_inbox_call_captured(token: str) -> tuple[list[str], str]:
+    """The SQL of one real inbox call, through every middleware, as the load
+    will make it: the second, whose token was used a moment ago (the first
+    writes last_used_at, which the steady state does once a minute). Returns
+    the statements and the new commitment's id."""
     client = Client(HTTP_HOST="localhost")
 
     def inbox(external_id: str):
@@ -125,23 +114,39 @@ def main() -> None:
         raise SystemExit(
             f"The captured inbox call failed: {response.status_code} {response.content!r}"
         )
-    statements = [q["sql"] for q in captured.captured_queries]
+    return [q["sql"] for q in captured.captured_queries], response.json()["id"]
 
-    # Gather: the assigner's model key (the fake provider takes any), and a
-    # signed-in session with its CSRF token, as the Capture page has them.
-    session = {}
-    if args.gather:
-        model_key_set(user=assigner, provider="openai", key="sk-bench-" + "x" * 40)
-        browser = Client(HTTP_HOST="localhost")
-        browser.force_login(assigner)
-        # The CSRF cookie holds the secret, the header a masked token of it.
-        csrf_request = HttpRequest()
-        header = get_token(csrf_request)
-        session = {
-            "sessionid": browser.cookies[settings.SESSION_COOKIE_NAME].value,
-            "csrfcookie": csrf_request.META["CSRF_COOKIE"],
-            "csrfheader": header,
-        }
+
+def a_gather_session(assigner) -> dict:
+    """The assigner's model key (the fake provider takes any), and a signed-in
+    session with its CSRF token, as the Capture page has them."""
+    model_key_set(user=assigner, provider="openai", key="sk-bench-" + "x" * 40)
+    browser = Client(HTTP_HOST="localhost")
+    browser.force_login(assigner)
+    # The CSRF cookie holds the secret, the header a masked token of it.
+    csrf_request = HttpRequest()
+    header = get_token(csrf_request)
+    return {
+        "sessionid": browser.cookies[settings.SESSION_COOKIE_NAME].value,
+        "csrfcookie": csrf_request.META["CSRF_COOKIE"],
+        "csrfheader": header,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--active", type=int, default=1000)
+    parser.add_argument("--completed", type=int, default=200)
+    parser.add_argument("--receiver", required=True)
+    parser.add_argument("--gather", action="store_true", help="A model key and a session.")
+    args = parser.parse_args()
+
+    assigner, assignee, token = the_people(args.receiver)
+    the_commitments(assigner, assignee, args.active, args.completed)
+    statements, commitment_id = one_inbox_call_captured(token)
+    session = a_gather_session(assigner) if args.gather else {}
+    # Rows the call read, not made: the ceiling keeps their ids.
+    existing_ids = [str(pk) for pk in (assigner.pk, assignee.pk, ApiTokenModel.objects.get().pk)]
     print(
         json.dumps(
             {
@@ -152,12 +157,9 @@ def main() -> None:
                 "active": args.active,
                 "completed": args.completed,
                 "inbox_statements": statements,
-                "inbox_commitment_id": response.json()["id"],
+                "inbox_commitment_id": commitment_id,
                 "session": session,
-                # Rows the call read, not made: the ceiling keeps their ids.
-                "existing_ids": [
-                    str(pk) for pk in (assigner.pk, assignee.pk, ApiTokenModel.objects.get().pk)
-                ],
+                "existing_ids": existing_ids,
             }
         )
     )

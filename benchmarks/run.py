@@ -1,8 +1,8 @@
 """The benchmark: the service as production runs it, loaded from another core.
 
-    python benchmarks/run.py                 # the full run (several minutes)
-    python benchmarks/run.py --smoke         # under a minute: short, fewer steps
-    python benchmarks/run.py --parts floor,inbox --duration 20 --concurrency 8,64
+    python -m benchmarks.run                 # the full run (several minutes)
+    python -m benchmarks.run --smoke         # under a minute: short, fewer steps
+    python -m benchmarks.run --parts floor,inbox --duration 20 --concurrency 8,64
 
 Needs DATABASE_URL (PostgreSQL: the run makes and drops its own database, the
 name given plus `_bench`), REDIS_URL, `taskset` and `pgbench`. See
@@ -12,223 +12,55 @@ docs/benchmarks.md for what each figure is.
 from __future__ import annotations
 
 import argparse
-import base64
-import datetime as dt
-import hashlib
 import json
 import os
 import platform
 import re
-import secrets
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
+
+if __name__ == "__main__" and not __package__:
+    from harness import reexec_as_module
+
+    reexec_as_module("benchmarks.run")
 
 import psycopg
+import redis
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the fake provider of the gather tests
+from benchmarks.harness import (
+    ENDPOINTS,
+    PYTHON,
+    ROOT,
+    Service,
+    cpu_model,
+    free_port,
+    fresh_database,
+    gunicorn_command,
+    load,
+    log,
+    make_stage,
+    needs_tools,
+    now_iso,
+    own_database_and_redis,
+    service_env,
+    wait_for_http,
+    write_results,
+)
+from benchmarks.receiver import Receiver
+from tests.harness.fake_provider import FakeProvider
 
-from benchmarks.receiver import Receiver  # noqa: E402
-
-PYTHON = sys.executable
 ALL_PARTS = ("first", "floor", "inbox", "sync", "replay", "gather", "pgbench", "worker")
 GATHER_TEXT = (
     "Notes from the planning meeting. Dana will send the budget to finance by Friday. "
     "Lee said he would review the hiring plan next week."
 )
-ENDPOINTS = {
-    # name: (path, body, expected statuses)
-    "floor": ("/api/bench/floor", "{}", [200]),
-    "inbox": (
-        "/api/v1/inbox",
-        json.dumps(
-            {
-                "assignerEmail": "bench-assigner@example.com",
-                "assigneeEmail": "bench-assignee@example.com",
-                "description": "Benchmark commitment",
-                "deadline": "2030-03-01T17:00:00Z",
-                "externalSystem": "bench",
-                "externalId": "load-{n}",
-            }
-        ),
-        [201],
-    ),
-    "sync": (
-        "/api/v1/sync",
-        json.dumps({"externalSystem": "bench", "externalId": "sync-{n}", "status": "Completed"}),
-        [200],
-    ),
-    "replay": (
-        "/api/v1/sync",
-        json.dumps({"externalSystem": "bench", "externalId": "done-{m}", "status": "Completed"}),
-        [200],
-    ),
-}
-
-
-def log(message: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-# --- processes ------------------------------------------------------------------------
-
-
-class Service:
-    """The server processes, each in its own process group, killed at exit."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.procs: list[subprocess.Popen] = []
-
-    def start(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen:
-        out = (self.folder / f"{name}.log").open("ab")
-        proc = subprocess.Popen(  # noqa: S603 (our own commands)
-            args, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        out.close()
-        self.procs.append(proc)
-        return proc
-
-    def stop_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-
-
-def gunicorn_command(workers: int) -> list[str]:
-    """The server as production starts it (config/gunicorn.py), `workers` workers."""
-    return [
-        *(PYTHON, "-m", "gunicorn", "config.wsgi:application"),
-        *("--config", "python:config.gunicorn", "--workers", str(workers)),
-    ]
-
-
-def run_checked(args: list[str], env: dict[str, str]) -> str:
-    done = subprocess.run(  # noqa: S603
-        args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
-    return done.stdout
-
-
-def service_env(
-    database_url: str, redis_url: str, folder: Path, settings: str = "benchmarks.settings"
-) -> dict[str, str]:
-    """The environment of the benchmark's service: the benchmark's settings
-    (production's, DEBUG=0), fresh secrets, its database and Redis, no cap on
-    nudges and no rate limit (they would measure themselves, not the calls).
-    No PORT: gunicorn's is given where it starts."""
-    env = dict(os.environ)
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": settings,
-            "PYTHONPATH": str(ROOT),
-            "DEBUG": "0",
-            "SECRET_KEY": secrets.token_urlsafe(50),
-            "FIELD_ENCRYPTION_KEYS": base64.urlsafe_b64encode(os.urandom(32)).decode(),
-            "DATABASE_URL": database_url,
-            "REDIS_URL": redis_url,
-            "VAR_DIR": str(folder / "var"),
-            "NUDGE_CAP": "1000000000",
-            "API_RATE_BURST": "0",
-        }
-    )
-    env.pop("PORT", None)
-    return env
-
-
-def with_database(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
-def own_database_and_redis(suffix: str) -> tuple[str, str]:
-    """The run's database (DATABASE_URL's name plus `suffix`) and REDIS_URL."""
-    base_url, redis_url = os.environ.get("DATABASE_URL"), os.environ.get("REDIS_URL")
-    if not base_url or not base_url.startswith("postgres") or not redis_url:
-        raise SystemExit("Set DATABASE_URL (PostgreSQL) and REDIS_URL.")
-    return with_database(base_url, urlsplit(base_url).path.lstrip("/") + suffix), redis_url
-
-
-def migrations_digest() -> str:
-    digest = hashlib.sha256()
-    for path in sorted(ROOT.glob("*/migrations/*.py")):
-        digest.update(path.name.encode() + path.read_bytes())
-    return digest.hexdigest()[:10]
-
-
-def fresh_database(url: str, env: dict[str, str]) -> None:
-    """The run's database, empty and migrated: cloned from a migrated template
-    (`<name>_t<digest of the migrations>`, made by the first run after a
-    migration changed), which is much faster than migrating each run."""
-    name = urlsplit(url).path.lstrip("/")
-    template = f"{name}_t{migrations_digest()}"
-    admin = with_database(url, "postgres")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [template]).fetchone()
-        if exists:
-            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
-            return
-        stale = conn.execute(
-            "SELECT datname FROM pg_database WHERE datname LIKE %s", [f"{name}\\_t%"]
-        ).fetchall()
-        for (old,) in stale:
-            conn.execute(f'DROP DATABASE IF EXISTS "{old}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    log("migrating (once per change of the migrations)")
-    run_checked([PYTHON, "manage.py", "migrate", "--noinput"], env)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{template}" TEMPLATE "{name}"')
-
-
-# --- load -----------------------------------------------------------------------------
-
-
-def load(args: argparse.Namespace, spec: dict) -> dict:
-    """One measurement by benchmarks/load.py, pinned to the load's core."""
-    command = ["taskset", "-c", args.load_cpu, PYTHON, str(ROOT / "benchmarks" / "load.py")]
-    # Its own length, plus the last calls' answers (each bounded by spec["timeout"]).
-    limit = float(spec["duration"]) + float(spec.get("timeout", 30)) + 60
-    out = subprocess.run(  # noqa: S603
-        [*command, json.dumps(spec)], capture_output=True, text=True, check=True, timeout=limit
-    )
-    return json.loads(out.stdout)
-
-
-def wait_for_http(port: int, path: str = "/healthz", timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
-                sock.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
-                if sock.recv(12).endswith(b"200"):
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"The server on {port} did not answer {path} within {timeout:.0f} s.")
+COMPLETED = 200  # Completed commitments the replay cycles through
 
 
 def _load_one(args, ctx, name: str, headers: dict, counters: dict, label: str, **shape) -> dict:
@@ -250,7 +82,7 @@ def _load_one(args, ctx, name: str, headers: dict, counters: dict, label: str, *
     if name == "replay":
         spec["modulo"] = ctx["completed"]
     log(f"{name}: {label}")
-    result = load(args, spec)
+    result = load(args.load_cpu, spec)
     counters[name] = result["next"]
     return result
 
@@ -288,7 +120,7 @@ def first_requests(args, ctx, results: dict) -> None:
         "limit": 10 * args.workers,
         "keep_latencies": True,
     }
-    result = load(args, spec)
+    result = load(args.load_cpu, spec)
     results["first_requests"] = {
         "calls": result["requests"],
         "p50_ms": result["p50_ms"],
@@ -328,8 +160,8 @@ def gather(args, ctx, fake_port: int, results: dict) -> None:
     rows = []
     for concurrency in [c for c in args.concurrency if c <= 8]:
         log(f"gather: concurrency {concurrency}, and the provider alone")
-        through = load(args, {**gather_spec, "concurrency": concurrency})
-        direct = load(args, {**direct_spec, "concurrency": concurrency})
+        through = load(args.load_cpu, {**gather_spec, "concurrency": concurrency})
+        direct = load(args.load_cpu, {**direct_spec, "concurrency": concurrency})
         rows.append(
             {
                 "concurrency": concurrency,
@@ -348,8 +180,7 @@ def _minus(a: float | None, b: float | None) -> float | None:
 
 def pgbench(args, ctx, results: dict, database_url: str, folder: Path) -> None:
     """The database ceiling: the statements of one inbox call, in one
-    transaction, at the same concurrency. New rows' ids and the external id
-    are made unique per transaction from pgbench's random :n."""
+    transaction, at the same concurrency."""
     statements = [
         s
         for s in ctx["inbox_statements"]
@@ -357,13 +188,28 @@ def pgbench(args, ctx, results: dict, database_url: str, folder: Path) -> None:
             ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK TO")
         )
     ]
+    script = folder / "inbox.sql"
+    script.write_text(pgbench_script(statements, ctx["existing_ids"]))
+    rows = []
+    for concurrency in args.concurrency:
+        run_dir = folder / f"pgbench-{concurrency}"
+        run_dir.mkdir(exist_ok=True)
+        log(f"pgbench: concurrency {concurrency}")
+        rows.append(pgbench_run(args, script, database_url, concurrency, run_dir))
+    results["pgbench"] = {"statements": len(statements), "runs": rows}
+
+
+def pgbench_script(statements: list[str], existing_ids: list[str]) -> str:
+    """The statements as one pgbench transaction. New rows' ids and the
+    external id are made unique per transaction from pgbench's random :n;
+    the ids of rows the call read (`existing_ids`) are kept."""
     new_ids: list[str] = []
     # psycopg writes a UUID as 32 hex digits; Django's JSON payloads with dashes.
     uuid_re = re.compile(
         r"'([0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})'"
     )
     existing = set()
-    for value in ctx["existing_ids"]:
+    for value in existing_ids:
         existing |= {value, value.replace("-", "")}
     for sql in statements:
         for value in uuid_re.findall(sql):
@@ -376,46 +222,39 @@ def pgbench(args, ctx, results: dict, database_url: str, folder: Path) -> None:
         sql = sql.replace("'captured-2'", "('pgb-' || (:n)::text)")
         script.append(" ".join(sql.split()) + ";")
     script.append("COMMIT;")
-    path = folder / "inbox.sql"
-    path.write_text("\n".join(script) + "\n")
+    return "\n".join(script) + "\n"
+
+
+def pgbench_run(args, script: Path, database_url: str, concurrency: int, run_dir: Path) -> dict:
+    """One pgbench run on the load's core; latencies from its per-transaction log."""
     parts = urlsplit(database_url)
-    rows = []
-    for concurrency in args.concurrency:
-        run_dir = folder / f"pgbench-{concurrency}"
-        run_dir.mkdir(exist_ok=True)
-        command = [
-            *("taskset", "-c", args.load_cpu, "pgbench", "-n", "-l"),
-            *("-c", str(concurrency), "-j", "1", "-T", str(max(1, round(args.duration)))),
-            *("-f", str(path), "-h", parts.hostname or "127.0.0.1", "-p", str(parts.port or 5432)),
-            *("-U", parts.username or "postgres", parts.path.lstrip("/")),
-        ]
-        env = dict(os.environ, PGPASSWORD=parts.password or "")
-        log(f"pgbench: concurrency {concurrency}")
-        done = subprocess.run(  # noqa: S603
-            command, cwd=run_dir, env=env, capture_output=True, text=True, timeout=600, check=False
-        )
-        latencies = []
-        for log_file in run_dir.glob("pgbench_log.*"):
-            for line in log_file.read_text().splitlines():
-                fields = line.split()
-                if len(fields) >= 3 and fields[2].isdigit():
-                    latencies.append(int(fields[2]) / 1000)
-        latencies.sort()
-        tps = re.search(r"tps = ([\d.]+)", done.stdout)
-        failed = re.search(r"number of failed transactions: (\d+)", done.stdout)
-        rows.append(
-            {
-                "concurrency": concurrency,
-                "tps": round(float(tps.group(1)), 1) if tps else 0.0,
-                "p50_ms": round(statistics.median(latencies), 2) if latencies else None,
-                "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1], 2)
-                if latencies
-                else None,
-                "errors": int(failed.group(1)) if failed else (0 if done.returncode == 0 else -1),
-                "stderr": done.stderr[-500:] if done.returncode else "",
-            }
-        )
-    results["pgbench"] = {"statements": len(statements), "runs": rows}
+    command = [
+        *("taskset", "-c", args.load_cpu, "pgbench", "-n", "-l"),
+        *("-c", str(concurrency), "-j", "1", "-T", str(max(1, round(args.duration)))),
+        *("-f", str(script), "-h", parts.hostname or "127.0.0.1", "-p", str(parts.port or 5432)),
+        *("-U", parts.username or "postgres", parts.path.lstrip("/")),
+    ]
+    env = dict(os.environ, PGPASSWORD=parts.password or "")
+    done = subprocess.run(  # noqa: S603
+        command, cwd=run_dir, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    latencies = []
+    for log_file in run_dir.glob("pgbench_log.*"):
+        for line in log_file.read_text().splitlines():
+            fields = line.split()
+            if len(fields) >= 3 and fields[2].isdigit():
+                latencies.append(int(fields[2]) / 1000)
+    latencies.sort()
+    tps = re.search(r"tps = ([\d.]+)", done.stdout)
+    failed = re.search(r"number of failed transactions: (\d+)", done.stdout)
+    return {
+        "concurrency": concurrency,
+        "tps": round(float(tps.group(1)), 1) if tps else 0.0,
+        "p50_ms": round(statistics.median(latencies), 2) if latencies else None,
+        "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1], 2) if latencies else None,
+        "errors": int(failed.group(1)) if failed else (0 if done.returncode == 0 else -1),
+        "stderr": done.stderr[-500:] if done.returncode else "",
+    }
 
 
 def drain(count, start_timeout: float, window: float, idle: float = 3.0) -> dict:
@@ -453,21 +292,22 @@ def drain(count, start_timeout: float, window: float, idle: float = 3.0) -> dict
     }
 
 
-def worker_rates(args, service, env, database_url: str, receiver: Receiver, results) -> None:
+def worker_rates(bench: Bench) -> None:
     """Start the worker on the server's core once the HTTP parts queued their
     work, then measure how fast it drains: nudges (e-mail, written by the
     file backend) and outbound webhook deliveries to the local receiver."""
-    service.start(
+    args, receiver = bench.args, bench.receiver
+    bench.service.start(
         "worker",
         ["taskset", "-c", args.server_cpu, PYTHON, "manage.py", "run_worker", "--loglevel=WARNING"],
-        env,
+        bench.env,
     )
     counts = {
         # Outbox events the relay turned into deliveries.
         "dispatched": (
             "SELECT count(*) FROM commitments_outboxevent WHERE dispatched_at IS NOT NULL"
         ),
-        "nudges": "SELECT count(*) FROM notifications_delivery WHERE status = 'delivered'",
+        "nudges": "SELECT count(*) FROM notifications_nudgedelivery WHERE status = 'delivered'",
     }
     done: dict[str, dict] = {}
 
@@ -479,7 +319,7 @@ def worker_rates(args, service, env, database_url: str, receiver: Receiver, resu
                 window=args.drain_window,
             )
             return
-        with psycopg.connect(database_url, autocommit=True) as conn:
+        with psycopg.connect(bench.database_url, autocommit=True) as conn:
             done[key] = drain(
                 lambda: conn.execute(counts[key]).fetchone()[0],
                 start_timeout=args.drain_timeout,
@@ -492,7 +332,7 @@ def worker_rates(args, service, env, database_url: str, receiver: Receiver, resu
         thread.start()
     for thread in threads:
         thread.join()
-    results["worker"] = done
+    bench.results["worker"] = done
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -544,7 +384,7 @@ def summarize(results: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="A short run (under a minute).")
     parser.add_argument("--duration", type=float, default=10.0, help="Seconds per measurement.")
@@ -585,109 +425,124 @@ def main() -> None:
         args.drain_window = min(args.drain_window, 3.0)
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     args.parts = set(args.parts.split(","))
-    for tool in ("taskset", "pgbench"):
-        if not shutil.which(tool):
-            raise SystemExit(f"{tool} is needed (Debian: util-linux, postgresql-client).")
+    return args
+
+
+class Bench:
+    """One run: its options, its folder (logs, mail, pgbench's files), the
+    local receiver and fake provider, the service's environment and processes,
+    the stage (`ctx`: fixtures.py's answer and the server's port) and the
+    results as they come."""
+
+    def __init__(self, args: argparse.Namespace, database_url: str, redis_url: str) -> None:
+        self.args, self.database_url, self.redis_url = args, database_url, redis_url
+        self.folder = Path(tempfile.mkdtemp(prefix="bench-"))
+        self.receiver = Receiver()
+        self.provider = FakeProvider().start()
+        self.env = service_env(database_url, redis_url, self.folder)
+        self.env.update(
+            {
+                "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
+                "EMAIL_FILE_PATH": str(self.folder / "mail"),
+                "WEB_CONCURRENCY": str(args.workers),
+                "OPENAI_BASE_URL": self.provider.openai_base_url,
+                "GATHER_RATE_BURST": "1000000000",
+                "GATHER_RATE_PER_HOUR": "1000000000",
+            }
+        )
+        self.service = Service(self.folder)
+        self.ctx: dict = {}
+        self.results: dict = {
+            "date": now_iso(),
+            "machine": {
+                "cpus": os.cpu_count(),
+                "cpu": cpu_model(),
+                "python": platform.python_version(),
+                "load_average": os.getloadavg(),
+            },
+            "settings": {
+                "duration": args.duration,
+                "concurrency": args.concurrency,
+                "gunicorn_workers": args.workers,
+                "server_cpu": args.server_cpu,
+                "load_cpu": args.load_cpu,
+                "rate_fraction": args.rate_fraction,
+            },
+            "http": {},
+        }
+
+    def stop(self) -> None:
+        self.service.stop_all()
+        self.receiver.server.shutdown()
+        self.provider.stop()
+        if self.args.keep:
+            log(f"logs kept in {self.folder}")
+        else:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def a_database_of_its_own(bench: Bench) -> None:
+    """A fresh database (cloned from the migrated template) and empty queues."""
+    log(f"database {urlsplit(bench.database_url).path.lstrip('/')}: fresh")
+    fresh_database(bench.database_url, bench.env)
+    client = redis.Redis.from_url(bench.redis_url)
+    client.delete("celery", "webhooks", "unacked", "unacked_index")
+    client.close()
+
+
+def the_stage(bench: Bench) -> None:
+    bench.ctx = make_stage(
+        bench.env,
+        active=bench.args.active,
+        completed=COMPLETED,
+        receiver_url=bench.receiver.url,
+        gather="gather" in bench.args.parts,
+    )
+
+
+def the_server(bench: Bench) -> None:
+    """gunicorn as production starts it, pinned to the server's core."""
+    args = bench.args
+    port = bench.ctx["port"] = free_port()
+    log(f"gunicorn: {args.workers} workers on CPU {args.server_cpu}, port {port}")
+    bench.service.start(
+        "gunicorn",
+        ["taskset", "-c", args.server_cpu, *gunicorn_command(args.workers)],
+        dict(bench.env, PORT=str(port)),
+    )
+    wait_for_http(port)
+
+
+def the_measurements(bench: Bench) -> None:
+    """The parts asked for, in the order docs/benchmarks.md gives them: the
+    worker last, so it does not share the server's core with the HTTP parts."""
+    args, ctx, results = bench.args, bench.ctx, bench.results
+    if "first" in args.parts:
+        first_requests(args, ctx, results)
+    http_endpoints(args, ctx, results)
+    if "gather" in args.parts:
+        gather(args, ctx, urlsplit(bench.provider.url).port, results)
+    if "pgbench" in args.parts:
+        pgbench(args, ctx, results, bench.database_url, bench.folder)
+    if "worker" in args.parts:
+        worker_rates(bench)
+
+
+def main() -> None:
+    args = parse_args()
+    needs_tools("taskset", "pgbench")
     database_url, redis_url = own_database_and_redis("_bench")
     # This process (the receiver, the polling) stays off the server's core too.
     os.sched_setaffinity(0, {int(args.load_cpu)})
-
-    folder = Path(tempfile.mkdtemp(prefix="bench-"))
-    receiver = Receiver()
-    from tests.harness.fake_provider import FakeProvider
-
-    provider = FakeProvider().start()
-    env = service_env(database_url, redis_url, folder)
-    env.update(
-        {
-            "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
-            "EMAIL_FILE_PATH": str(folder / "mail"),
-            "WEB_CONCURRENCY": str(args.workers),
-            "OPENAI_BASE_URL": provider.openai_base_url,
-            "GATHER_RATE_BURST": "1000000000",
-            "GATHER_RATE_PER_HOUR": "1000000000",
-        }
-    )
-    results: dict = {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "cpu": _cpu_model(),
-            "python": platform.python_version(),
-            "load_average": os.getloadavg(),
-        },
-        "settings": {
-            "duration": args.duration,
-            "concurrency": args.concurrency,
-            "gunicorn_workers": args.workers,
-            "server_cpu": args.server_cpu,
-            "load_cpu": args.load_cpu,
-            "rate_fraction": args.rate_fraction,
-        },
-        "http": {},
-    }
-    service = Service(folder)
+    bench = Bench(args, database_url, redis_url)
     try:
-        log(f"database {urlsplit(database_url).path.lstrip('/')}: fresh")
-        fresh_database(database_url, env)
-        import redis
-
-        client = redis.Redis.from_url(redis_url)
-        client.delete("celery", "webhooks", "unacked", "unacked_index")
-        client.close()
-        completed = 200
-        out = run_checked(
-            [
-                *(PYTHON, str(ROOT / "benchmarks" / "fixtures.py")),
-                *("--active", str(args.active), "--completed", str(completed)),
-                *("--receiver", receiver.url),
-                *(["--gather"] if "gather" in args.parts else []),
-            ],
-            env,
-        )
-        ctx = json.loads(out.strip().splitlines()[-1])
-        port = free_port()
-        ctx["port"] = port
-        server_env = dict(env, PORT=str(port))
-        log(f"gunicorn: {args.workers} workers on CPU {args.server_cpu}, port {port}")
-        service.start(
-            "gunicorn",
-            ["taskset", "-c", args.server_cpu, *gunicorn_command(args.workers)],
-            server_env,
-        )
-        wait_for_http(port)
-        if "first" in args.parts:
-            first_requests(args, ctx, results)
-        http_endpoints(args, ctx, results)
-        if "gather" in args.parts:
-            gather(args, ctx, urlsplit(provider.url).port, results)
-        if "pgbench" in args.parts:
-            pgbench(args, ctx, results, database_url, folder)
-        if "worker" in args.parts:
-            worker_rates(args, service, env, database_url, receiver, results)
+        a_database_of_its_own(bench)
+        the_stage(bench)
+        the_server(bench)
+        the_measurements(bench)
     finally:
-        service.stop_all()
-        receiver.server.shutdown()
-        provider.stop()
-        if not args.keep:
-            shutil.rmtree(folder, ignore_errors=True)
-        else:
-            log(f"logs kept in {folder}")
-    out_path = Path(args.out)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(json.dumps(results, indent=2) + "\n")
-    print(summarize(results))
-    print(f"\nResults: {out_path}")
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
+        bench.stop()
+    write_results(bench.results, args.out, summarize(bench.results))
 
 
 if __name__ == "__main__":

@@ -34,51 +34,76 @@ def run_schemathesis(
     figures: operations, calls, server errors, mismatches (by kind) and a few
     failures in full."""
     import schemathesis
-    from hypothesis import HealthCheck, Phase, given
-    from hypothesis import seed as hypothesis_seed
-    from hypothesis import settings as hypothesis_settings
     from schemathesis import GenerationMode
-    from schemathesis.core.failures import Failure, FailureGroup
-
-    from tests.harness.openapi import CHECKS
-
-    assigner, assignee = users
 
     seed = secrets.randbelow(2**32) if seed is None else seed
     base_url = f"http://127.0.0.1:{port}"
-    schema = schemathesis.openapi.from_url(f"{base_url}/api-reference/openapi.json")
+    operations = bearer_operations(
+        schemathesis.openapi.from_url(f"{base_url}/api-reference/openapi.json")
+    )
+    tally = Tally()
+    started = time.monotonic()
+    caller = Caller(base_url, token, users, tally)
+    for operation in operations:
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            explore(operation, mode, caller, examples, seed)
+    return {
+        "seed": seed,
+        "examples_per_operation_and_mode": examples,
+        "operations": sorted(name_of(op) for op in operations),
+        **tally.figures(),
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def name_of(operation) -> str:
+    return f"{operation.method.upper()} {operation.path}"
+
+
+def bearer_operations(schema) -> list:
+    """The document's bearer-token operations (/api/v1/..., the tracker
+    hooks aside); the inbox and the sync must be among them."""
     operations = [
         op
         for op in (result.ok() for result in schema.get_all_operations())
         if op.path.startswith("/api/v1/") and not op.path.startswith("/api/v1/hooks/")
     ]
-    names = sorted(f"{op.method.upper()} {op.path}" for op in operations)
-    missing = {"POST /api/v1/inbox", "POST /api/v1/sync"} - set(names)
+    missing = {"POST /api/v1/inbox", "POST /api/v1/sync"} - {name_of(op) for op in operations}
     if missing:
         raise SystemExit(f"The served document lacks {sorted(missing)}.")
-    headers = {"Authorization": f"Bearer {token}"}
-    calls: Counter[str] = Counter()
-    statuses: Counter[str] = Counter()
-    kinds: Counter[str] = Counter()
-    failed_calls = {"server_errors": 0, "mismatches": 0, "no_answer": 0}
-    kept: list[dict] = []
-    started = time.monotonic()
+    return operations
 
-    def note(operation, mode, case, response, failures) -> None:
+
+class Tally:
+    """The calls, the answers by status, the failures by kind, and the
+    first KEPT failures of each kind in full."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.statuses: Counter[str] = Counter()
+        self.kinds: Counter[str] = Counter()
+        self.failed_calls = {"server_errors": 0, "mismatches": 0, "no_answer": 0}
+        self.kept: list[dict] = []
+
+    def no_answer(self, error: OSError) -> None:
+        self.failed_calls["no_answer"] += 1
+        self.kinds[f"no answer: {type(error).__name__}"] += 1
+
+    def note(self, operation, mode, case, response, failures) -> None:
         server = [f for f in failures if type(f).__name__ == SERVER_ERROR]
         other = [f for f in failures if type(f).__name__ != SERVER_ERROR]
-        failed_calls["server_errors"] += bool(server)
-        failed_calls["mismatches"] += bool(other)
+        self.failed_calls["server_errors"] += bool(server)
+        self.failed_calls["mismatches"] += bool(other)
         for failure in failures:
             kind = type(failure).__name__
-            kinds[kind] += 1
-            if sum(1 for k in kept if k["kind"] == kind) < KEPT:
-                kept.append(
+            self.kinds[kind] += 1
+            if sum(1 for k in self.kept if k["kind"] == kind) < KEPT:
+                self.kept.append(
                     {
                         "kind": kind,
                         "title": failure.title,
                         "message": (failure.message or "")[:500],
-                        "operation": f"{operation.method.upper()} {operation.path}",
+                        "operation": name_of(operation),
                         "mode": mode.value,
                         "status": response.status_code if response is not None else None,
                         "media_type": case.media_type,
@@ -87,61 +112,77 @@ def run_schemathesis(
                     }
                 )
 
-    def explore(operation, mode) -> None:
-        name = f"{operation.method.upper()} {operation.path}"
+    def figures(self) -> dict:
+        return {
+            "calls": sum(self.calls.values()),
+            "calls_by_operation": dict(self.calls),
+            "statuses": dict(sorted(self.statuses.items())),
+            "server_errors": self.failed_calls["server_errors"],
+            "mismatches": self.failed_calls["mismatches"],
+            "no_answer": self.failed_calls["no_answer"],
+            "failures_by_kind": dict(self.kinds),
+            "failures": self.kept,
+        }
 
-        @hypothesis_seed(seed)
-        @given(case=operation.as_strategy(generation_mode=mode))
-        @hypothesis_settings(
-            max_examples=examples,
-            deadline=None,
-            database=None,
-            phases=[Phase.explicit, Phase.generate],
-            suppress_health_check=list(HealthCheck),
-        )
-        def run(case) -> None:
-            calls[name] += 1
-            if (
-                mode is GenerationMode.POSITIVE
-                and name == "POST /api/v1/inbox"
-                and isinstance(case.body, dict)
-                and calls[name] % 2
-            ):
-                case.body = {**case.body, "assignerEmail": assigner, "assigneeEmail": assignee}
-            try:
-                response = case.call(base_url=base_url, headers=headers, timeout=30)
-            except OSError as error:  # requests' errors are OSErrors
-                failed_calls["no_answer"] += 1
-                kinds[f"no answer: {type(error).__name__}"] += 1
-                return
-            statuses[str(response.status_code)] += 1
-            try:
-                case.validate_response(response, checks=CHECKS, headers=headers)
-            except FailureGroup as group:
-                note(operation, mode, case, response, list(group.exceptions))
-            except Failure as failure:
-                note(operation, mode, case, response, [failure])
 
-        run()
+class Caller:
+    """Sends one generated case with the stage's token and holds the answer to
+    the document, noting what fails instead of stopping at it."""
 
-    for operation in operations:
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-            explore(operation, mode)
+    def __init__(self, base_url: str, token: str, users: tuple[str, str], tally: Tally) -> None:
+        self.base_url, self.users, self.tally = base_url, users, tally
+        self.headers = {"Authorization": f"Bearer {token}"}
 
-    return {
-        "seed": seed,
-        "examples_per_operation_and_mode": examples,
-        "operations": names,
-        "calls": sum(calls.values()),
-        "calls_by_operation": dict(calls),
-        "statuses": dict(sorted(statuses.items())),
-        "server_errors": failed_calls["server_errors"],
-        "mismatches": failed_calls["mismatches"],
-        "no_answer": failed_calls["no_answer"],
-        "failures_by_kind": dict(kinds),
-        "failures": kept,
-        "seconds": round(time.monotonic() - started, 1),
-    }
+    def __call__(self, operation, mode, case) -> None:
+        from schemathesis import GenerationMode
+        from schemathesis.core.failures import Failure, FailureGroup
+
+        from tests.harness.openapi import CHECKS
+
+        name = name_of(operation)
+        self.tally.calls[name] += 1
+        if (
+            mode is GenerationMode.POSITIVE
+            and name == "POST /api/v1/inbox"
+            and isinstance(case.body, dict)
+            and self.tally.calls[name] % 2
+        ):
+            assigner, assignee = self.users
+            case.body = {**case.body, "assignerEmail": assigner, "assigneeEmail": assignee}
+        try:
+            response = case.call(base_url=self.base_url, headers=self.headers, timeout=30)
+        except OSError as error:  # requests' errors are OSErrors
+            self.tally.no_answer(error)
+            return
+        self.tally.statuses[str(response.status_code)] += 1
+        try:
+            case.validate_response(response, checks=CHECKS, headers=self.headers)
+        except FailureGroup as group:
+            self.tally.note(operation, mode, case, response, list(group.exceptions))
+        except Failure as failure:
+            self.tally.note(operation, mode, case, response, [failure])
+
+
+def explore(operation, mode, caller: Caller, examples: int, seed: int) -> None:
+    """Hypothesis's run of one operation in one generation mode: the
+    document's examples, then `examples` generated cases, from `seed`."""
+    from hypothesis import HealthCheck, Phase, given
+    from hypothesis import seed as hypothesis_seed
+    from hypothesis import settings as hypothesis_settings
+
+    @hypothesis_seed(seed)
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @hypothesis_settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    def run(case) -> None:
+        caller(operation, mode, case)
+
+    run()
 
 
 def summarize_schemathesis(result: dict) -> str:

@@ -2,19 +2,33 @@
 `externalId`) as a link into the system it came from, through a URL template
 each person sets per system in Settings (`LinkTemplate`).
 
-Pure functions, no database: the rules a template must follow, and the link
-it makes for one external id. The reads and writes are in selectors and
-services (`link_template_*`).
+The rules a template must follow and the link it makes for one external id
+(pure functions), and the writes of a person's templates (adding one,
+deleting one: each one transaction with its audit row). The reads are in
+commitments.selectors (`link_template_list`).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
 
-from commitments.models import EXTERNAL_ID_PLACEHOLDER, LINK_TEMPLATE_MAX
+from audit.services import Actor, audit_event_record
+from commitments.errors import LinkTemplateInvalid
+from commitments.models import (
+    EXTERNAL_ID_PLACEHOLDER,
+    EXTERNAL_SYSTEM_MAX,
+    LINK_TEMPLATE_MAX,
+    LinkTemplate,
+)
 from lib.outbound import is_loopback_host
+from lib.text import strip_blank
+
+if TYPE_CHECKING:
+    from accounts.models import User
 
 
 def link_template_problem(template: str) -> str | None:
@@ -54,3 +68,55 @@ def deep_link(template: str, external_id: str) -> str:
     """The link for `external_id`: every `{externalId}` replaced by the id,
     URL-quoted (a `/`, `?`, `#` or space in an id stays part of the id)."""
     return template.replace(EXTERNAL_ID_PLACEHOLDER, quote(external_id, safe=""))
+
+
+@transaction.atomic
+def link_template_add(*, owner: User, system: str, template: str) -> LinkTemplate:
+    """Add `owner`'s deep-link template for `system` (one per system). Raises
+    LinkTemplateInvalid, and stores nothing, when a rule of
+    `commitments.links` refuses it or the system has one already."""
+    system = strip_blank(system or "")
+    template = strip_blank(template or "")
+    if not system or len(system) > EXTERNAL_SYSTEM_MAX:
+        raise LinkTemplateInvalid(
+            field="system",
+            message=f"Enter the externalSystem, 1 to {EXTERNAL_SYSTEM_MAX} characters.",
+        )
+    problem = link_template_problem(template)
+    if problem:
+        raise LinkTemplateInvalid(field="template", message=problem)
+    duplicate = LinkTemplateInvalid(
+        field="system",
+        message=f"You have a link for “{system}” already: delete it first to replace it.",
+    )
+    if LinkTemplate.objects.filter(owner=owner, system=system).exists():
+        raise duplicate
+    try:
+        with transaction.atomic():
+            link = LinkTemplate.objects.create(owner=owner, system=system, template=template)
+    except IntegrityError:  # the same form posted twice at once
+        raise duplicate from None
+    audit_event_record(
+        actor=Actor.for_user(owner),
+        subject=owner,
+        action="link_template_added",
+        payload={"system": system, "template": template},
+    )
+    return link
+
+
+@transaction.atomic
+def link_template_delete(*, owner: User, link_id: int) -> bool:
+    """Delete one of `owner`'s deep-link templates; False when there is no
+    such template of theirs (already deleted, or someone else's)."""
+    link = LinkTemplate.objects.select_for_update().filter(owner=owner, pk=link_id).first()
+    if link is None:
+        return False
+    link.delete()
+    audit_event_record(
+        actor=Actor.for_user(owner),
+        subject=owner,
+        action="link_template_deleted",
+        payload={"system": link.system, "template": link.template},
+    )
+    return True

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.db.models import F, Q
+from django.db.models import F
 
 from commitments.models import Invitation, OutboxEvent
 from lib import leasing
@@ -38,19 +38,20 @@ def outbox_event_claim(*, event_id: int, now: dt.datetime) -> OutboxEvent | None
     )
 
 
-def outbox_event_undispatched_before(*, event_id: int, party_id) -> bool:
-    """Whether an event older than `event_id` about a commitment that
-    `party_id` is the assigner or assignee of still waits for its first
-    dispatch: for whoever keeps what events cause in the order of the moves
-    (the nudges to one person). Ids follow the moves of one commitment (each
-    move inserts its event under the commitment's row lock). An event whose
-    dispatch has failed (`dispatch_attempts`) is not waited for: it may keep
-    failing, and nothing else should wait on it."""
-    return (
-        OutboxEvent.objects.filter(dispatched_at__isnull=True, dispatch_attempts=0, pk__lt=event_id)
-        .filter(Q(commitment__assigner_id=party_id) | Q(commitment__assignee_id=party_id))
-        .exists()
-    )
+def outbox_event_undispatched_before(*, event_id: int, commitment_id) -> bool:
+    """Whether an event of this commitment older than `event_id` still waits
+    for its first dispatch: for whoever keeps what events cause in the order
+    of the moves (the nudges to one person about one commitment). Ids follow
+    the moves of one commitment (each move inserts its event under the
+    commitment's row lock). An event whose dispatch has failed
+    (`dispatch_attempts`) is not waited for: it may keep failing, and nothing
+    else should wait on it."""
+    return OutboxEvent.objects.filter(
+        commitment_id=commitment_id,
+        dispatched_at__isnull=True,
+        dispatch_attempts=0,
+        pk__lt=event_id,
+    ).exists()
 
 
 def outbox_event_retry_later(*, event_id: int, now: dt.datetime) -> None:

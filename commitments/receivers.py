@@ -1,5 +1,7 @@
 """The one signal commitments listens to: an address was proved (an auth
-event, sent by accounts), so the commitments waiting for it are attached."""
+event, sent by accounts), so the commitments waiting for it are attached. A
+signal because accounts is below commitments and may not import it
+(docs/architecture.md, "Signals")."""
 
 from __future__ import annotations
 

@@ -60,6 +60,12 @@ def commitment_list_for_assigner(*, user: User) -> QuerySet[Commitment]:
     return _for_pages().filter(assigner=user)
 
 
+def commitment_list_with_status(*, status: Status) -> QuerySet[Commitment]:
+    """Every commitment in `status`, for another app's read to narrow (the
+    reminders due, `notifications.selectors.reminders_due`)."""
+    return Commitment.objects.filter(status=status)
+
+
 # --- the Accord -------------------------------------------------------------------
 
 

@@ -29,20 +29,16 @@ from commitments.errors import (
     CommitmentNotFound,
     DuplicateExternalRef,
     InvalidTransition,
-    LinkTemplateInvalid,
     NothingChanged,
     NotPermitted,
     TermsChanged,
 )
-from commitments.links import link_template_problem
 from commitments.machine import MOVES, may_create, may_make
 from commitments.models import (
-    EXTERNAL_SYSTEM_MAX,
     AccordVisit,
     Commitment,
     EventKind,
     Invitation,
-    LinkTemplate,
     OutboxEvent,
     Status,
 )
@@ -708,7 +704,7 @@ def commitment_record_source_deadline(
 ) -> Commitment:
     """The source's due date changed after the handshake completed. The
     accepted deadline stays: terms change only by a new handshake
-    (renegotiation is before one, DECISIONS "Statuses and transitions"); the
+    (renegotiation is before one, docs/api.md "Statuses and moves"); the
     new date is recorded for both to see. NothingChanged when it is the
     accepted deadline already."""
     commitment = _lock(pk=commitment_id)
@@ -754,58 +750,3 @@ def commitment_external_ref_change(
     except IntegrityError as exc:
         raise DuplicateExternalRef() from exc
     return commitment
-
-
-# --- deep-link templates --------------------------------------------------------
-
-
-@transaction.atomic
-def link_template_add(*, owner: User, system: str, template: str) -> LinkTemplate:
-    """Add `owner`'s deep-link template for `system` (one per system). Raises
-    LinkTemplateInvalid, and stores nothing, when a rule of
-    `commitments.links` refuses it or the system has one already."""
-    system = _clean_text(system)
-    template = _clean_text(template)
-    if not system or len(system) > EXTERNAL_SYSTEM_MAX:
-        raise LinkTemplateInvalid(
-            field="system",
-            message=f"Enter the externalSystem, 1 to {EXTERNAL_SYSTEM_MAX} characters.",
-        )
-    problem = link_template_problem(template)
-    if problem:
-        raise LinkTemplateInvalid(field="template", message=problem)
-    duplicate = LinkTemplateInvalid(
-        field="system",
-        message=f"You have a link for “{system}” already: delete it first to replace it.",
-    )
-    if LinkTemplate.objects.filter(owner=owner, system=system).exists():
-        raise duplicate
-    try:
-        with transaction.atomic():
-            link = LinkTemplate.objects.create(owner=owner, system=system, template=template)
-    except IntegrityError:  # the same form posted twice at once
-        raise duplicate from None
-    audit_event_record(
-        actor=Actor.for_user(owner),
-        subject=owner,
-        action="link_template_added",
-        payload={"system": system, "template": template},
-    )
-    return link
-
-
-@transaction.atomic
-def link_template_delete(*, owner: User, link_id: int) -> bool:
-    """Delete one of `owner`'s deep-link templates; False when there is no
-    such template of theirs (already deleted, or someone else's)."""
-    link = LinkTemplate.objects.select_for_update().filter(owner=owner, pk=link_id).first()
-    if link is None:
-        return False
-    link.delete()
-    audit_event_record(
-        actor=Actor.for_user(owner),
-        subject=owner,
-        action="link_template_deleted",
-        payload={"system": link.system, "template": link.template},
-    )
-    return True

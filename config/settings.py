@@ -407,7 +407,7 @@ GATHER_MAX_CHUNK_CHARS = 12_000
 
 # --- Background work ----------------------------------------------------------
 # Celery carries only row ids. The rows (commitments.OutboxEvent,
-# notifications.Delivery) are the truth, and a periodic sweep re-enqueues what
+# notifications.NudgeDelivery) are the truth, and a periodic sweep re-enqueues what
 # the broker lost; so a publish may fail, and it is bounded: a request never
 # hangs on a dead or paused broker (it publishes once, without retries, and
 # loses at most BROKER_TIMEOUT seconds).
@@ -528,6 +528,9 @@ WEBHOOK_TIMEOUT = 10
 # Retries stop this long after a delivery's first attempt (one last attempt
 # then), and the previous secret of a rotation signs this long.
 WEBHOOK_RETRY_WINDOW = 24 * 3600
+# Seconds from a failed attempt to the next, after attempts 1, 2, ... (Svix's
+# schedule, cut at 24 hours; webhooks/schedule.py adds the jitter).
+WEBHOOK_RETRY_SCHEDULE = (5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600)
 WEBHOOK_ROTATION_OVERLAP = 24 * 3600
 # One person's share of the webhook workers: at most this many endpoints, at
 # most this many sends in flight at once (across all their endpoints; keep

@@ -17,11 +17,11 @@ admin.site.login = secure_admin_login(admin.site.login)  # type: ignore[method-a
 urlpatterns = [
     path("admin/", admin.site.urls),
     # accounts' versions of some allauth pages first (no unverified primary address).
-    path("accounts/", include("accounts.auth_urls")),
+    path("accounts/", include("accounts.urls.auth")),
     path("accounts/", include("allauth.urls")),
-    path("api/v1/hooks/", include("trackers.api_urls")),
-    path("api/v1/", include("integrations.api_urls")),
-    path("api/", include("gather.urls")),
+    path("api/v1/hooks/", include("trackers.urls.api")),
+    path("api/v1/", include("integrations.urls.api")),
+    path("api/", include("gather.urls.api")),
     # Plain application/json first, so browsers and curl get it by default.
     path(
         "api-reference/openapi.json",
@@ -46,13 +46,13 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     # accounts serves /settings/ and /settings/profile/; integrations the tokens.
-    path("settings/", include("accounts.urls")),
-    path("settings/", include("integrations.urls")),
+    path("settings/", include("accounts.urls.settings")),
+    path("settings/", include("integrations.urls.settings")),
     path("settings/notifications/", include("notifications.urls")),
     path("settings/webhooks/", include("webhooks.urls")),
-    path("settings/trackers/", include("trackers.urls")),
-    path("settings/model-keys/", include("gather.key_urls")),
-    path("settings/links/", include("commitments.link_urls")),
-    path("capture/", include("gather.page_urls")),
-    path("", include("commitments.urls")),
+    path("settings/trackers/", include("trackers.urls.settings")),
+    path("settings/model-keys/", include("gather.urls.settings")),
+    path("settings/links/", include("commitments.urls.settings")),
+    path("capture/", include("gather.urls.pages")),
+    path("", include("commitments.urls.pages")),
 ]

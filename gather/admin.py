@@ -1,7 +1,7 @@
 """Admin for model keys: read-only. Staff see whose key it is, for which
 provider and model, whether it is the default and its last four characters;
 never the key. Keys are stored on Settings, Model keys or with
-`manage.py set_provider_key`."""
+`manage.py set_model_key`."""
 
 from __future__ import annotations
 

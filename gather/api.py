@@ -30,7 +30,7 @@ from rest_framework.views import APIView
 
 from accounts.requests import AuthenticatedApiRequest
 from accounts.timezones import user_now
-from gather import extraction, keys
+from gather import extraction
 from gather import selectors as gather_selectors
 from gather.api_docs import gather_schema
 from gather.serializers import GatherResultSerializer, GatherSerializer
@@ -82,7 +82,7 @@ class GatherView(APIView):
     def post(self, request: AuthenticatedApiRequest) -> Response:
         user = request.user
         text = validated_body(request, GatherSerializer)["text"]
-        key = keys.model_key_for_gather(user=user)
+        key = gather_selectors.model_key_for_gather(user=user)
         if key is None:
             raise ApiError(
                 "You have no model provider key: add an OpenAI or Anthropic key on the "

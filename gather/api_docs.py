@@ -154,7 +154,7 @@ gather_schema = extend_schema(
                 body="Expected a JSON object.",
             ),
             error_example(
-                "No provider key",
+                "No model key",
                 "no_byok_key",
                 "You have no model provider key: add an OpenAI or Anthropic key on the Model "
                 "keys page (https://commitments.example.com/settings/model-keys/), then try "

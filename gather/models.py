@@ -29,7 +29,7 @@ class ModelKey(models.Model):
     """A user's own key for one provider, the model to call with it, and
     whether it is the one gather uses. A key no configured encryption key
     decrypts reads as `lib.crypto.Undecryptable`: shown as unreadable, never
-    used (gather.keys.model_key_for_gather)."""
+    used (gather.selectors.model_key_for_gather)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(

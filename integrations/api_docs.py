@@ -158,8 +158,8 @@ token_api_schema = extend_schema(parameters=[AUTH_CHALLENGE, RETRY_AFTER])
 INBOX_REQUEST_EXAMPLE = OpenApiExample(
     "A ticket from Jira",
     value={
-        "assignerEmail": "lead@example.com",
-        "assigneeEmail": "knight@example.com",
+        "assignerEmail": "assigner@example.com",
+        "assigneeEmail": "assignee@example.com",
         "description": "Ship the quarterly report",
         "deadline": "2030-03-01T17:00:00Z",
         "externalSystem": "jira",

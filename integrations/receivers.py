@@ -4,6 +4,9 @@ A token minted before the change (by someone who had the password, or who had
 claimed the address) must not outlive it. `accounts.signals.credentials_changed`
 is sent for every such change, however it was made (allauth's pages, Django
 admin, `manage.py changepassword`); allauth's pages show the returned sentence.
+A signal, not a call, because accounts is below integrations and may not import
+it, and `User.save()` is the one place every path passes (docs/architecture.md,
+"Signals").
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 generated from these same classes, so the contract and the checks cannot drift.
 
 Field names are camelCase as on the wire, so validation `details` carry the
-request's own keys.
+request's own keys. The inbox parses the wire format here; the rules of a
+commitment's terms are `commitments.terms`, which tracker connections use too.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import re
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
 
-from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, EXTERNAL_SYSTEM_MAX, Status
+from commitments import terms
+from commitments.models import Status
 from lib.api_errors import ErrorEnvelopeSerializer  # noqa: F401 (re-exported)
 from lib.json_api import StrictCharField
 
@@ -49,7 +52,7 @@ class AbsoluteDateTimeField(serializers.DateTimeField):
             "for example 2025-03-01T17:00:00Z or 2025-03-01T18:00:00+01:00."
         ),
         "date": "A date alone is not enough: give a date and time with a UTC offset.",
-        "naive": "Add a UTC offset or Z: a time without one is ambiguous.",
+        "naive": terms.NAIVE,
         "out_of_range": "That moment is not a valid date and time.",
     }
 
@@ -64,32 +67,58 @@ class AbsoluteDateTimeField(serializers.DateTimeField):
         if match["offset"] is None:
             self.fail("naive")
         try:
-            return dt.datetime.fromisoformat(value.upper()).astimezone(dt.UTC)
+            moment = terms.deadline_clean(dt.datetime.fromisoformat(value.upper()))
+        except terms.TermsInvalid:
+            self.fail("naive")
         except (ValueError, OverflowError):
             self.fail("out_of_range")
+        assert moment is not None  # a moment was given, so one is returned
+        return moment
+
+
+class TermField(StrictCharField):
+    """A text term of a commitment (`commitments.terms`): the limits are
+    declared as DRF's, so the OpenAPI document reads them off the validators
+    as before; the check itself is the terms' rule, the one tracker
+    connections run. It answers in DRF's words and codes: the contract's
+    error details are the same."""
+
+    def __init__(self, rule: terms.TextRule, *, help_text: str) -> None:
+        super().__init__(
+            min_length=rule.min_length, max_length=rule.max_length, help_text=help_text
+        )
+        self.rule = rule
+
+    def run_validators(self, value: Any) -> None:
+        problems = self.rule.problems(value)
+        if problems:
+            raise serializers.ValidationError(
+                [ErrorDetail(p.message, code=p.code) for p in problems]
+            )
 
 
 def _email(help_text: str) -> StrictEmailField:
     return StrictEmailField(max_length=EMAIL_MAX, help_text=help_text)
 
 
-def _external_system() -> StrictCharField:
-    return StrictCharField(
-        min_length=1,
-        max_length=EXTERNAL_SYSTEM_MAX,
+def _external_system() -> TermField:
+    rule = terms.EXTERNAL_SYSTEM
+    return TermField(
+        rule,
         help_text=(
             "Source slug, by convention lowercase without spaces (e.g. `jira`). "
-            f"Trimmed; 1..{EXTERNAL_SYSTEM_MAX} characters."
+            f"Trimmed; {rule.min_length}..{rule.max_length} characters."
         ),
     )
 
 
-def _external_id() -> StrictCharField:
-    return StrictCharField(
-        min_length=1,
-        max_length=EXTERNAL_ID_MAX,
+def _external_id() -> TermField:
+    rule = terms.EXTERNAL_ID
+    return TermField(
+        rule,
         help_text=(
-            f"Identifier within the external system. Trimmed; 1..{EXTERNAL_ID_MAX} characters."
+            "Identifier within the external system. Trimmed; "
+            f"{rule.min_length}..{rule.max_length} characters."
         ),
     )
 
@@ -105,10 +134,12 @@ class InboxSerializer(serializers.Serializer):
         "Must be the address of an existing user (case-insensitive); otherwise "
         "`400 invalid_payload` with `details.assigneeEmail`."
     )
-    description = StrictCharField(
-        min_length=1,
-        max_length=DESCRIPTION_MAX,
-        help_text=f"What is committed to. Trimmed; 1..{DESCRIPTION_MAX} characters.",
+    description = TermField(
+        terms.DESCRIPTION,
+        help_text=(
+            "What is committed to. Trimmed; "
+            f"{terms.DESCRIPTION.min_length}..{terms.DESCRIPTION.max_length} characters."
+        ),
     )
     deadline = AbsoluteDateTimeField(
         allow_null=True,

@@ -1,5 +1,5 @@
 """The leased-send protocol: one algorithm for every row a worker sends (a
-nudge delivery, a webhook delivery, a channel test). docs/delivery.md says
+nudge delivery, a webhook delivery, a test nudge). docs/delivery.md says
 why; each app keeps only its policy (what is sent, where, when to give up).
 
 1. A row is made in the transaction that decides it, stamped `enqueued_at`,

@@ -10,7 +10,7 @@ start's worker prints to its log stay links a newcomer can follow.
 Recognised:
 
 - API tokens (`svc_...`), webhook signing secrets (`whsec_...`), tracker
-  connection secrets (`trk_...`), provider keys (`sk-...`, `sk-ant-...`);
+  connection secrets (`trk_...`), model keys (`sk-...`, `sk-ant-...`);
 - `Bearer ...` credentials, `sessionid=` / `csrftoken=` cookie values, and
   `password=`-like values;
 - a URL's user and password (`https://user:pw@host`);

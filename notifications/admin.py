@@ -15,11 +15,11 @@ from django.utils import timezone
 
 from audit.admin_mixins import AuditedAdminMixin, admin_action_record
 from lib.admin import ReadOnlyAdminMixin, ReadOnlyInlineMixin
-from notifications.models import Delivery, DeliveryAttempt, NotificationChannel
+from notifications.models import NudgeAttempt, NudgeChannel, NudgeDelivery
 from notifications.sending import delivery_retry
 
 
-@admin.register(NotificationChannel)
+@admin.register(NudgeChannel)
 class NotificationChannelAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("user", "kind", "masked_url", "broken_at", "updated_at")
     list_filter = ("kind", ("broken_at", admin.EmptyFieldListFilter))
@@ -42,7 +42,7 @@ class NotificationChannelAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.Mode
     actions = ["clear_broken"]
 
     @admin.display(description="chat URL")
-    def masked_url(self, obj: NotificationChannel) -> str:
+    def masked_url(self, obj: NudgeChannel) -> str:
         return obj.masked_url or "—"
 
     def has_clear_broken_permission(self, request: HttpRequest) -> bool:
@@ -56,9 +56,9 @@ class NotificationChannelAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.Mode
         # The reason is left out of the trail: it may quote what the service answered.
         count = 0
         for channel in queryset.filter(broken_at__isnull=False):
-            cleared = NotificationChannel.objects.filter(
-                pk=channel.pk, broken_at__isnull=False
-            ).update(broken_at=None, broken_reason="", updated_at=timezone.now())
+            cleared = NudgeChannel.objects.filter(pk=channel.pk, broken_at__isnull=False).update(
+                broken_at=None, broken_reason="", updated_at=timezone.now()
+            )
             if cleared:
                 admin_action_record(
                     request,
@@ -71,13 +71,13 @@ class NotificationChannelAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.Mode
 
 
 class DeliveryAttemptInline(ReadOnlyInlineMixin, admin.TabularInline):
-    model = DeliveryAttempt
+    model = NudgeAttempt
     fields = ("started_at", "channel", "outcome", "status_code", "duration_ms", "error")
     readonly_fields = fields
     ordering = ("started_at", "id")
 
 
-@admin.register(Delivery)
+@admin.register(NudgeDelivery)
 class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
         "created_at",
@@ -130,11 +130,11 @@ class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     actions = ["retry_now"]
 
     @admin.display(description="about", ordering="event__kind")
-    def event_kind(self, obj: Delivery) -> str:
+    def event_kind(self, obj: NudgeDelivery) -> str:
         return obj.about
 
     @admin.display(description="commitment")
-    def commitment_id(self, obj: Delivery) -> str:
+    def commitment_id(self, obj: NudgeDelivery) -> str:
         source = obj.reminder if obj.reminder_id is not None else obj.event
         return str(source.commitment_id) if source is not None else ""
 

@@ -22,8 +22,14 @@ from django.conf import settings
 from commitments.models import EventKind, OutboxEvent
 from commitments.outbox import invitation_lock
 from lib import deliveries
-from notifications import channels, tasks, turns
-from notifications.models import ChannelKind, Delivery, DeliveryStatus, NudgePair, Reminder
+from notifications import services, tasks, turns
+from notifications.models import (
+    ChannelKind,
+    NudgeDelivery,
+    NudgeDeliveryStatus,
+    NudgePair,
+    Reminder,
+)
 from notifications.nudges import TELLS_ASSIGNEE, nudge_recipients
 
 # An address nobody has an account for gets at most one invitation mail in
@@ -32,7 +38,7 @@ INVITATION_MAIL_WINDOW = dt.timedelta(days=1)
 
 
 def nudges_queue_on_commit(delivery_ids: list) -> None:
-    deliveries.queue_on_commit(tasks.deliver_nudge, Delivery.objects.all(), delivery_ids)
+    deliveries.queue_on_commit(tasks.deliver_nudge, NudgeDelivery.objects.all(), delivery_ids)
 
 
 def nudge_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uuid.UUID]:
@@ -43,27 +49,28 @@ def nudge_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uui
     if event.kind == EventKind.INVITED:
         queued += _invitation_delivery_create(event=event, now=now)
     for recipient in nudge_recipients(event):
-        if Delivery.objects.filter(event=event, recipient=recipient).exists():
+        if NudgeDelivery.objects.filter(event=event, recipient=recipient).exists():
             continue
         fields = _capped(event=event, recipient=recipient, now=now)
-        delivery = Delivery.objects.create(
+        delivery = NudgeDelivery.objects.create(
             event=event, recipient=recipient, channel=_channel_kind(recipient), **fields
         )
-        if delivery.status == DeliveryStatus.PENDING and delivery.enqueued_at is not None:
+        if delivery.status == NudgeDeliveryStatus.PENDING and delivery.enqueued_at is not None:
             queued.append(delivery.pk)
     nudges_queue_on_commit(queued)
     # A nudge of a later move may have waited for this event's dispatch
     # (notifications.turns), whether or not it made a nudge of its own.
     commitment = event.commitment
-    for party_id in {commitment.assigner_id, commitment.assignee_id} - {None}:
-        waiting = turns.next_in_line(party_id, now=now)
+    parties = {commitment.assigner_id, commitment.assignee_id}
+    for party_id in {party for party in parties if party is not None}:
+        waiting = turns.next_in_line(party_id, commitment.pk, now=now)
         nudges_queue_on_commit([pk for pk in waiting if pk not in queued])
     return queued
 
 
 def _channel_kind(recipient) -> str:
-    channel = channels.notification_channel_url_lost_record(user=recipient)
-    return channels.destination_for(recipient, channel=channel).kind
+    channel = services.notification_channel_url_lost_record(user=recipient)
+    return services.destination_for(recipient, channel=channel).kind
 
 
 def _invitation_delivery_create(*, event: OutboxEvent, now: dt.datetime) -> list[uuid.UUID]:
@@ -75,23 +82,23 @@ def _invitation_delivery_create(*, event: OutboxEvent, now: dt.datetime) -> list
     and the ones after it wait in that digest (the nudge cap's rule, with a
     cap of one). Decided under the invitation row's lock."""
     invitation = event.commitment.invitation
-    if invitation is None or Delivery.objects.filter(event=event, recipient=None).exists():
+    if invitation is None or NudgeDelivery.objects.filter(event=event, recipient=None).exists():
         return []
     invitation_lock(invitation_id=invitation.pk)
     fields = _under_cap(
-        mine=Delivery.objects.filter(recipient__isnull=True, address=invitation.email),
+        mine=NudgeDelivery.objects.filter(recipient__isnull=True, address=invitation.email),
         cap=1,
         window=INVITATION_MAIL_WINDOW,
         now=now,
     )
-    delivery = Delivery.objects.create(
+    delivery = NudgeDelivery.objects.create(
         event=event,
         recipient=None,
         address=invitation.email,
         channel=ChannelKind.EMAIL,
         **fields,
     )
-    if delivery.status == DeliveryStatus.PENDING and delivery.enqueued_at is not None:
+    if delivery.status == NudgeDeliveryStatus.PENDING and delivery.enqueued_at is not None:
         return [delivery.pk]
     return []
 
@@ -105,7 +112,7 @@ def _capped(*, event: OutboxEvent, recipient, now: dt.datetime) -> dict[str, obj
         return at_once
     _lock_pair(sender_id=sender_id, recipient_id=recipient.pk)
     return {"sender_id": sender_id} | _under_cap(
-        mine=Delivery.objects.filter(recipient=recipient, sender_id=sender_id),
+        mine=NudgeDelivery.objects.filter(recipient=recipient, sender_id=sender_id),
         cap=settings.NUDGE_CAP,
         window=dt.timedelta(seconds=settings.NUDGE_CAP_WINDOW),
         now=now,
@@ -131,12 +138,12 @@ def _under_cap(*, mine, cap: int, window: dt.timedelta, now: dt.datetime) -> dic
     # this one held); one already claimed is not pending any more.
     waiting = (
         mine.select_for_update()
-        .filter(is_digest=True, status=DeliveryStatus.PENDING)
+        .filter(is_digest=True, status=NudgeDeliveryStatus.PENDING)
         .order_by("next_attempt_at")
         .first()
     )
     if waiting is not None:
-        return {"status": DeliveryStatus.HELD, "digest": waiting}
+        return {"status": NudgeDeliveryStatus.HELD, "digest": waiting}
     counted = list(
         mine.filter(counted_at__gt=now - window)
         .order_by("counted_at")
@@ -162,15 +169,15 @@ def reminder_delivery_create(*, reminder: Reminder, now: dt.datetime) -> uuid.UU
     recipient = reminder.recipient
     _lock_pair(sender_id=recipient.pk, recipient_id=recipient.pk)
     fields = _under_cap(
-        mine=Delivery.objects.filter(recipient=recipient, reminder__isnull=False),
+        mine=NudgeDelivery.objects.filter(recipient=recipient, reminder__isnull=False),
         cap=1,
         window=dt.timedelta(seconds=settings.REMINDER_CAP_WINDOW),
         now=now,
     )
-    delivery = Delivery.objects.create(
+    delivery = NudgeDelivery.objects.create(
         reminder=reminder, recipient=recipient, channel=_channel_kind(recipient), **fields
     )
-    if delivery.status == DeliveryStatus.PENDING and delivery.enqueued_at is not None:
+    if delivery.status == NudgeDeliveryStatus.PENDING and delivery.enqueued_at is not None:
         nudges_queue_on_commit([delivery.pk])
         return delivery.pk
     return None
@@ -180,5 +187,5 @@ def nudge_deliveries_take_due(*, now: dt.datetime, requeue_after: dt.timedelta, 
     """For the sweep: ids of due deliveries nobody is working on, stamped as
     queued. Call inside the sweep's transaction."""
     return deliveries.take_due(
-        Delivery.objects.all(), now=now, requeue_after=requeue_after, limit=limit
+        NudgeDelivery.objects.all(), now=now, requeue_after=requeue_after, limit=limit
     )

@@ -1,9 +1,11 @@
-"""Notification channels, nudge deliveries and their attempts.
+"""Nudge channels, nudge deliveries and their attempts.
 
-A `Delivery` is one nudge to one person for one outbox event
+A `NudgeDelivery` is one nudge to one person for one outbox event
 (`commitments.OutboxEvent`); its status, lease and retries follow
 `lib.leasing`. The tables were `integrations_*` until the nudges got an app
-of their own (migration integrations 0004 / notifications 0001 moved them).
+of their own (migration integrations 0004 / notifications 0001 moved them),
+and took the models' names when these became the glossary's (notifications
+0010: `Delivery`, `DeliveryAttempt`, `NotificationChannel` before).
 """
 
 from __future__ import annotations
@@ -23,15 +25,15 @@ from lib.outbound import masked_url
 __all__ = [
     "AttemptOutcome",
     "ChannelKind",
-    "ChannelTest",
-    "ChannelTestStatus",
-    "Delivery",
-    "DeliveryAttempt",
-    "DeliveryStatus",
-    "NotificationChannel",
+    "NudgeAttempt",
+    "NudgeChannel",
+    "NudgeDelivery",
+    "NudgeDeliveryStatus",
     "NudgePair",
     "Reminder",
     "ReminderKind",
+    "TestNudge",
+    "TestNudgeStatus",
 ]
 
 
@@ -47,12 +49,12 @@ LOST_URL_REASON = (
 )
 
 
-class NotificationChannel(models.Model):
+class NudgeChannel(models.Model):
     """How one person wants to be nudged. No row means e-mail."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification_channel"
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="nudge_channel"
     )
     kind = models.CharField(max_length=16, choices=ChannelKind.choices, default=ChannelKind.EMAIL)
     # The chat URL (Slack's incoming webhook, a Teams workflow) a nudge is
@@ -96,12 +98,12 @@ class NotificationChannel(models.Model):
         return masked_url(self.chat_url)
 
 
-class DeliveryStatus(models.TextChoices):
+class NudgeDeliveryStatus(models.TextChoices):
     PENDING = leasing.PENDING, "Pending"
     SENDING = leasing.SENDING, "Sending"
     DELIVERED = "delivered", "Delivered"
     FAILED = "failed", "Failed"
-    # Over the hourly cap: goes out inside its digest (`Delivery.digest`).
+    # Over the hourly cap: goes out inside its digest (`NudgeDelivery.digest`).
     HELD = "held", "Held for a digest"
     # A reminder that was no longer due when its turn came (done, answered,
     # its deadline changed, or its recipient turned reminders off).
@@ -122,7 +124,7 @@ class Reminder(models.Model):
     request was sent. A scheduler that runs twice, two schedulers, or one
     that crashed after writing cannot make a second row; a renegotiated
     deadline (or a request sent again) is another moment, so it gets its
-    own reminders. Sent as a `Delivery` (its `reminder`), like a nudge.
+    own reminders. Sent as a `NudgeDelivery` (its `reminder`), like a nudge.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -146,7 +148,7 @@ class Reminder(models.Model):
         return f"{self.get_kind_display()} reminder for {self.commitment_id}"
 
 
-class Delivery(LeasedDelivery):
+class NudgeDelivery(LeasedDelivery):
     """One message to one recipient for one outbox event or reminder, and its
     progress, sent by the leased-send protocol (lib.deliveries); `attempts`
     counts the claims on the current channel."""
@@ -177,7 +179,7 @@ class Delivery(LeasedDelivery):
     # when it was created, e-mail after a fallback.
     channel = models.CharField(max_length=16, choices=ChannelKind.choices)
     status = models.CharField(
-        max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
+        max_length=16, choices=NudgeDeliveryStatus.choices, default=NudgeDeliveryStatus.PENDING
     )
     # The nudge cap (settings.NUDGE_CAP per NUDGE_CAP_WINDOW) counts the nudges
     # to an assignee about one assigner's requests: `sender` is that assigner
@@ -201,7 +203,7 @@ class Delivery(LeasedDelivery):
 
     class Meta:
         ordering = ["-created_at"]
-        verbose_name_plural = "deliveries"
+        verbose_name_plural = "nudge deliveries"
         constraints = [
             # Dispatching an event twice cannot send twice.
             models.UniqueConstraint(fields=["event", "recipient"], name="delivery_once_per_event"),
@@ -273,26 +275,33 @@ class NudgePair(models.Model):
         return f"{self.sender_id} to {self.recipient_id}"
 
 
-class DeliveryAttempt(Attempt):
+class NudgeAttempt(Attempt):
     """One try at sending a nudge delivery (lib.deliveries.Attempt), through
     `channel`."""
 
-    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_log")
+    delivery = models.ForeignKey(
+        NudgeDelivery, on_delete=models.CASCADE, related_name="attempt_log"
+    )
     channel = models.CharField(max_length=16, choices=ChannelKind.choices)
 
     def __str__(self) -> str:
         return f"{self.channel} at {self.started_at:%Y-%m-%d %H:%M:%S}: {self.outcome or '…'}"
 
 
-class ChannelTestStatus(models.TextChoices):
+class TestNudgeStatus(models.TextChoices):
+    # Not a test class, whatever its name says to pytest (which collects
+    # `Test*` names imported into a test module).
+    __test__ = False
+
     QUEUED = leasing.PENDING, "Waiting for the worker"
     SENDING = leasing.SENDING, "Sending"
     SENT = "sent", "Accepted"
     FAILED = "failed", "Not accepted"
 
 
-class ChannelTest(LeasedRow):
-    """One "send a test" a person asked for. The page writes it and queues
+class TestNudge(LeasedRow):
+    """One test nudge ("Send a test" on Settings, Notifications) a person
+    asked for (`ChannelTest` before notifications 0010). The page writes it and queues
     it; a worker sends it through the person's channel at that moment and
     writes the outcome, which the page shows (its script polls for it).
 
@@ -301,14 +310,16 @@ class ChannelTest(LeasedRow):
     queues again once the lease has run out (at most TEST_MAX_ATTEMPTS
     claims, then it is failed with the reason)."""
 
+    __test__ = False  # see TestNudgeStatus
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="channel_tests"
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="test_nudges"
     )
     # The channel it went through: set when the worker sends it.
     kind = models.CharField(max_length=16, choices=ChannelKind.choices, blank=True)
     status = models.CharField(
-        max_length=16, choices=ChannelTestStatus.choices, default=ChannelTestStatus.QUEUED
+        max_length=16, choices=TestNudgeStatus.choices, default=TestNudgeStatus.QUEUED
     )
     detail = models.CharField(max_length=1000, blank=True)
     requested_at = models.DateTimeField(default=timezone.now)
@@ -327,4 +338,4 @@ class ChannelTest(LeasedRow):
 
     @property
     def is_done(self) -> bool:
-        return self.status in (ChannelTestStatus.SENT, ChannelTestStatus.FAILED)
+        return self.status in (TestNudgeStatus.SENT, TestNudgeStatus.FAILED)

@@ -22,7 +22,7 @@ from audit.models import ActorKind
 from commitments.models import Commitment, EventKind, OutboxEvent, Status
 from commitments.selectors import commitment_decline_reason
 from lib.text import excerpt
-from notifications.models import Delivery, Reminder, ReminderKind
+from notifications.models import NudgeDelivery, Reminder, ReminderKind
 from notifications.selectors import reminder_still_due, reminders_turned_off
 from notifications.transports import Message
 
@@ -248,7 +248,7 @@ def _still_invited(commitment: Commitment) -> bool:
 
 
 def invitation_delivery_message(
-    delivery: Delivery, *, held=(), idempotency_key: str | None = None
+    delivery: NudgeDelivery, *, held=(), idempotency_key: str | None = None
 ) -> tuple[Message | None, list]:
     """What an invitation delivery sends: its request's invitation, or, a
     digest, the requests it holds; only those still waiting for an account.
@@ -373,7 +373,7 @@ def reminder_message(
 # --- one delivery's message (notifications.sending) ---------------------------------
 
 
-def delivery_message(delivery: Delivery, *, held=()) -> tuple[Message | None, list]:
+def delivery_message(delivery: NudgeDelivery, *, held=()) -> tuple[Message | None, list]:
     """What a claimed delivery sends (with the deliveries `held` in its
     digest), and the ids of held reminders left out because they are no
     longer due. No message when nothing in it is still due (a reminder)."""

@@ -4,7 +4,7 @@ Beat runs `notifications.tasks.remind` every REMINDER_INTERVAL seconds, which
 calls `reminders_create_due`: each reminder the selector finds due
 (`notifications.selectors.reminders_due`) is written once, keyed by
 (commitment, kind, moment) in the database, in the same transaction as its
-`Delivery`; from there it is sent like any nudge (leased, retried, swept,
+`NudgeDelivery`; from there it is sent like any nudge (leased, retried, swept,
 through the person's channel), under a cap of its own: one reminder message
 per person per REMINDER_CAP_WINDOW, the others waiting in one digest. A
 scheduler that runs twice, two schedulers at once, or one that dies after

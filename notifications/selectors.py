@@ -12,7 +12,8 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from accounts.selectors import users_with_verified_primary_email
 from commitments.models import Commitment, Status
-from notifications.models import NotificationChannel, Reminder, ReminderKind
+from commitments.selectors import commitment_list_with_status
+from notifications.models import NudgeChannel, Reminder, ReminderKind
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -31,7 +32,7 @@ class DueReminder:
 def _people_reminded() -> QuerySet[User, Any]:
     """Who may get reminders: a proved address, and reminders not turned off
     (no channel row means the defaults: e-mail, reminders on)."""
-    off = NotificationChannel.objects.filter(user_id=OuterRef("pk"), reminders=False)
+    off = NudgeChannel.objects.filter(user_id=OuterRef("pk"), reminders=False)
     return users_with_verified_primary_email().exclude(Exists(off)).values("pk")
 
 
@@ -63,19 +64,22 @@ def reminders_due(*, now: dt.datetime, limit: int = 500) -> list[DueReminder]:
     lookback = dt.timedelta(seconds=settings.REMINDER_LOOKBACK)
     wait = dt.timedelta(seconds=settings.HANDSHAKE_REMINDER_AFTER)
     people = _people_reminded()
-    active = Commitment.objects.filter(status=Status.ACTIVE, assignee__in=people)
+    active = commitment_list_with_status(status=Status.ACTIVE).filter(assignee__in=people)
     due_soon = active.filter(deadline__gt=now, deadline__lte=now + lead).exclude(
         _not_made(ReminderKind.DUE_SOON, "deadline")
     )
     overdue = active.filter(deadline__lte=now, deadline__gt=now - lookback).exclude(
         _not_made(ReminderKind.OVERDUE, "deadline")
     )
-    waiting = Commitment.objects.filter(
-        status=Status.PENDING_HANDSHAKE,
-        assigner__in=people,
-        updated_at__lte=now - wait,
-        updated_at__gt=now - wait - lookback,
-    ).exclude(_not_made(ReminderKind.HANDSHAKE_WAITING, "updated_at"))
+    waiting = (
+        commitment_list_with_status(status=Status.PENDING_HANDSHAKE)
+        .filter(
+            assigner__in=people,
+            updated_at__lte=now - wait,
+            updated_at__gt=now - wait - lookback,
+        )
+        .exclude(_not_made(ReminderKind.HANDSHAKE_WAITING, "updated_at"))
+    )
     found = [
         _due(c, ReminderKind.DUE_SOON, c.deadline, c.assignee_id)
         for c in due_soon.order_by("deadline")[:limit]
@@ -106,4 +110,4 @@ def reminder_still_due(*, reminder: Reminder) -> bool:
 
 def reminders_turned_off(*, user_id: uuid.UUID) -> bool:
     """Whether the person unticked "Send me reminders" (Settings, Notifications)."""
-    return NotificationChannel.objects.filter(user_id=user_id, reminders=False).exists()
+    return NudgeChannel.objects.filter(user_id=user_id, reminders=False).exists()

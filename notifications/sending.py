@@ -28,8 +28,8 @@ from django.utils import timezone
 
 from lib import deliveries, leasing
 from lib.text import excerpt
-from notifications import channels, dispatch, turns
-from notifications.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
+from notifications import dispatch, services, turns
+from notifications.models import AttemptOutcome, ChannelKind, NudgeDelivery, NudgeDeliveryStatus
 from notifications.nudges import delivery_message
 from notifications.transports import TransportError, transport_for
 
@@ -40,29 +40,34 @@ BACKOFF_CAP = 2 * 3600  # seconds; the longest wait between two attempts
 
 
 @dataclass(frozen=True)
-class _Claim(deliveries.Claim[Delivery]):
+class _Claim(deliveries.Claim[NudgeDelivery]):
     kind: str = ChannelKind.EMAIL
     address: str = ""
     channel_id: uuid.UUID | None = None
     # A digest's held deliveries, as attached when it was claimed.
-    held: tuple[Delivery, ...] = ()
+    held: tuple[NudgeDelivery, ...] = ()
 
 
 def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
     with transaction.atomic():
-        found = Delivery.objects.filter(pk=delivery_id).values_list("recipient_id", "event_id")
-        recipient_id, event_id = found.first() or (None, None)
+        found = NudgeDelivery.objects.filter(pk=delivery_id).values_list(
+            "recipient_id", "event_id", "event__commitment_id"
+        )
+        recipient_id, event_id, commitment_id = found.first() or (None, None, None)
         if (
             recipient_id is not None
             and event_id is not None
-            and turns.waits_for_earlier(recipient_id=recipient_id, event_id=event_id, now=now)
+            and commitment_id is not None  # set with the event (read through its join)
+            and turns.waits_for_earlier(
+                recipient_id=recipient_id, commitment_id=commitment_id, event_id=event_id, now=now
+            )
         ):
             # Not its turn: the send ahead of it queues it when it ends.
             turns.wait_turn(delivery_id, now=now)
             return None
-        if not deliveries.claim(Delivery.objects.all(), pk=delivery_id, now=now):
+        if not deliveries.claim(NudgeDelivery.objects.all(), pk=delivery_id, now=now):
             return None
-        delivery = Delivery.objects.select_related(
+        delivery = NudgeDelivery.objects.select_related(
             "recipient",
             "event__commitment__assigner",
             "event__commitment__assignee",
@@ -80,20 +85,20 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
         else:
             # The recipient's choice now: they may have switched or fixed it.
             recipient = delivery.recipient
-            channel = channels.notification_channel_url_lost_record(user=recipient)
-            dest = channels.destination_for(recipient, channel=channel)
+            channel = services.notification_channel_url_lost_record(user=recipient)
+            dest = services.destination_for(recipient, channel=channel)
             kind, address = dest.kind, dest.address
             channel_id = dest.channel.pk if dest.channel is not None else None
             if kind != delivery.channel:
-                Delivery.objects.filter(pk=delivery_id).update(channel=kind)
+                NudgeDelivery.objects.filter(pk=delivery_id).update(channel=kind)
                 delivery.channel = kind
         attempt = deliveries.attempt_begin(
             delivery, interrupted="the message may have been sent.", channel=kind, started_at=now
         )
-        held: tuple[Delivery, ...] = ()
+        held: tuple[NudgeDelivery, ...] = ()
         if delivery.is_digest:
             held = tuple(
-                delivery.held.filter(status=DeliveryStatus.HELD)
+                delivery.held.filter(status=NudgeDeliveryStatus.HELD)
                 .select_related(
                     "event__commitment",
                     "reminder__commitment__assigner",
@@ -136,31 +141,37 @@ def nudge_send(*, delivery_id) -> str | None:
     with transaction.atomic():
         deliveries.record_delivered(claim, now=now, last_error="")
         deliveries.attempt_end(claim, AttemptOutcome.DELIVERED, status_code=status_code)
-        held = Delivery.objects.filter(status=DeliveryStatus.HELD)
+        held = NudgeDelivery.objects.filter(status=NudgeDeliveryStatus.HELD)
         # Held reminders no longer due were left out; the rest went with it.
-        held.filter(pk__in=left_out).update(status=DeliveryStatus.CANCELLED, updated_at=now)
+        held.filter(pk__in=left_out).update(status=NudgeDeliveryStatus.CANCELLED, updated_at=now)
         held.filter(pk__in=[h.pk for h in claim.held]).update(
-            status=DeliveryStatus.DELIVERED, channel=claim.kind, delivered_at=now, updated_at=now
+            status=NudgeDeliveryStatus.DELIVERED,
+            channel=claim.kind,
+            delivered_at=now,
+            updated_at=now,
         )
         _queue_next(claim, now=now)
     return AttemptOutcome.DELIVERED
 
 
 def _queue_next(claim: _Claim, *, now: dt.datetime) -> None:
-    """This send is settled: the person's next nudge in the order of the
-    moves may go (notifications.turns)."""
-    if claim.row.recipient_id is not None:
-        dispatch.nudges_queue_on_commit(turns.next_in_line(claim.row.recipient_id, now=now))
+    """This send is settled: the person's next nudge about the commitment, in
+    the order of its moves, may go (notifications.turns)."""
+    row = claim.row
+    # A nudge has its event (a reminder's delivery has none).
+    if row.recipient_id is not None and row.event is not None:
+        waiting = turns.next_in_line(row.recipient_id, row.event.commitment_id, now=now)
+        dispatch.nudges_queue_on_commit(waiting)
 
 
 def _record_cancelled(claim: _Claim) -> str:
     """A reminder (and the ones held in it) no longer due: nothing was sent."""
     now = timezone.now()
     with transaction.atomic():
-        Delivery.objects.filter(
+        NudgeDelivery.objects.filter(
             pk__in=[claim.row.pk, *(h.pk for h in claim.held)],
-            status__in=[DeliveryStatus.SENDING, DeliveryStatus.HELD],
-        ).update(status=DeliveryStatus.CANCELLED, claimed_until=None, updated_at=now)
+            status__in=[NudgeDeliveryStatus.SENDING, NudgeDeliveryStatus.HELD],
+        ).update(status=NudgeDeliveryStatus.CANCELLED, claimed_until=None, updated_at=now)
         deliveries.attempt_end(claim, AttemptOutcome.CANCELLED)
         _queue_next(claim, now=now)
     return AttemptOutcome.CANCELLED
@@ -175,7 +186,7 @@ def _record_failure(claim: _Claim, exc: TransportError) -> str:
     with transaction.atomic():
         deliveries.attempt_end(claim, outcome, status_code=exc.status_code, error=error)
         if exc.permanent and is_chat and claim.channel_id is not None:
-            channels.notification_channel_mark_broken(
+            services.notification_channel_mark_broken(
                 channel_id=claim.channel_id, failed_url=claim.address, reason=exc.message
             )
         if is_chat and (exc.permanent or exhausted):
@@ -200,8 +211,8 @@ def delivery_retry(*, delivery_id) -> bool:
     """Send a failed or waiting delivery again now, with a fresh count of
     attempts (staff, from the admin). Not one that is delivered or being sent."""
     with transaction.atomic():
-        rows = Delivery.objects.filter(
-            pk=delivery_id, status__in=[DeliveryStatus.FAILED, DeliveryStatus.PENDING]
+        rows = NudgeDelivery.objects.filter(
+            pk=delivery_id, status__in=[NudgeDeliveryStatus.FAILED, NudgeDeliveryStatus.PENDING]
         )
         updated = deliveries.restart(rows, now=timezone.now())
         if updated:

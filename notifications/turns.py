@@ -1,77 +1,93 @@
-"""Whose turn it is: the nudges to one person go out in the order of the
-moves that caused them (docs/delivery.md, "In the order of the moves").
+"""Whose turn it is: the nudges to one person about one commitment go out in
+the order of the moves that caused them (docs/delivery.md, "In the order of
+the moves").
 
 Without this, two moves in a row (a request, then its renegotiation) made two
 deliveries that raced: dispatched by different workers, sent by different
 workers, the first retried after a hiccup while the second went straight
 through, so a person could read the new terms before the old ones.
 
-The order is the outbox's (event ids follow the moves of one commitment). A
-nudge of a move waits, without holding a worker, while the same person has a
-nudge of an earlier move still to go (pending, waiting for a retry, or being
-sent), or an earlier move about one of their commitments is not dispatched
-yet; the send ahead of it (or the dispatch it waited for) queues it when it
-ends (`next_in_line`), as
-webhooks' turns do per endpoint (`webhooks.turns`). What the nudge cap holds
-back goes later by design: a digest waiting for its hour holds nobody up,
-and the nudges held in it go with it. Reminders and invitations are not
-moves and take no turn.
+The order is the outbox's (event ids follow the moves of one commitment: each
+move inserts its event under the commitment's row lock). A nudge of a move
+waits, without holding a worker, while the same person has a nudge of an
+earlier move of the same commitment still to go (pending, waiting for a
+retry, or being sent), or an earlier move of that commitment is not
+dispatched yet; the send ahead of it (or the dispatch it waited for) queues
+it when it ends (`next_in_line`), as webhooks' turns do per endpoint
+(`webhooks.turns`). Nudges about different commitments do not wait for each
+other: no order between them means anything to the reader, and one person
+asked many things at once (an integration's burst) must not have them sent
+one at a time. What the nudge cap holds back goes later by design: a digest
+waiting for its hour holds nobody up, and the nudges held in it go with it.
+Reminders and invitations are not moves and take no turn.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import uuid
+from typing import Any
 
 from django.db.models import QuerySet
 
 from commitments.outbox import outbox_event_undispatched_before
-from notifications.models import Delivery, DeliveryStatus
+from notifications.models import NudgeDelivery, NudgeDeliveryStatus
 
 
-def _still_to_go(recipient_id, *, now: dt.datetime) -> QuerySet:
-    """The person's nudges of moves that are still to go, in the order of
-    the moves: pending (due, or waiting for a retry) or being sent; not a
-    digest waiting for its time."""
+def _still_to_go(
+    recipient_id: uuid.UUID, commitment_id: uuid.UUID, *, now: dt.datetime
+) -> QuerySet[NudgeDelivery, Any]:
+    """The person's nudges of moves of this commitment that are still to go,
+    in the order of the moves: pending (due, or waiting for a retry) or being
+    sent; not a digest waiting for its time."""
     return (
-        Delivery.objects.filter(
+        NudgeDelivery.objects.filter(
             recipient_id=recipient_id,
-            event__isnull=False,
-            status__in=[DeliveryStatus.PENDING, DeliveryStatus.SENDING],
+            event__commitment_id=commitment_id,
+            status__in=[NudgeDeliveryStatus.PENDING, NudgeDeliveryStatus.SENDING],
         )
-        .exclude(is_digest=True, status=DeliveryStatus.PENDING, next_attempt_at__gt=now)
+        .exclude(is_digest=True, status=NudgeDeliveryStatus.PENDING, next_attempt_at__gt=now)
         .order_by("event_id")
     )
 
 
-def waits_for_earlier(*, recipient_id, event_id, now: dt.datetime) -> bool:
+def waits_for_earlier(
+    *, recipient_id: uuid.UUID, commitment_id: uuid.UUID, event_id: int, now: dt.datetime
+) -> bool:
     """A nudge of `event_id` to this person must wait: one of an earlier move
-    is still to go, or an earlier move about them is not dispatched yet."""
-    if _still_to_go(recipient_id, now=now).filter(event_id__lt=event_id).exists():
+    of the same commitment is still to go, or an earlier move of it is not
+    dispatched yet."""
+    earlier = _still_to_go(recipient_id, commitment_id, now=now).filter(event_id__lt=event_id)
+    if earlier.exists():
         return True
-    return outbox_event_undispatched_before(event_id=event_id, party_id=recipient_id)
+    return outbox_event_undispatched_before(event_id=event_id, commitment_id=commitment_id)
 
 
-def wait_turn(delivery_id, *, now: dt.datetime) -> None:
+def wait_turn(delivery_id: uuid.UUID | str, *, now: dt.datetime) -> None:
     """Leave a due nudge for its turn: pending and due as it is, stamped as
     queued so the sweep leaves it alone for OUTBOX_REQUEUE_AFTER (it queues
     it after that, should the send ahead of it never call `next_in_line`)."""
-    Delivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING).update(
+    NudgeDelivery.objects.filter(pk=delivery_id, status=NudgeDeliveryStatus.PENDING).update(
         enqueued_at=now, updated_at=now
     )
 
 
-def next_in_line(recipient_id, *, now: dt.datetime) -> list[uuid.UUID]:
-    """After a send of this person's ends or a move about them is dispatched:
-    their first nudge still to go, stamped as queued, when it is due and
-    nobody is sending it (one waiting for a retry keeps the rest waiting).
-    The caller queues it after commit (`dispatch.nudges_queue_on_commit`)."""
-    first = _still_to_go(recipient_id, now=now).values_list("pk", "status", "next_attempt_at")
+def next_in_line(
+    recipient_id: uuid.UUID, commitment_id: uuid.UUID, *, now: dt.datetime
+) -> list[uuid.UUID]:
+    """After a send of this person's about this commitment ends, or a move
+    of it is dispatched: their first nudge about it still to go, stamped as
+    queued, when it is due and nobody is sending it (one waiting for a retry
+    keeps the rest about that commitment waiting). The caller queues it after
+    commit (`dispatch.nudges_queue_on_commit`)."""
+    first = _still_to_go(recipient_id, commitment_id, now=now).values_list(
+        "pk", "status", "next_attempt_at"
+    )
     found = first.first()
     if found is None:
         return []
     delivery_id, status, due_at = found
-    if status != DeliveryStatus.PENDING or due_at > now:
+    if status != NudgeDeliveryStatus.PENDING or due_at > now:
         return []
-    Delivery.objects.filter(pk=delivery_id).update(enqueued_at=now, updated_at=now)
+    NudgeDelivery.objects.filter(pk=delivery_id).update(enqueued_at=now, updated_at=now)
     return [delivery_id]

@@ -6,6 +6,6 @@ from notifications import views
 
 urlpatterns = [
     path("", views.notification_settings, name="notification_settings"),
-    path("test", views.notification_test, name="notification_test"),
-    path("test/<uuid:test_id>", views.notification_test_status, name="notification_test_status"),
+    path("test", views.test_nudge, name="test_nudge"),
+    path("test/<uuid:test_id>", views.test_nudge_status, name="test_nudge_status"),
 ]

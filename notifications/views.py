@@ -14,8 +14,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.requests import AuthenticatedRequest
 from lib.api_errors import envelope
-from notifications import channels
-from notifications.models import ChannelKind, Delivery
+from notifications import services
+from notifications.models import ChannelKind, NudgeDelivery
 
 
 class ChannelForm(forms.Form):
@@ -27,7 +27,7 @@ class ChannelForm(forms.Form):
     chat_url = forms.CharField(
         label="Chat URL (Slack or Teams)",
         required=False,
-        max_length=channels.CHAT_URL_MAX,
+        max_length=services.CHAT_URL_MAX,
         strip=True,
         widget=forms.URLInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
         help_text=(
@@ -52,12 +52,12 @@ class ChannelForm(forms.Form):
 @login_required
 @require_http_methods(["GET", "POST"])
 def notification_settings(request: AuthenticatedRequest) -> HttpResponse:
-    channel = channels.notification_channel_get(user=request.user)
+    channel = services.notification_channel_get(user=request.user)
     if request.method == "POST":
         form = ChannelForm(request.POST)
         if form.is_valid():
             try:
-                channels.notification_channel_set(
+                services.notification_channel_set(
                     user=request.user,
                     kind=form.cleaned_data["kind"],
                     chat_url=form.cleaned_data["chat_url"],
@@ -76,21 +76,21 @@ def notification_settings(request: AuthenticatedRequest) -> HttpResponse:
             }
         )
     recent = (
-        Delivery.objects.filter(recipient=request.user)
+        NudgeDelivery.objects.filter(recipient=request.user)
         .select_related("event__commitment", "reminder__commitment")
         .order_by("-created_at")[:10]
     )
     # A chat URL no key decrypts any more is marked broken when first met.
-    channels.notification_channel_url_lost_record(user=request.user, channel=channel)
+    services.notification_channel_url_lost_record(user=request.user, channel=channel)
     return render(
         request,
         "notifications/settings.html",
         {
             "form": form,
             "channel": channel,
-            "destination": channels.destination_for(request.user, channel=channel),
+            "destination": services.destination_for(request.user, channel=channel),
             "recent": recent,
-            "last_test": channels.notification_test_latest(user=request.user),
+            "last_test": services.test_nudge_latest(user=request.user),
         },
         status=400 if form.errors else 200,
     )
@@ -98,11 +98,11 @@ def notification_settings(request: AuthenticatedRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def notification_test(request: HttpRequest) -> HttpResponse:
+def test_nudge(request: AuthenticatedRequest) -> HttpResponse:
     """Queue a test; a worker sends it and the page shows how it went."""
     try:
-        channels.notification_test_request(user=request.user)
-    except channels.TestTooSoon as exc:
+        services.test_nudge_request(user=request.user)
+    except services.TestTooSoon as exc:
         messages.warning(request, str(exc))
     else:
         messages.info(request, "Test queued. Its result appears below when it arrives.")
@@ -110,13 +110,13 @@ def notification_test(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def notification_test_status(request: HttpRequest, test_id) -> JsonResponse:
-    """Where a test stands, for the page's script (static/js/notification_test.js),
+def test_nudge_status(request: HttpRequest, test_id) -> JsonResponse:
+    """Where a test stands, for the page's script (static/js/test_nudge.js),
     which polls it until the test is done: JSON, by the session (the person's
     own tests only), with the page's fragment for it."""
     if not request.user.is_authenticated:
         return JsonResponse(envelope("unauthorized", "Sign in to see your tests.", {}), status=401)
-    test = channels.notification_test_get(user=request.user, test_id=test_id)
+    test = services.test_nudge_get(user=request.user, test_id=test_id)
     if test is None:
         return JsonResponse(envelope("not_found", "No such test of yours.", {}), status=404)
     html = render_to_string("notifications/_test_result.html", {"last_test": test})

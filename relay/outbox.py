@@ -19,7 +19,7 @@ lost, late or delivered twice:
    and was never picked up: undispatched events, due nudges and webhook
    deliveries and those whose lease expired, claimed with SELECT ... FOR
    UPDATE SKIP LOCKED and stamped, so concurrent sweeps do not queue the same
-   row; channel tests ("send a test") too, leased the same way. It also
+   row; test nudges ("send a test") too, leased the same way. It also
    forgets rotated-out webhook secrets whose 24 hours are over.
 """
 
@@ -43,8 +43,8 @@ from commitments.outbox import (
 from lib import jobs
 from lib.logs import request_id_var
 from notifications import tasks as notification_tasks
-from notifications.channels import notification_tests_take_due
 from notifications.dispatch import nudge_deliveries_create, nudge_deliveries_take_due
+from notifications.services import test_nudges_take_due
 from relay import tasks
 from webhooks import tasks as webhook_tasks
 from webhooks.dispatch import webhook_deliveries_create, webhook_deliveries_take_due
@@ -129,9 +129,7 @@ def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
         webhook_ids = webhook_deliveries_take_due(
             now=now, requeue_after=requeue_after, limit=SWEEP_BATCH
         )
-        test_ids = notification_tests_take_due(
-            now=now, requeue_after=requeue_after, limit=SWEEP_BATCH
-        )
+        test_ids = test_nudges_take_due(now=now, requeue_after=requeue_after, limit=SWEEP_BATCH)
         webhook_endpoints_forget_old_secrets(now=now)
 
         def enqueue() -> None:
@@ -142,13 +140,13 @@ def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
             for delivery_id in webhook_ids:
                 jobs.enqueue(webhook_tasks.deliver_webhook, str(delivery_id))
             for test_id in test_ids:
-                jobs.enqueue(notification_tasks.send_channel_test, str(test_id))
+                jobs.enqueue(notification_tasks.send_test_nudge, str(test_id))
 
         transaction.on_commit(enqueue)
     if events or delivery_ids or webhook_ids or test_ids:
         log.info(
             "Sweep queued %d event(s), %d delivery(ies), %d webhook delivery(ies) "
-            "and %d channel test(s).",
+            "and %d test nudge(s).",
             len(events),
             len(delivery_ids),
             len(webhook_ids),

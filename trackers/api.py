@@ -4,7 +4,8 @@ webhooks.
 Order: the connection named by the URL, then its tracker's signature over the
 raw body, computed as the body is read (`trackers.wire`: up to 25 MiB, spooled
 to a temporary file past 1 MiB; GitLab's token before a byte is read),
-constant time, before the body is parsed; Linear's timestamp once it is:
+constant time, before the body is parsed; its freshness once it is (Linear's
+timestamp): each as the tracker's class says (`trackers.kinds`):
 anything wrong is `401 unauthorized` in the envelope and writes nothing.
 Then the body is decoded (JSON, or GitHub's `payload=` form) and
 `services.tracker_delivery_receive` does what it says, once per delivery id
@@ -26,8 +27,10 @@ from rest_framework.views import APIView
 from lib.api_errors import ApiError
 from lib.json_api import JsonOnlyNegotiation
 from lib.request_body import Unreadable
-from trackers import payloads, selectors, services, signatures, wire
+from trackers import payloads, selectors, services, wire
 from trackers.api_docs import HookResultSerializer, hook_schema
+from trackers.kinds import tracker_for
+from trackers.outcomes import Receipt
 
 NOT_AUTHENTIC = (
     "The delivery is not signed with this connection's secret (or the address is not a "
@@ -51,8 +54,8 @@ class HookView(APIView):
         connection = selectors.connection_for_hook(hook_id=hook_id)
         if connection is None or not connection.owner.is_active:
             raise _unauthorized()
-        kind = connection.kind
-        check = signatures.signature_check(kind, secret=connection.secret, headers=request.headers)
+        tracker = tracker_for(connection.kind)
+        check = tracker.signature_check(secret=connection.secret, headers=request.headers)
         if not check.needs_body and not check.authentic():
             raise _unauthorized()
         try:
@@ -68,9 +71,7 @@ class HookView(APIView):
                 )
             if not check.authentic():
                 raise _unauthorized()
-            delivery_id = signatures.delivery_id(
-                kind, headers=request.headers, body_sha256=body.sha256
-            )
+            delivery_id = tracker.delivery_id(headers=request.headers, body_sha256=body.sha256)
             if not body.kept:
                 receipt = services.tracker_delivery_receive(
                     connection=connection,
@@ -84,13 +85,11 @@ class HookView(APIView):
         finally:
             body.close()
         data, change, why = decoded.data, None, decoded.why
-        if kind == "linear" and not signatures.linear_timestamp_fresh(
-            data.get("webhookTimestamp") if isinstance(data, dict) else None, now=timezone.now()
-        ):
-            raise _unauthorized("The delivery's webhookTimestamp is not within a minute of now.")
+        if not tracker.fresh(data, now=timezone.now()):
+            raise _unauthorized(tracker.stale)
         if data is not None:
             try:
-                change = payloads.read(kind, request.headers, data)
+                change = tracker.change(request.headers, data)
             except payloads.NotAnIssueEvent as exc:
                 why = str(exc)
         receipt = services.tracker_delivery_receive(
@@ -103,7 +102,7 @@ class HookView(APIView):
         return _answer(receipt)
 
 
-def _answer(receipt: services.Receipt) -> Response:
+def _answer(receipt: Receipt) -> Response:
     answer = HookResultSerializer(
         {
             "changed": receipt.changed,
@@ -111,7 +110,7 @@ def _answer(receipt: services.Receipt) -> Response:
             "event": receipt.event,
             "externalId": receipt.external_id,
             "summary": receipt.summary,
-            "actions": receipt.actions,
+            "actions": receipt.actions_json(),
         }
     ).data
     code = status.HTTP_200_OK if receipt.changed else status.HTTP_202_ACCEPTED

@@ -14,6 +14,7 @@ from drf_spectacular.utils import (
 from rest_framework import serializers
 
 from lib.api_errors import error_example, error_response
+from trackers.outcomes import Did
 
 
 class HookActionSerializer(serializers.Serializer):
@@ -21,16 +22,7 @@ class HookActionSerializer(serializers.Serializer):
         help_text="The tracker's user (as the tracker shows them), or the commitment's externalId."
     )
     did = serializers.ChoiceField(
-        choices=[
-            "created",
-            "completed",
-            "recorded",
-            "renegotiated",
-            "noted",
-            "moved",
-            "kept",
-            "skipped",
-        ],
+        choices=Did.values,
         help_text=(
             "What was done: created, completed; recorded (closed without being done: not "
             "completed); renegotiated (the due date changed before the handshake); noted (the "

@@ -17,14 +17,7 @@ from django.utils import timezone
 
 from commitments.models import EXTERNAL_SYSTEM_MAX
 from lib.crypto import EncryptedTextField, is_undecryptable
-
-
-class Kind(models.TextChoices):
-    GITHUB = "github", "GitHub"
-    GITLAB = "gitlab", "GitLab"
-    LINEAR = "linear", "Linear"
-    JIRA = "jira", "Jira"
-
+from trackers.kinds import Kind
 
 DELIVERY_ID_MAX = 200
 EVENT_MAX = 100
@@ -47,7 +40,7 @@ class TrackerConnection(models.Model):
     hook_id = models.CharField(max_length=64, unique=True, editable=False)
     secret = EncryptedTextField()
     # The tracker's user, by the one field each tracker keeps unique
-    # (payloads.IDENTITY_FIELD: GitHub login, GitLab username, Linear user id,
+    # (its class's `identity_field`, trackers.kinds: GitHub login, GitLab username, Linear user id,
     # Jira accountId) -> e-mail addresses here; it wins over a payload's e-mail.
     identity_map = models.JSONField(default=dict, blank=True)
     # The tracker's web host (`github.com`, `acme.atlassian.net`,

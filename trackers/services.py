@@ -1,9 +1,10 @@
 """Writes of the trackers app: connections (add, rotate the secret, edit the
 identity map, delete) and what one authentic delivery does.
 
-A delivery goes through the inbox's own path: the inbox serializer validates
-what the issue becomes, `commitments.services.commitment_create_pending`
-creates it (audit row, outbox row: the same nudges and outbound webhooks), and
+A delivery goes the inbox's own way: the contract's rules of a commitment's
+terms (`commitments.terms`, which the inbox's serializer runs too) check what
+the issue becomes, `commitments.services.commitment_create_pending` creates it
+(audit row, outbox row: the same nudges and outbound webhooks), and
 `commitment_complete` completes it. The actor is the owner through the
 connection (`Actor.for_tracker`), with the rights of the owner's API token.
 """
@@ -14,8 +15,8 @@ import datetime as dt
 import hashlib
 import re
 import secrets
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from django.contrib.auth import get_user_model
@@ -24,7 +25,6 @@ from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
-from rest_framework import serializers
 
 from accounts.timezones import zone_named
 from audit.services import Actor, audit_event_record
@@ -32,21 +32,21 @@ from commitments import selectors as commitment_selectors
 from commitments import services as commitment_services
 from commitments.errors import CommitmentError, DuplicateExternalRef, NothingChanged
 from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, Commitment, Status
+from commitments.terms import EXTERNAL_SYSTEM, TermsInvalid, terms_check
 from integrations import selectors as integration_selectors
-from integrations.serializers import InboxSerializer
-from lib.api_errors import flatten_errors
 from lib.text import is_blank, strip_blank
 from trackers import payloads
+from trackers.kinds import Kind, tracker_for
 from trackers.models import (
     EVENT_MAX,
     ISSUE_KEY_MAX,
     LOGIN_MAX,
     SITE_MAX,
-    Kind,
     Outcome,
     TrackerConnection,
     TrackerEvent,
 )
+from trackers.outcomes import Action, Did, Receipt
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -90,20 +90,16 @@ def clean_kind(value: str) -> str:
 
 
 def clean_system(value: str | None, *, kind: str) -> str:
-    """The inbox's own rule for externalSystem (trimmed, 1..32 characters)."""
+    """The contract's rule for externalSystem (`commitments.terms`: trimmed,
+    1..32 characters)."""
     value = kind if value is None or is_blank(value) else value
-    field_rule = InboxSerializer().fields["externalSystem"]
     try:
-        cleaned: str = field_rule.run_validation(value)
-    except serializers.ValidationError as exc:
-        detail = exc.detail  # a field's errors: a list
-        first = detail[0] if isinstance(detail, list) else detail
-        raise TrackerError(f"externalSystem: {first}", field="system") from None
-    return cleaned
+        return EXTERNAL_SYSTEM.clean(value)
+    except TermsInvalid as exc:
+        [problem, *_] = exc.problems[EXTERNAL_SYSTEM.name]
+        raise TrackerError(f"externalSystem: {problem.message}", field="system") from None
 
 
-# The trackers with one web host for everyone; GitLab and Jira may be anyone's.
-DEFAULT_SITE = {"github": "github.com", "linear": "linear.app"}
 _HOST_RE = re.compile(
     r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?$"
 )
@@ -116,7 +112,7 @@ def clean_site(value: str | None, *, kind: str) -> str:
     else "" (learnt from the first delivery with a link)."""
     text = strip_blank(value or "").lower()
     if not text:
-        return DEFAULT_SITE.get(kind, "")
+        return tracker_for(kind).default_site
     if "://" in text:
         try:
             parts = urlsplit(text)
@@ -320,22 +316,6 @@ def tracker_connection_delete(*, connection: TrackerConnection, actor: Actor | N
 # --- deliveries ----------------------------------------------------------------
 
 
-@dataclass
-class Receipt:
-    """What a delivery did: the answer to the tracker and the log row's text."""
-
-    outcome: str
-    summary: str
-    event: str = ""
-    external_id: str = ""
-    actions: list[dict[str, Any]] = field(default_factory=list)
-    redelivery: bool = False
-
-    @property
-    def changed(self) -> bool:
-        return self.outcome == Outcome.CHANGED and not self.redelivery
-
-
 def end_of_day(day: dt.date, tz_name: str) -> dt.datetime:
     """23:59:59 of `day` in the time zone `tz_name` (UTC when it is unknown)."""
     return dt.datetime.combine(day, dt.time(23, 59, 59), tzinfo=zone_named(tz_name))
@@ -414,10 +394,6 @@ def _link_host(url: str) -> str:
 # --- one delivery ----------------------------------------------------------------------
 
 
-# What each `did` wrote: these change a commitment (or make one).
-CHANGED_DID = {"created", "completed", "recorded", "renegotiated", "noted", "moved"}
-
-
 @dataclass
 class _Delivery:
     """One delivery being applied: the connection, what it says, who acts,
@@ -489,7 +465,7 @@ def _email_of(person: payloads.Person, identity_map: dict[str, str]) -> str | No
 
 
 def _unmapped(kind: str, person: payloads.Person) -> str:
-    field_name = payloads.IDENTITY_FIELD[kind]
+    field_name = tracker_for(kind).identity_field
     if not person.key:
         return f"the tracker sent no {field_name} and no e-mail"
     return (
@@ -502,14 +478,14 @@ def _day(value: dt.datetime | None, tz_name: str) -> str:
     return value.astimezone(zone_named(tz_name)).date().isoformat() if value else "none"
 
 
-def _follow_move(delivery: _Delivery) -> list[dict[str, Any]]:
+def _follow_move(delivery: _Delivery) -> list[Action]:
     """A moved issue keeps its commitments: when none is found under the key
-    and some are under a key it had before (payloads: Jira's changelog,
-    Linear's previousIdentifiers), they take the new key (and its link)."""
+    and some are under a key it had before (Jira's changelog, Linear's
+    previousIdentifiers), they take the new key (and its link)."""
     change, connection = delivery.change, delivery.connection
     if not change.previous_keys or _issue_commitments(connection, change.key):
         return []
-    actions: list[dict[str, Any]] = []
+    actions: list[Action] = []
     for old_key in change.previous_keys:
         found = _issue_commitments(connection, old_key)
         if not found:
@@ -518,11 +494,6 @@ def _follow_move(delivery: _Delivery) -> list[dict[str, Any]]:
         for commitment in found:
             assert commitment.external_id is not None  # found by it
             new_id = _external_id_for(change.key, commitment.external_id)
-            entry: dict[str, Any] = {
-                "who": commitment.external_id,
-                "commitmentId": str(commitment.pk),
-            }
-            actions.append(entry)
             try:
                 commitment_services.commitment_external_ref_change(
                     actor=delivery.actor,
@@ -531,14 +502,16 @@ def _follow_move(delivery: _Delivery) -> list[dict[str, Any]]:
                     link_url=link,
                 )
             except CommitmentError as exc:
-                entry.update(did="kept", why=f"it could not take the new key {new_id}: {exc}")
+                why = f"it could not take the new key {new_id}: {exc}"
+                actions.append(_about(commitment, Did.KEPT, why))
                 continue
-            entry.update(did="moved", externalId=new_id, why=f"the issue is now {change.key}")
+            moved = _about(commitment, Did.MOVED, f"the issue is now {change.key}")
+            actions.append(replace(moved, external_id=new_id))
         break
     return actions
 
 
-def _assign(delivery: _Delivery) -> list[dict[str, Any]]:
+def _assign(delivery: _Delivery) -> list[Action]:
     connection, change, actor = delivery.connection, delivery.change, delivery.actor
     owner = connection.owner
     existing = _issue_commitments(connection, change.key)
@@ -547,107 +520,109 @@ def _assign(delivery: _Delivery) -> list[dict[str, Any]]:
     wanted = [(p, _email_of(p, connection.identity_map)) for p in change.people]
     users = integration_selectors.users_by_email(emails=[e for _, e in wanted if e])
     deadline = end_of_day(change.due, owner.timezone) if change.due else None
-    actions: list[dict[str, Any]] = []
+    actions: list[Action] = []
     for person, email in wanted:
-        entry: dict[str, Any] = {"who": person.shown}
-        if person.key and person.key != person.shown:
-            entry["trackerUser"] = person.key
-        actions.append(entry)
+        tracker_user = person.key if person.key and person.key != person.shown else ""
+        # What is said of this person, whatever is done: each outcome below is
+        # this with its `did` and why.
+        who = Action(who=person.shown, did=Did.SKIPPED, tracker_user=tracker_user)
         if email is None:
-            entry.update(did="skipped", why=_unmapped(connection.kind, person))
+            actions.append(replace(who, why=_unmapped(connection.kind, person)))
             continue
-        entry["email"] = email
+        who = replace(who, email=email)
         user = users.get(email)
         if user is None or not user.can_receive:
-            entry.update(did="skipped", why=ASSIGNEE_UNKNOWN)
+            actions.append(replace(who, why=ASSIGNEE_UNKNOWN))
             continue
         if user.pk in by_assignee:
             found = by_assignee[user.pk]
-            entry.update(
-                did="kept",
-                why=f"a commitment for this issue exists already ({found.get_status_display()})",
-                commitmentId=str(found.pk),
-            )
+            why = f"a commitment for this issue exists already ({found.get_status_display()})"
+            actions.append(replace(who, did=Did.KEPT, why=why, commitment_id=str(found.pk)))
             continue
         first = first_external_id(change.key)
         external_id = first if first not in taken_ids else further_external_id(change.key, email)
-        inbox = InboxSerializer(
-            data={
-                "assignerEmail": owner.email,
-                "assigneeEmail": email,
-                "description": change.title[:DESCRIPTION_MAX],
-                "deadline": deadline.isoformat() if deadline else None,
-                "externalSystem": connection.system,
-                "externalId": external_id,
-            }
-        )
-        if not inbox.is_valid():
-            problems = flatten_errors(inbox.errors)
-            entry.update(did="skipped", why="; ".join(f"{k}: {v}" for k, v in problems.items()))
+        try:
+            agreed = terms_check(
+                description=change.title[:DESCRIPTION_MAX],
+                deadline=deadline,
+                external_system=connection.system,
+                external_id=external_id,
+            )
+        except TermsInvalid as exc:
+            actions.append(replace(who, why=exc.said))
             continue
-        data = inbox.validated_data
         try:
             commitment = commitment_services.commitment_create_pending(
                 actor=actor,
                 assigner=owner,
                 assignee=user,
-                description=data["description"],
-                deadline=data["deadline"],
-                external_system=data["externalSystem"],
-                external_id=data["externalId"],
+                description=agreed.description,
+                deadline=agreed.deadline,
+                external_system=agreed.external_system,
+                external_id=agreed.external_id,
                 link_url=delivery.link(),
             )
         except DuplicateExternalRef:
-            entry.update(
-                did="kept", why=f"a commitment with externalId {external_id} exists already"
-            )
+            why = f"a commitment with externalId {external_id} exists already"
+            actions.append(replace(who, did=Did.KEPT, why=why))
             continue
         taken_ids.add(external_id)
         by_assignee[user.pk] = commitment
-        entry.update(did="created", commitmentId=str(commitment.pk), externalId=external_id)
-        if deadline is not None and deadline < commitment.created_at:
-            entry["pastDue"] = _day(deadline, owner.timezone)
+        past_due = deadline is not None and deadline < commitment.created_at
+        actions.append(
+            replace(
+                who,
+                did=Did.CREATED,
+                commitment_id=str(commitment.pk),
+                external_id=external_id,
+                past_due=_day(deadline, owner.timezone) if past_due else "",
+            )
+        )
     return actions
 
 
-def _not_moving(commitment: Commitment, entry: dict[str, Any]) -> bool:
-    """Note why a commitment that cannot be moved now is left as it is."""
+def _not_moving(commitment: Commitment) -> Action | None:
+    """Why a commitment that cannot be moved now is left as it is (None when
+    it can be)."""
     reasons: dict[str, str] = {
         Status.COMPLETED: "it was completed already",
         Status.REFUSED: "it was declined",
         Status.DRAFT: "it is a draft",
     }
     why = reasons.get(commitment.status)
-    if why:
-        entry.update(did="kept", why=why)
-    return bool(why)
+    return _about(commitment, Did.KEPT, why) if why else None
 
 
-def _close(delivery: _Delivery) -> list[dict[str, Any]]:
+def _about(commitment: Commitment, did: Did, why: str = "") -> Action:
+    """An action on one of the issue's commitments."""
+    assert commitment.external_id is not None  # found by it
+    return Action(who=commitment.external_id, commitment_id=str(commitment.pk), did=did, why=why)
+
+
+def _close(delivery: _Delivery) -> list[Action]:
     existing = _issue_commitments(delivery.connection, delivery.change.key)
-    actions: list[dict[str, Any]] = []
+    actions: list[Action] = []
     for commitment in existing:
-        entry: dict[str, Any] = {"who": commitment.external_id, "commitmentId": str(commitment.pk)}
-        actions.append(entry)
-        if _not_moving(commitment, entry):
+        stays = _not_moving(commitment)
+        if stays is not None:
+            actions.append(stays)
             continue
         if commitment.status != Status.ACTIVE:
-            entry.update(
-                did="kept", why=f"it is not accepted yet ({commitment.get_status_display()})"
-            )
+            why = f"it is not accepted yet ({commitment.get_status_display()})"
+            actions.append(_about(commitment, Did.KEPT, why))
             continue
         try:
             commitment_services.commitment_complete(
                 actor=delivery.actor, commitment_id=commitment.pk
             )
         except CommitmentError as exc:  # changed under us since it was read
-            entry.update(did="kept", why=str(exc))
+            actions.append(_about(commitment, Did.KEPT, str(exc)))
             continue
-        entry.update(did="completed")
+        actions.append(_about(commitment, Did.COMPLETED))
     return actions
 
 
-def _not_done(delivery: _Delivery) -> list[dict[str, Any]]:
+def _not_done(delivery: _Delivery) -> list[Action]:
     """Closed without being done (not planned, canceled, won't do): not a kept
     commitment, so nothing is completed; each open commitment of the issue
     records it (its timeline says so). Issue 26 (withdrawal) makes this a
@@ -655,24 +630,24 @@ def _not_done(delivery: _Delivery) -> list[dict[str, Any]]:
     change = delivery.change
     words = f"Closed in {delivery.tracker} {change.closed_as}"
     existing = _issue_commitments(delivery.connection, change.key)
-    actions: list[dict[str, Any]] = []
+    actions: list[Action] = []
     for commitment in existing:
-        entry: dict[str, Any] = {"who": commitment.external_id, "commitmentId": str(commitment.pk)}
-        actions.append(entry)
-        if _not_moving(commitment, entry):
+        stays = _not_moving(commitment)
+        if stays is not None:
+            actions.append(stays)
             continue
         try:
             commitment_services.commitment_record_closed_not_done(
                 actor=delivery.actor, commitment_id=commitment.pk, words=words
             )
         except CommitmentError as exc:
-            entry.update(did="kept", why=str(exc))
+            actions.append(_about(commitment, Did.KEPT, str(exc)))
             continue
-        entry.update(did="recorded", why=f"{words}: not completed")
+        actions.append(_about(commitment, Did.RECORDED, f"{words}: not completed"))
     return actions
 
 
-def _due(delivery: _Delivery) -> list[dict[str, Any]]:
+def _due(delivery: _Delivery) -> list[Action]:
     """The due date changed in the tracker: a change of terms by the assigner.
     Before the handshake completed (Pending_Handshake, Refused) that is a
     renegotiation (the assignee is asked again); once accepted, the accepted
@@ -681,57 +656,42 @@ def _due(delivery: _Delivery) -> list[dict[str, Any]]:
     tz_name = connection.owner.timezone
     deadline = end_of_day(change.due, tz_name) if change.due else None
     now_due = f"is now {change.due.isoformat()}" if change.due else "was removed"
-    actions: list[dict[str, Any]] = []
+    actions: list[Action] = []
     for commitment in _issue_commitments(connection, change.key):
-        entry: dict[str, Any] = {"who": commitment.external_id, "commitmentId": str(commitment.pk)}
-        actions.append(entry)
-        try:
-            if commitment.status in (Status.PENDING_HANDSHAKE, Status.REFUSED):
-                commitment_services.commitment_renegotiate(
-                    actor=delivery.actor, commitment_id=commitment.pk, deadline=deadline
-                )
-                entry.update(
-                    did="renegotiated",
-                    why=f"the due date {now_due}: the assignee is asked again",
-                )
-            elif commitment.status == Status.ACTIVE:
-                words = (
-                    f"The due date in {delivery.tracker} {now_due}; "
-                    f"the accepted deadline ({_day(commitment.deadline, tz_name)}) stays"
-                )
-                commitment_services.commitment_record_source_deadline(
-                    actor=delivery.actor,
-                    commitment_id=commitment.pk,
-                    deadline=deadline,
-                    words=words,
-                )
-                entry.update(did="noted", why=words)
-            else:
-                _not_moving(commitment, entry)
-        except NothingChanged:
-            entry.update(did="kept", why="its deadline is that already")
-        except CommitmentError as exc:  # changed under us since it was read
-            entry.update(did="kept", why=str(exc))
+        actions.append(_due_one(delivery, commitment, deadline=deadline, now_due=now_due))
     return actions
 
 
-def _sentence(entry: dict[str, Any]) -> str:
-    who = entry.get("who", "")
-    why = str(entry.get("why", "")).rstrip(".")
-    did = entry["did"]
-    if did == "created":
-        said = f"Created a commitment for {who} ({entry.get('email')})."
-        if entry.get("pastDue"):
-            said += (
-                f" Its due date, {entry['pastDue']}, had passed already: accepting counts it "
-                "as overdue at once."
+def _due_one(
+    delivery: _Delivery, commitment: Commitment, *, deadline: dt.datetime | None, now_due: str
+) -> Action:
+    tz_name = delivery.connection.owner.timezone
+    try:
+        if commitment.status in (Status.PENDING_HANDSHAKE, Status.REFUSED):
+            commitment_services.commitment_renegotiate(
+                actor=delivery.actor, commitment_id=commitment.pk, deadline=deadline
             )
-        return said
-    if did == "completed":
-        return f"Completed {who}."
-    if did == "moved":
-        return f"Moved {who} to {entry.get('externalId')}: {why}."
-    return f"{did.capitalize()} {who}: {why}."
+            why = f"the due date {now_due}: the assignee is asked again"
+            return _about(commitment, Did.RENEGOTIATED, why)
+        if commitment.status == Status.ACTIVE:
+            words = (
+                f"The due date in {delivery.tracker} {now_due}; "
+                f"the accepted deadline ({_day(commitment.deadline, tz_name)}) stays"
+            )
+            commitment_services.commitment_record_source_deadline(
+                actor=delivery.actor,
+                commitment_id=commitment.pk,
+                deadline=deadline,
+                words=words,
+            )
+            return _about(commitment, Did.NOTED, words)
+    except NothingChanged:
+        return _about(commitment, Did.KEPT, "its deadline is that already")
+    except CommitmentError as exc:  # changed under us since it was read
+        return _about(commitment, Did.KEPT, str(exc))
+    stays = _not_moving(commitment)
+    assert stays is not None  # every other status is one that stays
+    return stays
 
 
 NOTHING_FOR = {
@@ -742,7 +702,6 @@ NOTHING_FOR = {
 
 def _apply(connection: TrackerConnection, change: payloads.Change, actor: Actor) -> Receipt:
     delivery = _Delivery(connection, change, actor)
-    base: dict[str, Any] = {"event": change.event, "external_id": change.key}
     actions = _follow_move(delivery)
     if change.due_changed:
         actions += _due(delivery)
@@ -765,12 +724,13 @@ def _apply(connection: TrackerConnection, change: payloads.Change, actor: Actor)
             delivery.notes.insert(
                 0, NOTHING_FOR.get(change.action) or change.note or "Nothing to do."
             )
-    changed = any(a["did"] in CHANGED_DID for a in actions)
+    changed = any(a.did.changes for a in actions)
     return Receipt(
         Outcome.CHANGED if changed else Outcome.NOTHING,
-        " ".join([*(_sentence(a) for a in actions), *delivery.notes]),
-        actions=actions,
-        **base,
+        " ".join([*(a.sentence() for a in actions), *delivery.notes]),
+        event=change.event,
+        external_id=change.key,
+        actions=tuple(actions),
     )
 
 
@@ -813,7 +773,7 @@ def tracker_delivery_receive(
     row.external_id = receipt.external_id[:ISSUE_KEY_MAX]
     row.outcome = receipt.outcome
     row.summary = receipt.summary
-    row.actions = receipt.actions
+    row.actions = receipt.actions_json()
     row.save(update_fields=["event", "external_id", "outcome", "summary", "actions"])
     return receipt
 

@@ -1,27 +1,16 @@
-"""Is a delivery authentic? Each tracker signs its own way (`SCHEMES`); every
-check runs on the raw body as it is read, before it is parsed, and compares
-in constant time.
-
-- GitHub: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>`.
-- GitLab: `X-Gitlab-Token` equal to the secret.
-- Linear: `Linear-Signature: <hex HMAC-SHA256 of the body>` (its
-  `webhookTimestamp`, inside the signed body, is checked once the body is
-  parsed: `linear_timestamp_fresh`).
-- Jira: `X-Hub-Signature: sha256=<hex HMAC-SHA256 of the body>`.
-
-And each names its deliveries: the id that makes a redelivery a no-op.
+"""Is a delivery authentic? Each tracker signs its own way (its class's
+`scheme`, `trackers.kinds`); every check runs on the raw body as it is read,
+before it is parsed, and compares in constant time. And each names its
+deliveries: the id that makes a redelivery a no-op (`delivery_id`).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import hmac
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-LINEAR_TOLERANCE = dt.timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -33,26 +22,6 @@ class Scheme:
     header: str
     prefix: str = ""
     token: bool = False
-
-
-SCHEMES = {
-    "github": Scheme("X-Hub-Signature-256", prefix="sha256="),
-    "gitlab": Scheme("X-Gitlab-Token", token=True),
-    "linear": Scheme("Linear-Signature"),
-    "jira": Scheme("X-Hub-Signature", prefix="sha256="),
-}
-SIGNATURE_HEADERS = {kind: scheme.header for kind, scheme in SCHEMES.items()}
-
-DELIVERY_HEADERS = {
-    "github": ("X-GitHub-Delivery",),
-    "gitlab": ("Idempotency-Key", "X-Gitlab-Event-UUID"),
-    "linear": ("Linear-Delivery",),
-    "jira": ("X-Atlassian-Webhook-Identifier",),
-}
-
-
-def hmac_hex(secret: str, body: bytes) -> str:
-    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
 def _same(given: str, expected: str) -> bool:
@@ -91,35 +60,18 @@ class SignatureCheck:
         return _same(self._given.lower(), self._scheme.prefix + self._mac.hexdigest())
 
 
-def signature_check(kind: str, *, secret: str, headers: Mapping[str, str]) -> SignatureCheck:
-    scheme = SCHEMES[kind]
+def signature_check(scheme: Scheme, *, secret: str, headers: Mapping[str, str]) -> SignatureCheck:
     return SignatureCheck(scheme, secret=secret, given=(headers.get(scheme.header) or "").strip())
 
 
-def authentic(kind: str, *, secret: str, headers: Mapping[str, str], body: bytes) -> bool:
-    """Whether the delivery carries the signature its tracker makes with `secret`."""
-    check = signature_check(kind, secret=secret, headers=headers)
-    check.update(body)
-    return check.authentic()
-
-
-def linear_timestamp_fresh(timestamp_ms: object, *, now: dt.datetime) -> bool:
-    """Linear's `webhookTimestamp` (milliseconds since the epoch) is within a
-    minute of `now`: a captured delivery cannot be replayed later."""
-    if isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int | float):
-        return False
-    try:
-        sent = dt.datetime.fromtimestamp(timestamp_ms / 1000, tz=dt.UTC)
-    except (OverflowError, OSError, ValueError):
-        return False
-    return abs(now - sent) <= LINEAR_TOLERANCE
-
-
-def delivery_id(kind: str, *, headers: Mapping[str, str], body_sha256: str | None) -> str:
-    """The tracker's id of this delivery; without one, the body's digest (the
-    same body twice is then the same delivery), or, for a body not read to
-    its end, a fresh id."""
-    for name in DELIVERY_HEADERS[kind]:
+def delivery_id(
+    names: tuple[str, ...], *, headers: Mapping[str, str], body_sha256: str | None
+) -> str:
+    """The tracker's id of this delivery, from the first of its headers
+    `names` that is set; without one, the body's digest (the same body twice
+    is then the same delivery), or, for a body not read to its end, a fresh
+    id."""
+    for name in names:
         value = (headers.get(name) or "").strip()
         if value:
             return value[:200]

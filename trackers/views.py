@@ -28,7 +28,8 @@ from commitments.models import EXTERNAL_SYSTEM_MAX
 from lib.forms import TextField
 from lib.once import form_key_new, form_key_use
 from trackers import selectors, services
-from trackers.models import SITE_MAX, Kind, TrackerConnection
+from trackers.kinds import Kind, tracker_for
+from trackers.models import SITE_MAX, TrackerConnection
 
 SHOWN_KEY = "trackers.secret"  # {"connection": id, "secret": ...} until the next GET
 FORM_SCOPE = "trackers.connections"
@@ -228,7 +229,9 @@ def connection_detail(request: AuthenticatedRequest, connection_id: uuid.UUID) -
             "url": hook_url(connection),
             "form": form,
             "events": selectors.recent_events(connection=connection),
-            "tracker_secret_form": TrackerSecretForm() if connection.kind == "linear" else None,
+            "tracker_secret_form": (
+                TrackerSecretForm() if tracker_for(connection.kind).makes_own_secret else None
+            ),
             "site_form": SiteForm(initial={"site": connection.site}),
             "shown": shown,
         },
@@ -254,7 +257,8 @@ def connection_rotate(request: AuthenticatedRequest, connection_id: uuid.UUID) -
 def connection_tracker_secret(
     request: AuthenticatedRequest, connection_id: uuid.UUID
 ) -> HttpResponse:
-    """Use the secret a tracker made (Linear) instead of ours."""
+    """Use the secret a tracker made (one that `makes_own_secret`: Linear)
+    instead of ours."""
     connection = _mine(request, connection_id)
     form = TrackerSecretForm(request.POST)
     if form.is_valid():
@@ -265,7 +269,10 @@ def connection_tracker_secret(
         except services.TrackerError as exc:
             messages.error(request, exc.message)
         else:
-            messages.success(request, f"The {connection.label} now checks Linear's secret.")
+            messages.success(
+                request,
+                f"The {connection.label} now checks {connection.get_kind_display()}'s secret.",
+            )
     else:
         messages.error(request, "Paste the signing secret.")
     return redirect("tracker_connection", connection_id=connection.pk)

@@ -4,7 +4,7 @@ to them, each with its frozen payload and its attempts (saleor's shape).
 A `WebhookDelivery` is one event to one endpoint. Its id is THE delivery id
 (`X-Service-Delivery`, `webhook-id`): the same on every retry and replay.
 Its status, lease and retries follow `lib.leasing`, like a nudge's
-(`notifications.Delivery`), but its deadline is a time (24 hours after the
+(`notifications.NudgeDelivery`), but its deadline is a time (24 hours after the
 first attempt), not a number of attempts.
 """
 

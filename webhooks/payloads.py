@@ -1,5 +1,5 @@
-"""The envelope of an outbound webhook (spec, "Outbound webhooks"): built
-once, when the delivery is made, and frozen as bytes."""
+"""The envelope of an outbound webhook (docs/webhooks.md, "The body
+(envelope)"): built once, when the delivery is made, and frozen as bytes."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""When a failed webhook delivery is tried again (DECISIONS.md's schedule):
+"""When a failed webhook delivery is tried again (docs/webhooks.md, "Delivery,
+retries and failures"):
 5 s, 5 min, 30 min, 2 h, 5 h, 10 h after the previous attempt (±10 %
-jitter), one last attempt 24 hours after the first (WEBHOOK_RETRY_WINDOW),
-then failed for good (replayable)."""
+jitter; WEBHOOK_RETRY_SCHEDULE), one last attempt 24 hours after the first
+(WEBHOOK_RETRY_WINDOW), then failed for good (replayable)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ import random
 
 from django.conf import settings
 
-# Gaps after attempts 1, 2, ... (Svix's schedule, cut at 24 hours).
-SCHEDULE = (5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600)
 JITTER = 0.10
 
 
@@ -30,8 +29,9 @@ def next_attempt_at(
     if now >= deadline:
         return None
     index = attempts - 1
-    if 0 <= index < len(SCHEDULE):
-        gap = SCHEDULE[index] * random.uniform(1 - JITTER, 1 + JITTER)  # noqa: S311
+    gaps = settings.WEBHOOK_RETRY_SCHEDULE  # after attempts 1, 2, ...
+    if 0 <= index < len(gaps):
+        gap = gaps[index] * random.uniform(1 - JITTER, 1 + JITTER)  # noqa: S311
     else:
         gap = (deadline - now).total_seconds()  # the last attempt, at 24 hours
     if retry_after and retry_after > gap and now + dt.timedelta(seconds=retry_after) <= deadline:

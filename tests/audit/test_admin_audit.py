@@ -207,8 +207,8 @@ def test_a_group_change_names_the_group_and_hangs_on_the_staff_user(staff_client
 
 
 def test_clearing_a_broken_channel_is_recorded_per_channel(staff_client, staff, assignee):
-    from notifications.channels import notification_channel_mark_broken, notification_channel_set
-    from notifications.models import ChannelKind, NotificationChannel
+    from notifications.models import ChannelKind, NudgeChannel
+    from notifications.services import notification_channel_mark_broken, notification_channel_set
 
     secret_url = "https://hooks.slack.com/services/T000/B000/secret"
     channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=secret_url)
@@ -217,11 +217,11 @@ def test_clearing_a_broken_channel_is_recorded_per_channel(staff_client, staff, 
     )
 
     staff_client.post(
-        "/admin/notifications/notificationchannel/",
+        "/admin/notifications/nudgechannel/",
         {"action": "clear_broken", "_selected_action": [str(channel.pk)]},
     )
 
-    assert not NotificationChannel.objects.get(pk=channel.pk).is_broken
+    assert not NudgeChannel.objects.get(pk=channel.pk).is_broken
     (event,) = admin_events("admin_channel_broken_cleared")
     assert (event.user, event.subject) == (staff, channel)
     assert "secret" not in json.dumps(event.payload)
@@ -231,17 +231,17 @@ def test_retrying_a_delivery_is_recorded_per_delivery(
     staff_client, staff, assigner, assignee, settings
 ):
     from notifications import sending
-    from notifications.models import Delivery
+    from notifications.models import NudgeDelivery
 
     delivery_id = new_request_nudge(assigner, assignee)
     settings.EMAIL_BACKEND = "tests.notifications.test_transports.DownBackend"
     sending.nudge_send(delivery_id=delivery_id)
 
     staff_client.post(
-        "/admin/notifications/delivery/",
+        "/admin/notifications/nudgedelivery/",
         {"action": "retry_now", "_selected_action": [str(delivery_id)]},
     )
 
     (event,) = admin_events("admin_delivery_retried")
-    assert (event.user, event.subject) == (staff, Delivery.objects.get(pk=delivery_id))
+    assert (event.user, event.subject) == (staff, NudgeDelivery.objects.get(pk=delivery_id))
     assert event.payload["attempts"] == 1

@@ -18,7 +18,7 @@ from audit.services import Actor
 from commitments import services
 from commitments.models import OutboxEvent
 from integrations.services import api_token_mint
-from notifications.models import Delivery
+from notifications.models import NudgeDelivery
 from relay import outbox
 from tests.harness.browser import tables_overflowing
 from tests.harness.webhook_pages import delivery_row, endpoint_for
@@ -63,7 +63,7 @@ def people(make_user, settings):
     # Nudges to the knight about them, some failed with a long error.
     for event in OutboxEvent.objects.order_by("pk"):
         outbox.outbox_event_dispatch(event_id=event.pk)
-    Delivery.objects.filter(recipient=knight).update(
+    NudgeDelivery.objects.filter(recipient=knight).update(
         status="failed", last_error="SMTP 550 " + "mailbox unavailable " * 20 + UNBROKEN
     )
     # Three tokens with long names and networks.

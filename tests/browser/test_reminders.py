@@ -13,7 +13,7 @@ from audit.services import Actor
 from commitments import services
 from lib import jobs
 from notifications import sending
-from notifications.models import Delivery
+from notifications.models import NudgeDelivery
 from notifications.reminders import reminders_create_due
 from tests.harness.webhooks import install_clock
 
@@ -42,7 +42,7 @@ def test_a_reminder_reaches_the_assignee_the_day_before_the_deadline(
 
     def scheduler() -> int:
         made = reminders_create_due(now=clock.now)
-        for delivery in Delivery.objects.filter(pk__in=queued, reminder__isnull=False):
+        for delivery in NudgeDelivery.objects.filter(pk__in=queued, reminder__isnull=False):
             sending.nudge_send(delivery_id=delivery.pk)
         queued.clear()
         return made

@@ -33,7 +33,7 @@ def lived_in(make_user, settings):
     model key, a webhook, commitments both ways."""
     from audit.services import Actor
     from commitments import services
-    from gather.keys import model_key_set
+    from gather.services import model_key_set
     from integrations.services import api_token_mint
     from webhooks.services import webhook_endpoint_create
 

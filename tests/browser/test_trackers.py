@@ -23,7 +23,7 @@ def test_add_a_connection_and_see_what_a_delivery_did(
     sign_in(page, person)
     page.goto("/settings/trackers/")
     check_page(page, "trackers-empty")
-    page.get_by_label("Tracker").select_option("github")
+    page.get_by_role("combobox", name="Tracker").select_option("github")
     page.get_by_label("System name (optional)").fill("acme")
     page.get_by_label("People (optional)").fill("knight-gh=knight@example.com")
     page.get_by_role("button", name="Add connection").click()

@@ -19,7 +19,7 @@ from audit.services import Actor
 from commitments import selectors, services
 from commitments.errors import AddressNotAskable
 from commitments.models import Commitment, EventKind, Invitation, OutboxEvent, Status
-from commitments.views_accord import quick_deadline
+from commitments.views.accord import quick_deadline
 from tests.harness.commitments import commitment_in
 from tests.harness.verification import CODE_PAGE, mailed_code
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import Actor
-from commitments import services
+from commitments import links, services
 from commitments.models import Commitment, Status
 from tests.harness.api import INBOX, inbox_body, mint, post_json
 from tests.harness.commitments import DEADLINE, commitment_in, many_commitments, snapshot
@@ -404,7 +404,7 @@ def test_the_page_costs_the_same_queries_at_10_and_1000_commitments(
     client, assigner, assignee, django_assert_num_queries, n
 ):
     many_commitments(assigner, assignee, n)
-    services.link_template_add(
+    links.link_template_add(
         owner=assigner, system="jira", template="https://example.atlassian.net/browse/{externalId}"
     )
     c = services.commitment_create_pending(

@@ -10,7 +10,7 @@ import pytest
 
 from audit.models import AuditEvent
 from audit.services import Actor
-from commitments import services
+from commitments import links, services
 from commitments.errors import LinkTemplateInvalid
 from commitments.links import deep_link, link_template_problem
 from commitments.models import Commitment, LinkTemplate
@@ -142,7 +142,7 @@ def test_a_bad_template_is_shown_with_its_reason_and_nothing_is_stored(client, a
 
 
 def test_one_link_per_system_per_person(client, assigner, assignee):
-    services.link_template_add(owner=assigner, system="jira", template=JIRA)
+    links.link_template_add(owner=assigner, system="jira", template=JIRA)
     client.force_login(assigner)
 
     response = client.post(PAGE, {"system": "jira", "template": JIRA.replace("example", "other")})
@@ -151,13 +151,13 @@ def test_one_link_per_system_per_person(client, assigner, assignee):
     assert "You have a link for “jira” already" in response.content.decode()
     assert LinkTemplate.objects.get().template == JIRA
     # Another person may link the same system their own way.
-    services.link_template_add(owner=assignee, system="jira", template=JIRA)
+    links.link_template_add(owner=assignee, system="jira", template=JIRA)
     assert LinkTemplate.objects.count() == 2
 
 
 def test_nobody_deletes_another_persons_link(client, assigner, outsider):
     mine = "https://lead.example/browse/{externalId}"
-    link = services.link_template_add(owner=assigner, system="jira", template=mine)
+    link = links.link_template_add(owner=assigner, system="jira", template=mine)
     client.force_login(outsider)
 
     response = client.post(f"{PAGE}{link.pk}/delete", follow=True)
@@ -178,7 +178,7 @@ def test_the_form_offers_the_systems_of_the_persons_commitments(client, assigner
 
 
 def test_deleting_needs_a_post(client, assigner):
-    link = services.link_template_add(owner=assigner, system="jira", template=JIRA)
+    link = links.link_template_add(owner=assigner, system="jira", template=JIRA)
     client.force_login(assigner)
 
     assert client.get(f"{PAGE}{link.pk}/delete").status_code == 405
@@ -186,10 +186,10 @@ def test_deleting_needs_a_post(client, assigner):
 
 
 def test_the_model_refuses_a_second_link_for_a_system(assigner):
-    services.link_template_add(owner=assigner, system="jira", template=JIRA)
+    links.link_template_add(owner=assigner, system="jira", template=JIRA)
 
     with pytest.raises(LinkTemplateInvalid):
-        services.link_template_add(owner=assigner, system="jira", template=JIRA)
+        links.link_template_add(owner=assigner, system="jira", template=JIRA)
 
 
 # --- the commitment page -----------------------------------------------------------------
@@ -223,7 +223,7 @@ def test_without_a_template_the_reference_is_text_with_a_way_to_link_it(client, 
 
 
 def test_the_assigners_template_links_it_for_everyone(client, assigner, assignee):
-    services.link_template_add(owner=assigner, system="jira", template=JIRA)
+    links.link_template_add(owner=assigner, system="jira", template=JIRA)
     c = pending(assigner, assignee)
 
     for person in (assigner, assignee):
@@ -234,8 +234,8 @@ def test_the_assigners_template_links_it_for_everyone(client, assigner, assignee
 
 
 def test_the_viewers_own_template_comes_first(client, assigner, assignee):
-    services.link_template_add(owner=assigner, system="jira", template=JIRA)
-    services.link_template_add(
+    links.link_template_add(owner=assigner, system="jira", template=JIRA)
+    links.link_template_add(
         owner=assignee, system="jira", template="https://knight.example/jira/{externalId}"
     )
     c = pending(assigner, assignee, external_id="OPS-1")
@@ -249,8 +249,8 @@ def test_the_viewers_own_template_comes_first(client, assigner, assignee):
 def test_a_template_of_another_system_or_a_stranger_is_not_used(
     client, assigner, assignee, outsider
 ):
-    services.link_template_add(owner=assigner, system="linear", template=JIRA)
-    services.link_template_add(owner=outsider, system="jira", template=JIRA)
+    links.link_template_add(owner=assigner, system="linear", template=JIRA)
+    links.link_template_add(owner=outsider, system="jira", template=JIRA)
     c = pending(assigner, assignee)
     client.force_login(assignee)
 

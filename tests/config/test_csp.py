@@ -15,7 +15,7 @@ from django.urls import reverse
 from audit.services import Actor
 from commitments import services
 from commitments.models import Status
-from gather.keys import model_key_set
+from gather.services import model_key_set
 from tests.harness.api import sign_in
 from tests.harness.commitments import commitment_in
 from tests.harness.csp import assert_strict, inline_code

@@ -143,6 +143,16 @@ def test_a_site_on_this_machine_needs_only_its_encryption_key(tmp_path):
     assert len(problems_for(tmp_path, **public, **unsafe_elsewhere)) == 3
 
 
+def test_a_check_the_settings_silence_is_not_reported_and_the_others_still_are(tmp_path):
+    """As Django's own checks: the benchmark's settings silence E004 (outbound
+    requests to its loopback receivers) without replacing the check."""
+    silenced = [*settings.SILENCED_SYSTEM_CHECKS, "commitments.E004"]
+    with override_settings(SILENCED_SYSTEM_CHECKS=silenced):
+        assert problems_for(tmp_path, OUTBOUND_ALLOW_LOOPBACK="1") == []
+        (problem,) = problems_for(tmp_path, OUTBOUND_ALLOW_LOOPBACK="1", REDIS_URL=None)
+    assert problem.id == "commitments.E002"
+
+
 def test_the_same_settings_in_development_pass(tmp_path):
     problems = problems_for(
         tmp_path,
@@ -174,6 +184,24 @@ def test_the_web_server_refuses_to_start_without_an_encryption_key(run):
     assert "ImproperlyConfigured" in result.stderr
     assert "commitments.E003" in result.stderr
     assert "Set FIELD_ENCRYPTION_KEYS" in result.stderr
+
+
+@pytest.mark.processes
+def test_the_benchmark_settings_pass_check_deploy_and_start_with_loopback_allowed(run):
+    """benchmarks/settings.py: production's settings, loopback allowed, E004
+    silenced; the web server starts on them and the check passes."""
+    benchmark = {"DJANGO_SETTINGS_MODULE": "benchmarks.settings"}
+    started = run(
+        [
+            "-c",
+            "import config.wsgi; from django.conf import settings as s; "
+            "print(s.OUTBOUND_ALLOW_LOOPBACK)",
+        ],
+        **benchmark,
+    )
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.strip() == "True"
+    assert check_deploy(run, **benchmark).returncode == 0
 
 
 @pytest.mark.processes

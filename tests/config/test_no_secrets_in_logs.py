@@ -5,7 +5,7 @@ nudge (once failing, then again), and send a test. Every log record of
 every logger, at DEBUG, written through the handlers settings.LOGGING
 configures, is then searched for every secret the flow created.
 
-To cover a new kind of secret (webhook signing secrets, provider keys),
+To cover a new kind of secret (webhook signing secrets, model keys),
 create one in the flow and add it to `secrets`.
 """
 
@@ -24,7 +24,7 @@ from django.test import Client
 
 from lib import jobs
 from lib.redact import redact
-from notifications.models import ChannelKind, Delivery, DeliveryStatus, NotificationChannel
+from notifications.models import ChannelKind, NudgeChannel, NudgeDelivery, NudgeDeliveryStatus
 from relay.outbox import outbox_relay
 from tests.harness.api import INBOX, inbox_body, mint, post_json
 from tests.harness.services import FakeService, Reply
@@ -119,7 +119,7 @@ def test_a_full_flow_logs_none_of_the_secrets_it_created(
         # A Slack channel, through the page.
         saved = browser.post("/settings/notifications/", {"kind": "slack", "chat_url": slack_url})
         assert saved.status_code == 302
-        assert NotificationChannel.objects.get(user=assignee).kind == ChannelKind.SLACK
+        assert NudgeChannel.objects.get(user=assignee).kind == ChannelKind.SLACK
 
         # An inbox call with a bearer token; the worker sends the nudge,
         # which Slack refuses once (a logged failure) and then takes.
@@ -129,15 +129,15 @@ def test_a_full_flow_logs_none_of_the_secrets_it_created(
             response = post_json(Client(), INBOX, inbox_body(), token=token)
         assert response.status_code == 201, response.content
         worker()
-        delivery = Delivery.objects.get(recipient=assignee)
-        assert delivery.status == DeliveryStatus.PENDING  # the 503
-        Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=delivery.created_at)
+        delivery = NudgeDelivery.objects.get(recipient=assignee)
+        assert delivery.status == NudgeDeliveryStatus.PENDING  # the 503
+        NudgeDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=delivery.created_at)
         from relay.outbox import outbox_sweep
 
         with django_capture_on_commit_callbacks(execute=True):
             outbox_sweep(now=delivery.next_attempt_at)
         worker()
-        assert Delivery.objects.get(pk=delivery.pk).status == DeliveryStatus.DELIVERED
+        assert NudgeDelivery.objects.get(pk=delivery.pk).status == NudgeDeliveryStatus.DELIVERED
 
         # A test message, queued by the page and sent by the worker.
         slack.reply_with(Reply(404, "no_service"))
@@ -272,7 +272,7 @@ def test_a_real_worker_at_debug_logs_none_of_the_secrets(
     import os
     import sys
 
-    from notifications.models import ChannelTest
+    from notifications.models import TestNudge
     from tests.harness.services import (
         Process,
         purge_queue,
@@ -309,21 +309,21 @@ def test_a_real_worker_at_debug_logs_none_of_the_secrets(
         response = post_json(Client(), INBOX, inbox_body(), token=token)
         assert response.status_code == 201, response.content
         wait_until(
-            lambda: Delivery.objects.filter(
-                recipient=assignee, status=DeliveryStatus.DELIVERED
+            lambda: NudgeDelivery.objects.filter(
+                recipient=assignee, status=NudgeDeliveryStatus.DELIVERED
             ).exists(),
             what="the nudge",
         )
         slack.reply_with(Reply(404, "no_service"))
         browser.post("/settings/notifications/test")
         wait_until(
-            lambda: ChannelTest.objects.filter(user=assignee, finished_at__isnull=False).exists(),
+            lambda: TestNudge.objects.filter(user=assignee, finished_at__isnull=False).exists(),
             what="the test",
         )
         assert len(slack.requests) == 2
 
     logs = captured_logs.getvalue() + worker.output()
-    assert "notifications.tasks.send_channel_test" in worker.output()  # the capture did capture
+    assert "notifications.tasks.send_test_nudge" in worker.output()  # the capture did capture
     secrets = {
         "the API token": token,
         "the Slack URL": slack_url,

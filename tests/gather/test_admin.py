@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.urls import reverse
 
 from audit.admin_mixins import AuditedAdminMixin
-from gather import keys
+from gather import services
 from gather.models import ModelKey
 
 pytestmark = pytest.mark.django_db
@@ -31,9 +31,9 @@ def test_it_is_audited_and_read_only(staff, rf):
 
 def test_the_list_and_the_page_show_last4_never_the_key(client, staff, assigner, settings):
     settings.FIELD_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]
-    lost = keys.model_key_set(user=staff, provider="anthropic", key="sk-lost-ZZ11")
+    lost = services.model_key_set(user=staff, provider="anthropic", key="sk-lost-ZZ11")
     settings.FIELD_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]
-    stored = keys.model_key_set(user=assigner, provider="openai", key=KEY, model="gpt-m")
+    stored = services.model_key_set(user=assigner, provider="openai", key=KEY, model="gpt-m")
     client.force_login(staff)
 
     listing = client.get(reverse("admin:gather_modelkey_changelist"))

@@ -1,5 +1,5 @@
-"""gather.keys: a user's own provider keys, stored encrypted, shown by their
-last four characters, replaced and deleted, one of them the default that
+"""gather.services and gather.selectors: a user's own model keys, stored
+encrypted, shown by their last four characters, replaced and deleted, one of them the default that
 capture uses; a key no configured encryption key reads is never used."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from cryptography.fernet import Fernet
 from django.db import connection
 
 from audit.models import AuditEvent
-from gather import keys
+from gather import errors, selectors, services
 from gather.models import ModelKey, Provider
 from tests.harness.concurrency import race
 
@@ -31,7 +31,7 @@ def raw_key_column(stored: ModelKey) -> str:
 
 
 def test_the_stored_key_is_encrypted_and_only_its_last_four_are_kept_in_the_clear(assigner):
-    stored = keys.model_key_set(user=assigner, provider="openai", key=f"  {OPENAI_KEY}\n")
+    stored = services.model_key_set(user=assigner, provider="openai", key=f"  {OPENAI_KEY}\n")
 
     raw = raw_key_column(stored)
     assert OPENAI_KEY not in raw and "WXYZ" not in raw
@@ -43,8 +43,8 @@ def test_the_stored_key_is_encrypted_and_only_its_last_four_are_kept_in_the_clea
 def test_model_defaults_to_the_providers_default_from_settings(assigner, settings):
     settings.GATHER_DEFAULT_MODELS = {"openai": "small-o", "anthropic": "small-a"}
 
-    openai = keys.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
-    anthropic = keys.model_key_set(
+    openai = services.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
+    anthropic = services.model_key_set(
         user=assigner, provider="anthropic", key=ANTHROPIC_KEY, model="claude-custom"
     )
 
@@ -52,51 +52,51 @@ def test_model_defaults_to_the_providers_default_from_settings(assigner, setting
 
 
 def test_the_newest_stored_key_becomes_the_default(assigner):
-    keys.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
-    keys.model_key_set(user=assigner, provider="anthropic", key=ANTHROPIC_KEY)
+    services.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
+    services.model_key_set(user=assigner, provider="anthropic", key=ANTHROPIC_KEY)
 
     defaults = ModelKey.objects.filter(user=assigner, is_default=True)
     assert [key.provider for key in defaults] == ["anthropic"]
-    assert keys.model_key_for_gather(user=assigner).provider == "anthropic"
+    assert selectors.model_key_for_gather(user=assigner).provider == "anthropic"
 
-    keys.model_key_make_default(user=assigner, provider="openai")
-    assert keys.model_key_for_gather(user=assigner).provider == "openai"
+    services.model_key_make_default(user=assigner, provider="openai")
+    assert selectors.model_key_for_gather(user=assigner).provider == "openai"
     assert ModelKey.objects.filter(user=assigner, is_default=True).count() == 1
 
 
 def test_replacing_a_key_keeps_one_row_and_makes_it_the_default(assigner):
-    keys.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
-    keys.model_key_set(user=assigner, provider="anthropic", key=ANTHROPIC_KEY)
+    services.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
+    services.model_key_set(user=assigner, provider="anthropic", key=ANTHROPIC_KEY)
 
-    replaced = keys.model_key_set(
+    replaced = services.model_key_set(
         user=assigner, provider="openai", key="sk-new-key-1234", model="gpt-x"
     )
 
     rows = ModelKey.objects.filter(user=assigner, provider="openai")
     assert rows.count() == 1
     assert (replaced.key, replaced.last4, replaced.model) == ("sk-new-key-1234", "1234", "gpt-x")
-    assert keys.model_key_for_gather(user=assigner).pk == replaced.pk
+    assert selectors.model_key_for_gather(user=assigner).pk == replaced.pk
 
 
 def test_deleting_the_default_makes_the_other_key_the_default(assigner):
-    keys.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
-    keys.model_key_set(user=assigner, provider="anthropic", key=ANTHROPIC_KEY)
+    services.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
+    services.model_key_set(user=assigner, provider="anthropic", key=ANTHROPIC_KEY)
 
-    assert keys.model_key_delete(user=assigner, provider="anthropic") is True
-    assert keys.model_key_delete(user=assigner, provider="anthropic") is False
+    assert services.model_key_delete(user=assigner, provider="anthropic") is True
+    assert services.model_key_delete(user=assigner, provider="anthropic") is False
 
     remaining = ModelKey.objects.get(user=assigner)
     assert (remaining.provider, remaining.is_default) == ("openai", True)
-    assert keys.model_key_delete(user=assigner, provider="openai") is True
-    assert keys.model_key_for_gather(user=assigner) is None
+    assert services.model_key_delete(user=assigner, provider="openai") is True
+    assert selectors.model_key_for_gather(user=assigner) is None
 
 
 def test_keys_are_per_user(assigner, assignee):
-    keys.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
+    services.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
 
-    assert keys.model_key_for_gather(user=assignee) is None
-    keys.model_key_set(user=assignee, provider="openai", key="sk-other-0000")
-    assert keys.model_key_for_gather(user=assigner).key == OPENAI_KEY
+    assert selectors.model_key_for_gather(user=assignee) is None
+    services.model_key_set(user=assignee, provider="openai", key="sk-other-0000")
+    assert selectors.model_key_for_gather(user=assigner).key == OPENAI_KEY
 
 
 @pytest.mark.parametrize(
@@ -104,18 +104,18 @@ def test_keys_are_per_user(assigner, assignee):
     [("mistral", OPENAI_KEY, "provider"), ("openai", "   ", "key"), ("openai", "sk a b", "key")],
 )
 def test_refuses_an_unknown_provider_or_an_empty_key(assigner, provider, key, field):
-    with pytest.raises(keys.ModelKeyError) as refused:
-        keys.model_key_set(user=assigner, provider=provider, key=key)
+    with pytest.raises(errors.ModelKeyError) as refused:
+        services.model_key_set(user=assigner, provider=provider, key=key)
     assert refused.value.field == field
     assert not ModelKey.objects.exists()
 
 
 def test_set_replace_default_and_delete_are_audited_without_the_key(assigner):
-    keys.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
-    keys.model_key_set(user=assigner, provider="openai", key="sk-replacement-5678")
-    keys.model_key_set(user=assigner, provider="anthropic", key=ANTHROPIC_KEY)
-    keys.model_key_make_default(user=assigner, provider="openai")
-    keys.model_key_delete(user=assigner, provider="openai")
+    services.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
+    services.model_key_set(user=assigner, provider="openai", key="sk-replacement-5678")
+    services.model_key_set(user=assigner, provider="anthropic", key=ANTHROPIC_KEY)
+    services.model_key_make_default(user=assigner, provider="openai")
+    services.model_key_delete(user=assigner, provider="openai")
 
     events = list(AuditEvent.objects.order_by("occurred_at", "pk"))
     actions = [event.action for event in events]
@@ -135,18 +135,18 @@ def test_set_replace_default_and_delete_are_audited_without_the_key(assigner):
 def test_an_undecryptable_key_is_not_used_and_the_readable_one_is(assigner, settings):
     old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
     settings.FIELD_ENCRYPTION_KEYS = [old]
-    keys.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
-    keys.model_key_set(user=assigner, provider="anthropic", key=ANTHROPIC_KEY)  # default
+    services.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
+    services.model_key_set(user=assigner, provider="anthropic", key=ANTHROPIC_KEY)  # default
     settings.FIELD_ENCRYPTION_KEYS = [new]
 
-    assert keys.model_key_for_gather(user=assigner) is None
+    assert selectors.model_key_for_gather(user=assigner) is None
     lost = ModelKey.objects.get(user=assigner, provider="anthropic")
     assert lost.unreadable and not lost.usable
 
-    keys.model_key_set(user=assigner, provider="openai", key="sk-entered-again-4321")
-    keys.model_key_make_default(user=assigner, provider="anthropic")  # still unreadable
+    services.model_key_set(user=assigner, provider="openai", key="sk-entered-again-4321")
+    services.model_key_make_default(user=assigner, provider="anthropic")  # still unreadable
 
-    usable = keys.model_key_for_gather(user=assigner)
+    usable = selectors.model_key_for_gather(user=assigner)
     assert (usable.provider, usable.key) == ("openai", "sk-entered-again-4321")
 
 
@@ -158,7 +158,7 @@ def test_providers_are_openai_and_anthropic():
 def test_keys_stored_at_once_leave_one_row_per_provider_and_one_default(assigner):
     calls = [
         lambda provider=provider, n=n: (
-            keys.model_key_set(
+            services.model_key_set(
                 user=assigner, provider=provider, key=f"sk-race-{provider}-{n:04d}"
             ).pk
         )

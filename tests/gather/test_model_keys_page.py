@@ -9,7 +9,7 @@ import pytest
 from cryptography.fernet import Fernet
 from django.urls import reverse
 
-from gather import keys
+from gather import selectors, services
 from gather.models import ModelKey
 from tests.harness.api import sign_in
 
@@ -98,7 +98,7 @@ def test_replacing_a_key_and_switching_the_default(signed_in, assigner):
 
     response = signed_in.post(reverse("model_key_default", args=["anthropic"]))
     assert response.status_code == 302
-    assert keys.model_key_for_gather(user=assigner).provider == "anthropic"
+    assert selectors.model_key_for_gather(user=assigner).provider == "anthropic"
 
     response = signed_in.post(
         reverse("model_key_model", args=["openai"]), {"openai-model": "gpt-other"}
@@ -108,7 +108,7 @@ def test_replacing_a_key_and_switching_the_default(signed_in, assigner):
 
 
 def test_delete_asks_for_confirmation_then_deletes(signed_in, assigner):
-    keys.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
+    services.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
     delete_url = reverse("model_key_delete", args=["openai"])
 
     confirm = signed_in.get(delete_url)
@@ -123,7 +123,7 @@ def test_delete_asks_for_confirmation_then_deletes(signed_in, assigner):
 
 
 def test_no_one_touches_another_persons_keys(signed_in, assignee):
-    keys.model_key_set(user=assignee, provider="openai", key=OPENAI_KEY)
+    services.model_key_set(user=assignee, provider="openai", key=OPENAI_KEY)
 
     assert signed_in.get(reverse("model_key_delete", args=["openai"])).status_code == 404
     signed_in.post(reverse("model_key_delete", args=["openai"]))
@@ -136,7 +136,7 @@ def test_an_unreadable_key_is_shown_as_such_and_asks_to_be_entered_again(
     signed_in, assigner, settings
 ):
     settings.FIELD_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]
-    keys.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
+    services.model_key_set(user=assigner, provider="openai", key=OPENAI_KEY)
     settings.FIELD_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]
 
     response = signed_in.get(URL)
@@ -144,9 +144,9 @@ def test_an_unreadable_key_is_shown_as_such_and_asks_to_be_entered_again(
     page = response.content.decode()
     assert "Unreadable" in page and "enter it again" in page
     assert signed_in.get(reverse("model_key_delete", args=["openai"])).status_code == 200
-    assert keys.model_key_for_gather(user=assigner) is None
+    assert selectors.model_key_for_gather(user=assigner) is None
 
     signed_in.post(URL, {"provider": "openai", "key": "sk-entered-again-GH78"})
     page = signed_in.get(URL).content.decode()
     assert "Unreadable" not in page and "…GH78" in page
-    assert keys.model_key_for_gather(user=assigner).key == "sk-entered-again-GH78"
+    assert selectors.model_key_for_gather(user=assigner).key == "sk-entered-again-GH78"

@@ -10,8 +10,8 @@ from typing import Any
 
 from django.test import Client
 
-from gather.keys import model_key_set
 from gather.schema import CONFIDENCE_LEVELS, DESCRIPTION_MAX, DRAFT_FIELDS
+from gather.services import model_key_set
 
 GATHER = "/api/gather"
 OPENAI_KEY = "sk-test-openai-0123456789abcdefWXYZ"

@@ -27,8 +27,8 @@ def schema(db):
 def token(make_user):
     # The owner and the assignee of the documented request example exist, so the
     # example itself reaches 201 (and then 409); generated e-mails mostly do not.
-    owner = make_user("lead@example.com")
-    make_user("knight@example.com")
+    owner = make_user("assigner@example.com")
+    make_user("assignee@example.com")
     return mint(owner)
 
 

@@ -1,5 +1,5 @@
-"""Token scopes and client networks (DECISIONS.md, "Tracker connections and token
-limits"): a call outside a token's scopes, or from an address outside its
+"""Token scopes and client networks (docs/api.md, "Token scopes and client
+networks"): a call outside a token's scopes, or from an address outside its
 networks, is `403 forbidden` naming the missing scope or the refused address,
 judged right after the token (401) and before the rate limit (429) and the body
 (400); it writes nothing and does not count as the token's use. The client's
@@ -415,7 +415,7 @@ def test_the_page_mints_with_scopes_and_networks_and_lists_them(client, assigner
     token = ApiToken.objects.get()
     assert token.scopes == ["sync"]
     assert token.networks == ["203.0.113.0/24", "2001:db8::/32", "192.0.2.9/32"]
-    row = re.search(r"<tr>\s*<td>Office sync</td>.*?</tr>", page, re.S).group(0)
+    row = re.search(r"<tr>\s*<td[^>]*>Office sync<.*?</tr>", page, re.S).group(0)
     assert '<span class="token-scopes">sync</span>' in row and "inbox" not in row
     for network in token.networks:
         assert f"<code>{network}</code>" in row

@@ -1,5 +1,5 @@
 """Secrets at rest: the Fernet helper behind encrypted fields (chat URLs now,
-webhook secrets and provider keys later)."""
+webhook secrets and model keys later)."""
 
 from __future__ import annotations
 
@@ -57,13 +57,13 @@ def _raw_urls() -> list[str]:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT chat_url FROM notifications_notificationchannel ORDER BY id")
+        cursor.execute("SELECT chat_url FROM notifications_nudgechannel ORDER BY id")
         return [row[0] for row in cursor.fetchall()]
 
 
 def _slack_for(user, settings, url):
-    from notifications.channels import notification_channel_set
     from notifications.models import ChannelKind
+    from notifications.services import notification_channel_set
 
     settings.OUTBOUND_ALLOW_LOOPBACK = True
     return notification_channel_set(user=user, kind=ChannelKind.SLACK, chat_url=url)
@@ -75,12 +75,12 @@ def test_reencrypt_secrets_moves_every_secret_to_the_newest_key(
 ):
     from django.core.management import call_command
 
-    from notifications.models import ChannelKind, NotificationChannel
+    from notifications.models import ChannelKind, NudgeChannel
 
     settings.FIELD_ENCRYPTION_KEYS = [key("old key")]
     _slack_for(assigner, settings, "https://hooks.slack.com/services/T/B/one")
     _slack_for(assignee, settings, "https://hooks.slack.com/services/T/B/two")
-    NotificationChannel.objects.create(user=outsider, kind=ChannelKind.EMAIL)  # no secret
+    NudgeChannel.objects.create(user=outsider, kind=ChannelKind.EMAIL)  # no secret
     before = _raw_urls()
 
     settings.FIELD_ENCRYPTION_KEYS = [key("new key"), key("old key")]
@@ -90,7 +90,7 @@ def test_reencrypt_secrets_moves_every_secret_to_the_newest_key(
     assert _raw_urls() != before and "" in _raw_urls()
 
     settings.FIELD_ENCRYPTION_KEYS = [key("new key")]  # the old key is gone
-    urls = {c.user_id: c.chat_url for c in NotificationChannel.objects.all()}
+    urls = {c.user_id: c.chat_url for c in NudgeChannel.objects.all()}
     assert urls[assigner.pk] == "https://hooks.slack.com/services/T/B/one"
     assert urls[assignee.pk] == "https://hooks.slack.com/services/T/B/two"
 
@@ -111,12 +111,12 @@ def test_reencrypt_secrets_names_a_value_no_key_can_read_and_fails(settings, ass
     with pytest.raises(CommandError) as failure:
         call_command("reencrypt_secrets", stdout=io.StringIO())
     assert "1 secret(s) could be decrypted with none" in str(failure.value)
-    assert f"notifications.NotificationChannel.chat_url {lost.pk}" in str(failure.value)
+    assert f"notifications.NudgeChannel.chat_url {lost.pk}" in str(failure.value)
     settings.FIELD_ENCRYPTION_KEYS = [key("newest key")]  # the readable one did move
-    from notifications.models import NotificationChannel
+    from notifications.models import NudgeChannel
 
     assert (
-        NotificationChannel.objects.get(user=assignee).chat_url
+        NudgeChannel.objects.get(user=assignee).chat_url
         == "https://hooks.slack.com/services/T/B/kept"
     )
 
@@ -126,7 +126,7 @@ def test_a_save_made_during_the_rewrite_wins(settings, assigner, monkeypatch):
     from django.core.management import call_command
 
     from lib import crypto
-    from notifications.models import NotificationChannel
+    from notifications.models import NudgeChannel
 
     settings.FIELD_ENCRYPTION_KEYS = [key("old key")]
     _slack_for(assigner, settings, "https://hooks.slack.com/services/T/B/before")
@@ -142,7 +142,7 @@ def test_a_save_made_during_the_rewrite_wins(settings, assigner, monkeypatch):
     out = io.StringIO()
     call_command("reencrypt_secrets", stdout=out)
     assert "Re-encrypted 0 secret(s)" in out.getvalue()
-    channel = NotificationChannel.objects.get(user=assigner)
+    channel = NudgeChannel.objects.get(user=assigner)
     assert channel.chat_url == "https://hooks.slack.com/services/T/B/after"
 
 
@@ -154,13 +154,13 @@ def test_an_encrypted_field_no_key_decrypts_reads_as_a_falsy_marker_not_an_error
     settings, assigner
 ):
     from lib.crypto import Undecryptable, is_undecryptable
-    from notifications.models import NotificationChannel
+    from notifications.models import NudgeChannel
 
     settings.FIELD_ENCRYPTION_KEYS = [key("lost")]
     _slack_for(assigner, settings, "https://hooks.slack.com/services/T/B/gone")
     settings.FIELD_ENCRYPTION_KEYS = [key("current")]
 
-    value = NotificationChannel.objects.get(user=assigner).chat_url
+    value = NudgeChannel.objects.get(user=assigner).chat_url
 
     assert is_undecryptable(value) and isinstance(value, Undecryptable)
     assert not value and str(value) == ""  # never a URL to send to

@@ -21,7 +21,7 @@ from commitments import services
 from commitments.models import Commitment, EventKind, OutboxEvent
 from lib import jobs
 from notifications import dispatch
-from notifications.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
+from notifications.models import AttemptOutcome, ChannelKind, NudgeDelivery, NudgeDeliveryStatus
 from notifications.nudges import unlinked
 from notifications.sending import nudge_send
 from relay import outbox
@@ -72,8 +72,8 @@ def send_everything_due() -> list[str | None]:
 def pass_a_day() -> None:
     """As if every delivery had been made a day (and a second) earlier."""
     day = dt.timedelta(days=1, seconds=1)
-    Delivery.objects.update(next_attempt_at=F("next_attempt_at") - day)
-    Delivery.objects.filter(counted_at__isnull=False).update(counted_at=F("counted_at") - day)
+    NudgeDelivery.objects.update(next_attempt_at=F("next_attempt_at") - day)
+    NudgeDelivery.objects.filter(counted_at__isnull=False).update(counted_at=F("counted_at") - day)
 
 
 def test_the_invited_event_becomes_one_delivery_to_the_address(assigner):
@@ -85,7 +85,7 @@ def test_the_invited_event_becomes_one_delivery_to_the_address(assigner):
     OutboxEvent.objects.filter(pk=event.pk).update(dispatched_at=None)  # dispatched again
     assert outbox.outbox_event_dispatch(event_id=event.pk) == []
 
-    delivery = Delivery.objects.get()
+    delivery = NudgeDelivery.objects.get()
     assert delivery.pk == delivery_id
     assert (delivery.recipient, delivery.address, delivery.channel) == (
         None,
@@ -107,8 +107,8 @@ def test_the_invitation_says_who_asks_what_and_how_to_answer(assigner):
     assert "    | Water the shrubbery\n" in sent.body
     assert "sign up with this address (newcomer@example.com)" in sent.body
     assert "https://commitments.example.com/accounts/signup/?email=" in sent.body
-    delivery = Delivery.objects.get()
-    assert delivery.status == DeliveryStatus.DELIVERED
+    delivery = NudgeDelivery.objects.get()
+    assert delivery.status == NudgeDeliveryStatus.DELIVERED
     assert [a.outcome for a in delivery.attempt_log.all()] == [AttemptOutcome.DELIVERED]
 
 
@@ -167,9 +167,11 @@ def test_forty_asks_give_one_invitation_now_and_one_digest_a_day_later(assigner,
     assert send_everything_due() == [AttemptOutcome.DELIVERED]
     (first,) = mail.outbox
     assert "Request number 0\n" in first.body and "Request number 1\n" not in first.body
-    digest = Delivery.objects.get(is_digest=True)
+    digest = NudgeDelivery.objects.get(is_digest=True)
     assert digest.next_attempt_at >= timezone.now() + dt.timedelta(hours=23)
-    assert Delivery.objects.filter(status=DeliveryStatus.HELD, digest=digest).count() == 38
+    assert (
+        NudgeDelivery.objects.filter(status=NudgeDeliveryStatus.HELD, digest=digest).count() == 38
+    )
 
     pass_a_day()
     assert send_everything_due() == [AttemptOutcome.DELIVERED]
@@ -182,7 +184,9 @@ def test_forty_asks_give_one_invitation_now_and_one_digest_a_day_later(assigner,
         assert f"    | Request number {n}\n" in sent.body
     assert "Request number 11\n" not in sent.body
     assert "... and 29 more." in sent.body
-    assert set(Delivery.objects.values_list("status", flat=True)) == {DeliveryStatus.DELIVERED}
+    assert set(NudgeDelivery.objects.values_list("status", flat=True)) == {
+        NudgeDeliveryStatus.DELIVERED
+    }
 
 
 def test_every_asker_shares_the_one_mail_a_day_of_an_address(assigner, assignee, outsider):
@@ -227,7 +231,7 @@ def test_a_renegotiation_mails_no_new_invitation_and_the_digest_shows_the_new_te
         assert event.kind == EventKind.RENEGOTIATED
         assert outbox.outbox_event_dispatch(event_id=event.pk) == []
 
-    assert Delivery.objects.count() == 2  # the invitation, and the digest of the second ask
+    assert NudgeDelivery.objects.count() == 2  # the invitation, and the digest of the second ask
     assert send_everything_due() == []
     assert len(mail.outbox) == 1
     pass_a_day()
@@ -252,8 +256,8 @@ def test_the_claim_delivers_every_waiting_request_and_the_digest_is_not_sent(
     pass_a_day()
     assert send_everything_due() == [AttemptOutcome.CANCELLED]
     assert len(mail.outbox) == 1  # the invitation only: the rest wait in the Accord
-    assert not Delivery.objects.filter(status=DeliveryStatus.HELD).exists()
-    assert Delivery.objects.filter(status=DeliveryStatus.CANCELLED).count() == 39
+    assert not NudgeDelivery.objects.filter(status=NudgeDeliveryStatus.HELD).exists()
+    assert NudgeDelivery.objects.filter(status=NudgeDeliveryStatus.CANCELLED).count() == 39
 
 
 def test_the_invitations_link_opens_the_sign_up_form_with_the_address_filled_in(assigner, client):
@@ -280,7 +284,7 @@ def test_a_draft_invites_nobody_until_sent(assigner):
     services.commitment_send_for_handshake(actor=Actor.for_user(assigner), commitment_id=c.pk)
     outbox.outbox_event_dispatch(event_id=OutboxEvent.objects.get(commitment=c).pk)
 
-    assert Delivery.objects.get().address == "newcomer@example.com"
+    assert NudgeDelivery.objects.get().address == "newcomer@example.com"
 
 
 @pytest.mark.processes
@@ -297,8 +301,8 @@ def test_a_real_worker_mails_forty_asks_to_one_address_once(tmp_path, assigner, 
         asks = [invite_with(assigner, f"Request number {n}") for n in range(40)]
         wait_until(
             lambda: (
-                Delivery.objects.count() == 40
-                and Delivery.objects.filter(status=DeliveryStatus.DELIVERED).exists()
+                NudgeDelivery.objects.count() == 40
+                and NudgeDelivery.objects.filter(status=NudgeDeliveryStatus.DELIVERED).exists()
             ),
             what="forty invitation deliveries, one of them sent",
         )
@@ -306,10 +310,15 @@ def test_a_real_worker_mails_forty_asks_to_one_address_once(tmp_path, assigner, 
     assert len(mails) == 1
     assert mails[0]["To"] == "newcomer@example.com"
     assert mails[0]["Subject"] == "Lead asked you to do something on Commitments"
-    assert Delivery.objects.get(event__commitment=asks[0]).status == DeliveryStatus.DELIVERED
+    assert (
+        NudgeDelivery.objects.get(event__commitment=asks[0]).status == NudgeDeliveryStatus.DELIVERED
+    )
     # The other 39 wait for tomorrow's digest.
-    assert Delivery.objects.filter(is_digest=True, status=DeliveryStatus.PENDING).count() == 1
-    assert Delivery.objects.filter(status=DeliveryStatus.HELD).count() == 38
+    assert (
+        NudgeDelivery.objects.filter(is_digest=True, status=NudgeDeliveryStatus.PENDING).count()
+        == 1
+    )
+    assert NudgeDelivery.objects.filter(status=NudgeDeliveryStatus.HELD).count() == 38
 
 
 @pytest.mark.postgres
@@ -323,6 +332,6 @@ def test_two_workers_dispatching_asks_to_one_address_at_once_mail_it_once(
 
     race([lambda e=e: outbox.outbox_event_dispatch(event_id=e) for e in events])
 
-    assert Delivery.objects.count() == 2
-    assert Delivery.objects.filter(is_digest=False, enqueued_at__isnull=False).count() == 1
-    assert Delivery.objects.filter(is_digest=True, enqueued_at__isnull=True).count() == 1
+    assert NudgeDelivery.objects.count() == 2
+    assert NudgeDelivery.objects.filter(is_digest=False, enqueued_at__isnull=False).count() == 1
+    assert NudgeDelivery.objects.filter(is_digest=True, enqueued_at__isnull=True).count() == 1

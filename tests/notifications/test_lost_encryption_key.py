@@ -12,14 +12,14 @@ from django.core import mail
 from audit.models import AuditEvent
 from lib import jobs
 from notifications import sending
-from notifications.channels import notification_channel_set
 from notifications.models import (
     LOST_URL_REASON,
     ChannelKind,
-    Delivery,
-    DeliveryStatus,
-    NotificationChannel,
+    NudgeChannel,
+    NudgeDelivery,
+    NudgeDeliveryStatus,
 )
+from notifications.services import notification_channel_set
 from tests.harness.services import new_request_nudge
 
 pytestmark = pytest.mark.django_db
@@ -38,7 +38,7 @@ def _settings(settings, monkeypatch):
 
 
 @pytest.fixture
-def lost_channel(assignee, settings) -> NotificationChannel:
+def lost_channel(assignee, settings) -> NudgeChannel:
     """Knight's Slack channel, saved under OLD_KEY; only NEW_KEY is configured now."""
     channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=URL)
     settings.FIELD_ENCRYPTION_KEYS = [NEW_KEY]
@@ -61,7 +61,7 @@ def test_the_channel_is_marked_broken_with_that_message_once(client, assignee, l
     client.force_login(assignee)
     client.get("/settings/notifications/")
     client.get("/settings/notifications/")
-    channel = NotificationChannel.objects.get(pk=lost_channel.pk)
+    channel = NudgeChannel.objects.get(pk=lost_channel.pk)
     assert channel.is_broken and channel.broken_at is not None
     assert channel.broken_reason == LOST_URL_REASON
     (event,) = AuditEvent.objects.filter(action="notification_channel_broken")
@@ -69,40 +69,40 @@ def test_the_channel_is_marked_broken_with_that_message_once(client, assignee, l
 
 
 def test_the_admin_list_and_change_pages_render(staff_client, lost_channel):
-    listing = staff_client.get("/admin/notifications/notificationchannel/")
+    listing = staff_client.get("/admin/notifications/nudgechannel/")
     assert listing.status_code == 200
     assert "(unreadable)" in listing.content.decode()
-    page = staff_client.get(f"/admin/notifications/notificationchannel/{lost_channel.pk}/change/")
+    page = staff_client.get(f"/admin/notifications/nudgechannel/{lost_channel.pk}/change/")
     assert page.status_code == 200
 
 
 def test_a_nudge_goes_by_email(assigner, assignee, lost_channel):
     delivery_id = new_request_nudge(assigner, assignee)
     assert sending.nudge_send(delivery_id=delivery_id) == "delivered"
-    delivery = Delivery.objects.get(pk=delivery_id)
-    assert (delivery.status, delivery.channel) == (DeliveryStatus.DELIVERED, ChannelKind.EMAIL)
+    delivery = NudgeDelivery.objects.get(pk=delivery_id)
+    assert (delivery.status, delivery.channel) == (NudgeDeliveryStatus.DELIVERED, ChannelKind.EMAIL)
     (sent,) = mail.outbox
     assert sent.to == ["knight@example.com"]
-    assert NotificationChannel.objects.get(pk=lost_channel.pk).broken_reason == LOST_URL_REASON
+    assert NudgeChannel.objects.get(pk=lost_channel.pk).broken_reason == LOST_URL_REASON
 
 
 def test_a_nudge_already_meant_for_slack_falls_back_to_email(assigner, assignee, settings):
     notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=URL)
     delivery_id = new_request_nudge(assigner, assignee)
-    assert Delivery.objects.get(pk=delivery_id).channel == ChannelKind.SLACK
+    assert NudgeDelivery.objects.get(pk=delivery_id).channel == ChannelKind.SLACK
     settings.FIELD_ENCRYPTION_KEYS = [NEW_KEY]  # rotated before the worker sent it
 
     assert sending.nudge_send(delivery_id=delivery_id) == "delivered"
 
-    assert Delivery.objects.get(pk=delivery_id).channel == ChannelKind.EMAIL
+    assert NudgeDelivery.objects.get(pk=delivery_id).channel == ChannelKind.EMAIL
     assert [m.to for m in mail.outbox] == [["knight@example.com"]]
 
 
 def test_a_test_send_says_the_url_must_be_entered_again(client, assignee, lost_channel):
-    from notifications.channels import notification_test_request, notification_test_send
+    from notifications.services import test_nudge_request, test_nudge_send
 
-    test = notification_test_request(user=assignee)
-    assert notification_test_send(test_id=test.pk) == "failed"
+    test = test_nudge_request(user=assignee)
+    assert test_nudge_send(test_id=test.pk) == "failed"
     assert mail.outbox == []
     client.force_login(assignee)
     html = client.get("/settings/notifications/").content.decode()
@@ -114,7 +114,7 @@ def test_entering_the_url_again_mends_the_channel(client, assignee, lost_channel
     refused = client.post("/settings/notifications/", {"kind": "slack", "chat_url": ""})
     assert refused.status_code == 400  # the lost URL cannot be kept
     client.post("/settings/notifications/", {"kind": "slack", "chat_url": URL + "-new"})
-    channel = NotificationChannel.objects.get(pk=lost_channel.pk)
+    channel = NudgeChannel.objects.get(pk=lost_channel.pk)
     assert channel.chat_url == URL + "-new" and not channel.is_broken
 
 
@@ -123,12 +123,12 @@ def test_saving_another_field_keeps_the_stored_ciphertext(lost_channel, settings
 
     def raw() -> str:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT chat_url FROM notifications_notificationchannel")
+            cursor.execute("SELECT chat_url FROM notifications_nudgechannel")
             return cursor.fetchone()[0]
 
     before = raw()
-    channel = NotificationChannel.objects.get(pk=lost_channel.pk)
+    channel = NudgeChannel.objects.get(pk=lost_channel.pk)
     channel.save()
     assert raw() == before
     settings.FIELD_ENCRYPTION_KEYS = [NEW_KEY, OLD_KEY]  # the key is found again
-    assert NotificationChannel.objects.get(pk=lost_channel.pk).chat_url == URL
+    assert NudgeChannel.objects.get(pk=lost_channel.pk).chat_url == URL

@@ -86,12 +86,12 @@ def test_an_existing_database_moves_to_the_notifications_app_with_nothing_lost(o
     migrate(latest())
 
     from audit.models import AuditEvent
-    from notifications.models import Delivery, NotificationChannel
+    from notifications.models import NudgeChannel, NudgeDelivery
 
-    moved = NotificationChannel.objects.get(pk=channel.pk)
+    moved = NudgeChannel.objects.get(pk=channel.pk)
     assert (moved.user_id, moved.kind, moved.chat_url) == (knight.pk, "slack", URL)
     assert moved.last_test_at is not None
-    moved_delivery = Delivery.objects.get(pk=delivery.pk)
+    moved_delivery = NudgeDelivery.objects.get(pk=delivery.pk)
     assert moved_delivery.event_id == event.pk
     assert (moved_delivery.status, moved_delivery.attempts) == ("pending", 1)
     assert moved_delivery.last_error == "Slack answered 503"
@@ -99,9 +99,9 @@ def test_an_existing_database_moves_to_the_notifications_app_with_nothing_lost(o
         ("transient", 503)
     ]
     # The audit trail still finds its subject, and permissions kept their type.
-    assert ContentType.objects.get_for_model(NotificationChannel).pk == old_type.pk
+    assert ContentType.objects.get_for_model(NudgeChannel).pk == old_type.pk
     assert [e.action for e in AuditEvent.objects.for_object(moved)] == ["notification_channel_set"]
-    assert Permission.objects.get(codename="change_delivery").content_type.app_label == (
+    assert Permission.objects.get(codename="change_nudgedelivery").content_type.app_label == (
         "notifications"
     )
     assert not ContentType.objects.filter(app_label="integrations", model="delivery").exists()

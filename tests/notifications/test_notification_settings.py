@@ -14,9 +14,9 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from lib import jobs
-from notifications.channels import notification_channel_mark_broken, notification_channel_set
-from notifications.models import ChannelKind, ChannelTest, NotificationChannel
-from notifications.tasks import send_channel_test
+from notifications.models import ChannelKind, NudgeChannel, TestNudge
+from notifications.services import notification_channel_mark_broken, notification_channel_set
+from notifications.tasks import send_test_nudge
 from tests.harness.services import FakeService, Reply, new_request_nudge
 
 PAGE = "/settings/notifications/"
@@ -74,10 +74,10 @@ def knight(client, assignee):
     return client
 
 
-def stored_url_column(channel: NotificationChannel) -> str:
+def stored_url_column(channel: NudgeChannel) -> str:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT chat_url FROM notifications_notificationchannel WHERE id = %s",
+            "SELECT chat_url FROM notifications_nudgechannel WHERE id = %s",
             [channel.pk.hex if connection.vendor == "sqlite" else channel.pk],
         )
         return cursor.fetchone()[0]
@@ -103,7 +103,7 @@ def test_choosing_slack_stores_the_url_encrypted_and_never_shows_it_again(knight
     url = "https://hooks.slack.com" + SECRET_PATH
     response = knight.post(PAGE, {"kind": "slack", "chat_url": url})
     assert response.status_code == 302
-    channel = NotificationChannel.objects.get(user=assignee)
+    channel = NudgeChannel.objects.get(user=assignee)
     assert channel.kind == ChannelKind.SLACK
     assert channel.chat_url == url
     raw = stored_url_column(channel)
@@ -117,20 +117,20 @@ def test_slack_without_a_url_is_refused(knight, assignee):
     response = knight.post(PAGE, {"kind": "slack", "chat_url": ""})
     assert response.status_code == 400
     assert "Paste the chat URL." in response.content.decode()
-    assert not NotificationChannel.objects.filter(user=assignee).exists()
+    assert not NudgeChannel.objects.filter(user=assignee).exists()
 
 
 def test_an_empty_url_keeps_the_saved_one(knight, assignee):
     url = "https://hooks.slack.com" + SECRET_PATH
     knight.post(PAGE, {"kind": "slack", "chat_url": url})
     assert knight.post(PAGE, {"kind": "slack", "chat_url": ""}).status_code == 302
-    assert NotificationChannel.objects.get(user=assignee).chat_url == url
+    assert NudgeChannel.objects.get(user=assignee).chat_url == url
 
 
 def test_going_back_to_email_forgets_the_chat_url(knight, assignee):
     knight.post(PAGE, {"kind": "teams", "chat_url": "https://example.logic.azure.com/wf/1"})
     knight.post(PAGE, {"kind": "email", "chat_url": ""})
-    channel = NotificationChannel.objects.get(user=assignee)
+    channel = NudgeChannel.objects.get(user=assignee)
     assert channel.kind == ChannelKind.EMAIL
     assert channel.chat_url == ""
 
@@ -150,7 +150,7 @@ def test_production_accepts_only_https_urls_that_are_not_local(knight, assignee,
     settings.OUTBOUND_ALLOW_LOOPBACK = False
     response = knight.post(PAGE, {"kind": "slack", "chat_url": url})
     assert response.status_code == 400
-    assert not NotificationChannel.objects.filter(user=assignee).exists()
+    assert not NudgeChannel.objects.filter(user=assignee).exists()
 
 
 def test_a_url_whose_name_leads_inside_is_refused_without_saying_where(
@@ -170,7 +170,7 @@ def test_a_url_whose_name_leads_inside_is_refused_without_saying_where(
     page = response.content.decode()
     assert "to public internet addresses only" in page
     assert "10.20.30.40" not in page and "private" not in page
-    assert not NotificationChannel.objects.filter(user=assignee).exists()
+    assert not NudgeChannel.objects.filter(user=assignee).exists()
     # The detail is for the operator, in the server's log.
     assert "10.20.30.40" in caplog.text
 
@@ -194,8 +194,8 @@ def test_send_a_test_queues_it_for_the_worker_and_sends_nothing_in_the_request(
     with django_capture_on_commit_callbacks(execute=True):
         response = knight.post(TEST, follow=True)
     assert mail.outbox == []  # nothing left the machine during the request
-    (test,) = ChannelTest.objects.filter(user=assignee)
-    assert queued == [(send_channel_test, str(test.pk))]
+    (test,) = TestNudge.objects.filter(user=assignee)
+    assert queued == [(send_test_nudge, str(test.pk))]
     html = response.content.decode()
     assert "Test queued. Its result appears below when it arrives." in html
     assert "Waiting for the worker" in html
@@ -217,7 +217,7 @@ def test_a_test_send_is_audited_with_its_kind_and_outcome_and_never_the_url(
     assert event.payload == {"kind": "slack", "outcome": "sent"}
     assert event.user_id == assignee.pk
     slack.reply_with(Reply(404, "no_service"))
-    NotificationChannel.objects.filter(user=assignee).update(last_test_at=None)
+    NudgeChannel.objects.filter(user=assignee).update(last_test_at=None)
     test_sent()
     outcomes = AuditEvent.objects.filter(action="notification_test_sent").order_by(
         "occurred_at", "id"
@@ -233,13 +233,13 @@ def test_a_test_send_is_audited_with_its_kind_and_outcome_and_never_the_url(
 def test_a_test_taken_twice_is_sent_once(
     knight, assignee, queued, django_capture_on_commit_callbacks
 ):
-    from notifications.channels import notification_test_send
+    from notifications.services import test_nudge_send
 
     with django_capture_on_commit_callbacks(execute=True):
         knight.post(TEST)
     ((_, test_id),) = queued
-    assert notification_test_send(test_id=test_id) == "sent"
-    assert notification_test_send(test_id=test_id) is None  # a redelivered message
+    assert test_nudge_send(test_id=test_id) == "sent"
+    assert test_nudge_send(test_id=test_id) is None  # a redelivered message
     assert len(mail.outbox) == 1
 
 
@@ -260,7 +260,7 @@ def test_a_second_test_within_the_interval_is_refused_and_sends_nothing(
     test_sent()
     html = knight.post(TEST, follow=True).content.decode()
     assert len(mail.outbox) == 1
-    assert ChannelTest.objects.count() == 1
+    assert TestNudge.objects.count() == 1
     assert "You sent a test a moment ago. Try again in" in html
     wait = int(html.split("Try again in ")[1].split(" s.")[0])
     assert 1 <= wait <= 60
@@ -269,7 +269,7 @@ def test_a_second_test_within_the_interval_is_refused_and_sends_nothing(
 def test_after_the_interval_a_test_goes_again(test_sent, assignee, settings):
     settings.NOTIFY_TEST_INTERVAL = 60
     test_sent()
-    NotificationChannel.objects.filter(user=assignee).update(
+    NudgeChannel.objects.filter(user=assignee).update(
         last_test_at=timezone.now() - dt.timedelta(seconds=61)
     )
     test_sent()
@@ -292,7 +292,7 @@ def test_the_interval_is_per_person(
 def test_a_test_keeps_the_chosen_channel(test_sent, assignee, slack):
     notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     test_sent()
-    channel = NotificationChannel.objects.get(user=assignee)
+    channel = NudgeChannel.objects.get(user=assignee)
     assert channel.kind == ChannelKind.SLACK and channel.chat_url == slack.url
     assert channel.last_test_at is not None
 
@@ -313,7 +313,7 @@ def test_a_test_that_slack_refuses_for_good_shows_the_reason_and_marks_the_chann
     html = test_sent()
     assert "Slack did not take the test message: Slack answered 404 no_service" in html
     assert "Broken" in html
-    assert NotificationChannel.objects.get(user=assignee).is_broken
+    assert NudgeChannel.objects.get(user=assignee).is_broken
 
 
 def test_a_transient_test_failure_does_not_mark_the_channel_broken(test_sent, assignee, slack):
@@ -321,7 +321,7 @@ def test_a_transient_test_failure_does_not_mark_the_channel_broken(test_sent, as
     slack.reply_with(Reply(503, "busy"))
     html = test_sent()
     assert "Slack answered 503 busy" in html
-    assert not NotificationChannel.objects.get(user=assignee).is_broken
+    assert not NudgeChannel.objects.get(user=assignee).is_broken
 
 
 def test_a_broken_channel_is_shown_to_its_owner_with_the_reason(knight, assignee, slack):
@@ -350,14 +350,14 @@ def test_a_successful_test_clears_the_broken_mark(test_sent, assignee, slack):
     channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     notification_channel_mark_broken(channel_id=channel.pk, failed_url=slack.url, reason="gone")
     test_sent()
-    assert not NotificationChannel.objects.get(user=assignee).is_broken
+    assert not NudgeChannel.objects.get(user=assignee).is_broken
 
 
 def test_saving_the_channel_again_clears_the_broken_mark(knight, assignee, slack):
     channel = notification_channel_set(user=assignee, kind=ChannelKind.SLACK, chat_url=slack.url)
     notification_channel_mark_broken(channel_id=channel.pk, failed_url=slack.url, reason="gone")
     knight.post(PAGE, {"kind": "slack", "chat_url": slack.url + "/new"})
-    assert not NotificationChannel.objects.get(user=assignee).is_broken
+    assert not NudgeChannel.objects.get(user=assignee).is_broken
 
 
 def test_a_failure_of_an_old_url_does_not_break_the_one_saved_since(assignee, slack):
@@ -366,7 +366,7 @@ def test_a_failure_of_an_old_url_does_not_break_the_one_saved_since(assignee, sl
     assert not notification_channel_mark_broken(
         channel_id=channel.pk, failed_url=slack.url, reason="gone"
     )
-    assert not NotificationChannel.objects.get(user=assignee).is_broken
+    assert not NudgeChannel.objects.get(user=assignee).is_broken
 
 
 # --- admin -----------------------------------------------------------------------------
@@ -379,8 +379,8 @@ def test_the_admin_shows_channels_without_their_url(client, make_user, assignee)
     )
     client.force_login(admin)
     for url in (
-        "/admin/notifications/notificationchannel/",
-        f"/admin/notifications/notificationchannel/{channel.pk}/change/",
+        "/admin/notifications/nudgechannel/",
+        f"/admin/notifications/nudgechannel/{channel.pk}/change/",
     ):
         response = client.get(url)
         assert response.status_code == 200
@@ -399,10 +399,10 @@ def test_the_admin_shows_a_delivery_with_its_attempts_read_only(
     settings.EMAIL_BACKEND = "tests.notifications.test_transports.DownBackend"
     sending.nudge_send(delivery_id=delivery_id)
     client.force_login(admin)
-    listing = client.get("/admin/notifications/delivery/")
+    listing = client.get("/admin/notifications/nudgedelivery/")
     assert listing.status_code == 200
     assert "knight@example.com" in listing.content.decode()
-    page = client.get(f"/admin/notifications/delivery/{delivery_id}/change/")
+    page = client.get(f"/admin/notifications/nudgedelivery/{delivery_id}/change/")
     html = page.content.decode()
     assert page.status_code == 200
     assert "Failed, will retry" in html  # the attempt, inline

@@ -16,7 +16,7 @@ from commitments import services
 from commitments.models import EventKind, OutboxEvent
 from lib import jobs
 from notifications import dispatch, sending
-from notifications.models import AttemptOutcome, Delivery, DeliveryStatus
+from notifications.models import AttemptOutcome, NudgeDelivery, NudgeDeliveryStatus
 from relay import outbox
 
 pytestmark = pytest.mark.django_db
@@ -46,13 +46,13 @@ def request_of(assigner, assignee, n: int) -> OutboxEvent:
     return OutboxEvent.objects.get(commitment=commitment, kind=EventKind.HANDSHAKE_REQUESTED)
 
 
-def flood(assigner, assignee, count: int, *, start: int = 0) -> list[Delivery]:
+def flood(assigner, assignee, count: int, *, start: int = 0) -> list[NudgeDelivery]:
     """`count` requests, each dispatched as the worker would; their deliveries."""
     deliveries = []
     for n in range(start, start + count):
         event = request_of(assigner, assignee, n)
         outbox.outbox_event_dispatch(event_id=event.pk)
-        deliveries.append(Delivery.objects.get(event=event))
+        deliveries.append(NudgeDelivery.objects.get(event=event))
     return deliveries
 
 
@@ -63,21 +63,21 @@ def send_everything_due() -> list[str | None]:
     return [sending.nudge_send(delivery_id=i) for i in ids]
 
 
-def send_now(deliveries: list[Delivery]) -> None:
+def send_now(deliveries: list[NudgeDelivery]) -> None:
     for d in deliveries:
         assert sending.nudge_send(delivery_id=d.pk) == AttemptOutcome.DELIVERED
 
 
-def move_back(delivery: Delivery, by: dt.timedelta) -> None:
+def move_back(delivery: NudgeDelivery, by: dt.timedelta) -> None:
     """As if this row had been made `by` earlier."""
     delivery.refresh_from_db()
-    Delivery.objects.filter(pk=delivery.pk).update(
+    NudgeDelivery.objects.filter(pk=delivery.pk).update(
         counted_at=delivery.counted_at - by if delivery.counted_at else None,
         next_attempt_at=delivery.next_attempt_at - by,
     )
 
 
-def make_due(delivery: Delivery) -> None:
+def make_due(delivery: NudgeDelivery) -> None:
     delivery.refresh_from_db()
     move_back(delivery, delivery.next_attempt_at - timezone.now() + dt.timedelta(seconds=1))
 
@@ -85,7 +85,7 @@ def make_due(delivery: Delivery) -> None:
 def test_under_the_cap_each_request_is_nudged_at_once(assigner, assignee):
     deliveries = flood(assigner, assignee, CAP)
 
-    assert [d.status for d in deliveries] == [DeliveryStatus.PENDING] * CAP
+    assert [d.status for d in deliveries] == [NudgeDeliveryStatus.PENDING] * CAP
     assert not any(d.is_digest for d in deliveries)
     for d in deliveries:
         sending.nudge_send(delivery_id=d.pk)
@@ -97,10 +97,10 @@ def test_over_the_cap_one_digest_waits_for_the_hour_and_the_rest_are_held(assign
     first, digest, held = deliveries[0], deliveries[CAP], deliveries[CAP + 1 :]
 
     assert digest.is_digest
-    assert digest.status == DeliveryStatus.PENDING
+    assert digest.status == NudgeDeliveryStatus.PENDING
     assert digest.enqueued_at is None  # not queued: the sweep takes it when due
     assert digest.next_attempt_at == first.counted_at + HOUR
-    assert {d.status for d in held} == {DeliveryStatus.HELD}
+    assert {d.status for d in held} == {NudgeDeliveryStatus.HELD}
     assert {d.digest_id for d in held} == {digest.pk}
 
 
@@ -128,8 +128,8 @@ def test_the_digest_goes_out_when_the_hour_allows_and_lists_every_held_request(a
     for d in deliveries[CAP:]:
         assert f"/commitments/{d.event.commitment_id}" in message.body
         d.refresh_from_db()
-        assert d.status == DeliveryStatus.DELIVERED
-    assert Delivery.objects.filter(status=DeliveryStatus.HELD).count() == 0
+        assert d.status == NudgeDeliveryStatus.DELIVERED
+    assert NudgeDelivery.objects.filter(status=NudgeDeliveryStatus.HELD).count() == 0
 
 
 def test_what_comes_while_the_digest_is_being_sent_starts_the_next_one(
@@ -142,7 +142,7 @@ def test_what_comes_while_the_digest_is_being_sent_starts_the_next_one(
     make_due(deliveries[CAP])
     # A request arrives while the digest is out (claimed, not yet recorded).
     real_transport_for = sending.transport_for
-    late: list[Delivery] = []
+    late: list[NudgeDelivery] = []
 
     def transport_for(kind, address):
         late.extend(flood(assigner, assignee, 1, start=100))
@@ -152,7 +152,7 @@ def test_what_comes_while_the_digest_is_being_sent_starts_the_next_one(
     assert send_everything_due() == [AttemptOutcome.DELIVERED]
 
     (next_one,) = late
-    assert next_one.is_digest and next_one.status == DeliveryStatus.PENDING
+    assert next_one.is_digest and next_one.status == NudgeDeliveryStatus.PENDING
     assert "Request number 100" not in mail.outbox[-1].body
     # Due when the oldest of the hour's nudges (here the digest just sent) leaves it.
     assert next_one.next_attempt_at > timezone.now() + HOUR - dt.timedelta(minutes=1)
@@ -166,7 +166,7 @@ def test_after_the_hour_requests_are_nudged_at_once_again(assigner, assignee):
     (later,) = flood(assigner, assignee, 1, start=10)
 
     assert not later.is_digest
-    assert later.status == DeliveryStatus.PENDING
+    assert later.status == NudgeDeliveryStatus.PENDING
     assert later.enqueued_at is not None
 
 
@@ -177,7 +177,7 @@ def test_the_cap_is_per_assigner(assigner, assignee, make_user):
     (theirs,) = flood(other, assignee, 1)
 
     assert not theirs.is_digest
-    assert theirs.status == DeliveryStatus.PENDING
+    assert theirs.status == NudgeDeliveryStatus.PENDING
 
 
 def test_nudges_to_the_assigner_are_not_counted(assigner, assignee):
@@ -194,10 +194,10 @@ def test_nudges_to_the_assigner_are_not_counted(assigner, assignee):
         )
         outbox.outbox_event_dispatch(event_id=answer.pk)
 
-    to_assigner = Delivery.objects.filter(recipient=assigner)
+    to_assigner = NudgeDelivery.objects.filter(recipient=assigner)
     assert to_assigner.count() == CAP
     assert {d.sender_id for d in to_assigner} == {None}
-    assert {d.status for d in to_assigner} == {DeliveryStatus.PENDING}
+    assert {d.status for d in to_assigner} == {NudgeDeliveryStatus.PENDING}
     assert not to_assigner.filter(is_digest=True).exists()
 
 
@@ -223,10 +223,10 @@ def test_a_digest_that_fails_for_now_keeps_what_it_holds_and_takes_more(
     monkeypatch.setattr(sending, "transport_for", transport_for)
     assert send_everything_due() == [AttemptOutcome.TRANSIENT]
     digest.refresh_from_db()
-    assert digest.status == DeliveryStatus.PENDING
+    assert digest.status == NudgeDeliveryStatus.PENDING
 
     (more,) = flood(assigner, assignee, 1, start=50)
-    assert more.status == DeliveryStatus.HELD and more.digest_id == digest.pk
+    assert more.status == NudgeDeliveryStatus.HELD and more.digest_id == digest.pk
 
     down[0] = False
     make_due(digest)
@@ -244,26 +244,26 @@ def test_workers_dispatching_at_once_still_keep_the_cap(assigner, assignee):
 
     race([lambda e=e: outbox.outbox_event_dispatch(event_id=e.pk) for e in events])
 
-    deliveries = Delivery.objects.filter(recipient=assignee)
+    deliveries = NudgeDelivery.objects.filter(recipient=assignee)
     assert deliveries.count() == 12
-    singles = deliveries.filter(is_digest=False, status=DeliveryStatus.PENDING)
+    singles = deliveries.filter(is_digest=False, status=NudgeDeliveryStatus.PENDING)
     assert singles.count() == CAP
     (digest,) = deliveries.filter(is_digest=True)
-    assert set(deliveries.filter(status=DeliveryStatus.HELD).values_list("digest", flat=True)) == {
-        digest.pk
-    }
-    assert deliveries.filter(status=DeliveryStatus.HELD).count() == 12 - CAP - 1
+    assert set(
+        deliveries.filter(status=NudgeDeliveryStatus.HELD).values_list("digest", flat=True)
+    ) == {digest.pk}
+    assert deliveries.filter(status=NudgeDeliveryStatus.HELD).count() == 12 - CAP - 1
 
 
 def test_the_admin_shows_a_held_delivery_and_its_digest(assigner, assignee, staff_client):
     deliveries = flood(assigner, assignee, CAP + 2)
     held = deliveries[-1]
 
-    page = staff_client.get(f"/admin/notifications/delivery/{held.pk}/change/")
+    page = staff_client.get(f"/admin/notifications/nudgedelivery/{held.pk}/change/")
 
     assert page.status_code == 200
     text = page.content.decode()
     assert "Held for a digest" in text
-    assert f"/admin/notifications/delivery/{deliveries[CAP].pk}/change/" in text
-    listing = staff_client.get("/admin/notifications/delivery/?is_digest__exact=1")
+    assert f"/admin/notifications/nudgedelivery/{deliveries[CAP].pk}/change/" in text
+    listing = staff_client.get("/admin/notifications/nudgedelivery/?is_digest__exact=1")
     assert listing.status_code == 200

@@ -1,6 +1,7 @@
-"""The nudges to one person go out in the order of the moves (issue 24): a
-request and then its renegotiation reach the assignee in that order, however
-the workers race. Decided when a delivery is claimed (notifications.turns),
+"""The nudges to one person about one commitment go out in the order of its
+moves (issue 24): a request and then its renegotiation reach the assignee in
+that order, however the workers race; nudges about other commitments do not
+wait for them. Decided when a delivery is claimed (notifications.turns),
 so these tests call dispatch and send directly, in the orders racing workers
 can take; tests/relay/test_worker.py races two real workers."""
 
@@ -18,7 +19,7 @@ from audit.services import Actor
 from commitments import services
 from commitments.models import OutboxEvent
 from lib import jobs
-from notifications.models import AttemptOutcome, Delivery, DeliveryStatus
+from notifications.models import AttemptOutcome, NudgeDelivery, NudgeDeliveryStatus
 from notifications.sending import nudge_send
 from relay import outbox
 
@@ -70,14 +71,14 @@ def events_of(commitment) -> list[OutboxEvent]:
     return list(OutboxEvent.objects.filter(commitment=commitment).order_by("pk"))
 
 
-def dispatched(event: OutboxEvent, capture) -> Delivery | None:
+def dispatched(event: OutboxEvent, capture) -> NudgeDelivery | None:
     """Dispatch `event` as a worker would (its after-commit queueing run)."""
     with capture(execute=True):
         outbox.outbox_event_dispatch(event_id=event.pk)
-    return Delivery.objects.filter(event=event).first()
+    return NudgeDelivery.objects.filter(event=event).first()
 
 
-def sent(delivery: Delivery, capture) -> str | None:
+def sent(delivery: NudgeDelivery, capture) -> str | None:
     with capture(execute=True):
         return nudge_send(delivery_id=delivery.pk)
 
@@ -104,7 +105,7 @@ def test_a_renegotiation_claimed_before_its_request_waits_for_it(
     # The worker holding the renegotiation's task gets there first: it waits.
     assert sent(second, capture) is None
     second.refresh_from_db()
-    assert (second.status, second.attempts) == (DeliveryStatus.PENDING, 0)
+    assert (second.status, second.attempts) == (NudgeDeliveryStatus.PENDING, 0)
     assert mail.outbox == []
 
     # The request goes, and its end queues the renegotiation.
@@ -152,7 +153,7 @@ def test_a_nudge_waits_while_the_one_before_it_waits_for_a_retry(
     assert sent(second, capture) is None
     assert mail.outbox == []
 
-    Delivery.objects.filter(pk=first.pk).update(next_attempt_at=timezone.now())
+    NudgeDelivery.objects.filter(pk=first.pk).update(next_attempt_at=timezone.now())
     queued.clear()
     assert sent(first, capture) == AttemptOutcome.DELIVERED
     assert queued == [str(second.pk)]
@@ -165,7 +166,7 @@ def test_a_nudge_that_failed_for_good_holds_up_nothing_after_it(
 ):
     capture = django_capture_on_commit_callbacks
     first, second = (dispatched(event, capture) for event in request_and_change)
-    Delivery.objects.filter(pk=first.pk).update(status=DeliveryStatus.FAILED)
+    NudgeDelivery.objects.filter(pk=first.pk).update(status=NudgeDeliveryStatus.FAILED)
 
     assert sent(second, capture) == AttemptOutcome.DELIVERED
 
@@ -182,25 +183,50 @@ def test_an_event_whose_dispatch_failed_holds_up_nobody(
 
 
 def test_a_move_that_nudges_nobody_lets_the_nudge_waiting_for_it_go(
-    assigner, assignee, make_user, queued, django_capture_on_commit_callbacks
+    assigner, assignee, queued, django_capture_on_commit_callbacks
 ):
     capture = django_capture_on_commit_callbacks
-    mine = ask(assigner, assignee, "Ship the report")
-    dispatched(events_of(mine)[0], capture)
-    Delivery.objects.filter(event__commitment=mine).update(status=DeliveryStatus.DELIVERED)
-    # The assignee accepts it (that tells the assigner, not them), and
-    # someone else asks them something right after.
-    services.commitment_accept(actor=Actor.for_user(assignee), commitment_id=mine.pk)
-    other = ask(make_user("other@example.com", display_name="Other"), assignee, "Review it")
-    accepted, asked = events_of(mine)[-1], events_of(other)[0]
-    waiting = dispatched(asked, capture)
+    commitment = ask(assigner, assignee, "Ship the report")
+    dispatched(events_of(commitment)[0], capture)
+    NudgeDelivery.objects.filter(event__commitment=commitment).update(
+        status=NudgeDeliveryStatus.DELIVERED
+    )
+    # The assignee declines (that tells the assigner, not them), and the
+    # assigner renegotiates right after (that tells them).
+    services.commitment_decline(actor=Actor.for_user(assignee), commitment_id=commitment.pk)
+    renegotiate(assigner, commitment, "Ship the report by Friday")
+    declined, renegotiated = events_of(commitment)[-2:]
+    waiting = dispatched(renegotiated, capture)
     assert sent(waiting, capture) is None
     queued.clear()
 
-    dispatched(accepted, capture)
+    dispatched(declined, capture)
 
     assert str(waiting.pk) in queued
     assert sent(waiting, capture) == AttemptOutcome.DELIVERED
+
+
+def test_nudges_about_different_commitments_do_not_wait_for_each_other(
+    assigner, assignee, make_user, queued, settings, django_capture_on_commit_callbacks
+):
+    """One person asked many things at once (an integration's burst) gets
+    them as fast as the workers send, not one at a time."""
+    capture = django_capture_on_commit_callbacks
+    mine = ask(assigner, assignee, "Ship the report")
+    first = dispatched(events_of(mine)[0], capture)
+    settings.EMAIL_BACKEND = f"{__name__}.DownBackend"
+    assert sent(first, capture) == AttemptOutcome.TRANSIENT  # waits for its retry
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    # Asked something else before the first request's event was even
+    # dispatched by another worker, and something by someone else.
+    undispatched = ask(assigner, assignee, "Book the room")
+    other = ask(make_user("other@example.com", display_name="Other"), assignee, "Review it")
+
+    assert sent(dispatched(events_of(other)[0], capture), capture) == AttemptOutcome.DELIVERED
+    assert sent(dispatched(events_of(undispatched)[0], capture), capture) == (
+        AttemptOutcome.DELIVERED
+    )
+    assert [s.split(":")[0] for s in subjects()] == ["Other asks you", "Lead asks you"]
 
 
 def test_a_digest_waiting_for_its_hour_holds_up_no_other_senders_nudge(
@@ -211,9 +237,9 @@ def test_a_digest_waiting_for_its_hour_holds_up_no_other_senders_nudge(
     for n in range(2):
         commitment = ask(assigner, assignee, f"Request number {n}")
         dispatched(events_of(commitment)[0], capture)
-    digest = Delivery.objects.get(is_digest=True)
+    digest = NudgeDelivery.objects.get(is_digest=True)
     assert digest.next_attempt_at > timezone.now() + dt.timedelta(minutes=30)
-    Delivery.objects.filter(is_digest=False).update(status=DeliveryStatus.DELIVERED)
+    NudgeDelivery.objects.filter(is_digest=False).update(status=NudgeDeliveryStatus.DELIVERED)
 
     other = ask(make_user("other@example.com", display_name="Other"), assignee, "Review it")
 
@@ -238,5 +264,5 @@ def test_reminders_take_no_turn(assigner, assignee, queued, django_capture_on_co
         delivery_id = reminder_delivery_create(reminder=reminder, now=timezone.now())
 
     request_nudge.refresh_from_db()
-    assert request_nudge.status == DeliveryStatus.PENDING  # earlier, and not sent yet
+    assert request_nudge.status == NudgeDeliveryStatus.PENDING  # earlier, and not sent yet
     assert nudge_send(delivery_id=delivery_id) is not None  # claimed, not left waiting

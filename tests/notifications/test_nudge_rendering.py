@@ -18,10 +18,10 @@ from commitments import services
 from commitments.models import EventKind, OutboxEvent
 from lib import jobs
 from lib.text import one_line
-from notifications.channels import notification_channel_set
-from notifications.models import AttemptOutcome, Delivery, DeliveryStatus
+from notifications.models import AttemptOutcome, NudgeDelivery, NudgeDeliveryStatus
 from notifications.nudges import commitment_url
 from notifications.sending import nudge_send
+from notifications.services import notification_channel_set
 from notifications.transports import Message, TeamsTransport
 from relay import outbox
 from tests.harness.services import FakeService, Reply
@@ -40,7 +40,7 @@ def _settings(settings, monkeypatch):
     monkeypatch.setattr(jobs, "enqueue", lambda *args, **kwargs: True)
 
 
-def ask(assigner, assignee, description: str = "Write the runbook") -> Delivery:
+def ask(assigner, assignee, description: str = "Write the runbook") -> NudgeDelivery:
     commitment = services.commitment_create_pending(
         actor=Actor.for_user(assigner),
         assigner=assigner,
@@ -50,7 +50,7 @@ def ask(assigner, assignee, description: str = "Write the runbook") -> Delivery:
     )
     event = OutboxEvent.objects.get(commitment=commitment, kind=EventKind.HANDSHAKE_REQUESTED)
     (delivery_id,) = outbox.outbox_event_dispatch(event_id=event.pk)
-    return Delivery.objects.get(pk=delivery_id)
+    return NudgeDelivery.objects.get(pk=delivery_id)
 
 
 def stored_as(user, **fields) -> None:
@@ -117,7 +117,7 @@ def test_a_mail_that_cannot_be_written_fails_for_good_instead_of_being_retried(
 
     assert outcome == AttemptOutcome.PERMANENT
     delivery.refresh_from_db()
-    assert delivery.status == DeliveryStatus.FAILED
+    assert delivery.status == NudgeDeliveryStatus.FAILED
     assert delivery.next_attempt_at <= delivery.updated_at  # no retry planned
     assert "could not be written as mail" in delivery.last_error
     assert mail.outbox == []

@@ -22,16 +22,16 @@ from audit.services import Actor
 from commitments import services
 from commitments.models import Commitment
 from lib import jobs
-from notifications.channels import notification_channel_set
 from notifications.models import (
     ChannelKind,
-    Delivery,
-    DeliveryStatus,
-    NotificationChannel,
+    NudgeChannel,
+    NudgeDelivery,
+    NudgeDeliveryStatus,
     Reminder,
     ReminderKind,
 )
 from notifications.reminders import reminders_create_due
+from notifications.services import notification_channel_set
 from notifications.tasks import deliver_nudge, remind
 from relay.outbox import outbox_sweep
 from tests.harness.services import FakeService
@@ -80,7 +80,7 @@ def worker(monkeypatch):
                 task, arg = queued.pop(0)
                 if (
                     task is deliver_nudge
-                    and Delivery.objects.filter(pk=arg, reminder__isnull=False).exists()
+                    and NudgeDelivery.objects.filter(pk=arg, reminder__isnull=False).exists()
                 ):
                     task(arg)
 
@@ -140,7 +140,7 @@ def test_the_assignee_is_reminded_the_day_before_the_deadline_once(
         deadline,
         assignee,
     )
-    assert reminder.delivery.status == DeliveryStatus.DELIVERED
+    assert reminder.delivery.status == NudgeDeliveryStatus.DELIVERED
     # The assigner heard nothing of it.
     assert reminders_to("lead@example.com") == []
 
@@ -241,8 +241,8 @@ def test_reminders_falling_due_within_the_hour_come_in_one_digest(
     assert "First thing" not in digest.body
     assert url_of(second) in digest.body and url_of(third) in digest.body
     assert url_of(first) not in digest.body
-    deliveries = Delivery.objects.filter(reminder__isnull=False)
-    assert set(deliveries.values_list("status", flat=True)) == {DeliveryStatus.DELIVERED}
+    deliveries = NudgeDelivery.objects.filter(reminder__isnull=False)
+    assert set(deliveries.values_list("status", flat=True)) == {NudgeDeliveryStatus.DELIVERED}
     # The next hour starts a new count.
     clock.advance(minutes=30)
     worker.sweep(clock)
@@ -256,7 +256,7 @@ def test_someone_who_turned_reminders_off_gets_none(client, clock, worker, assig
     assert "Send me reminders" in page
     response = client.post("/settings/notifications/", {"kind": "email"})  # box unticked
     assert response.status_code == 302
-    assert NotificationChannel.objects.get(user=assignee).reminders is False
+    assert NudgeChannel.objects.get(user=assignee).reminders is False
 
     active(assigner, assignee, T0 + dt.timedelta(hours=3))
     pending(assigner, assignee, None)
@@ -268,7 +268,7 @@ def test_someone_who_turned_reminders_off_gets_none(client, clock, worker, assig
 
     # Ticked again: on.
     client.post("/settings/notifications/", {"kind": "email", "reminders": "on"})
-    assert NotificationChannel.objects.get(user=assignee).reminders is True
+    assert NudgeChannel.objects.get(user=assignee).reminders is True
 
 
 @pytest.mark.django_db(transaction=True)
@@ -282,8 +282,8 @@ def test_a_reminder_waiting_in_a_digest_is_not_sent_after_its_recipient_turned_t
     clock.advance(hours=1, minutes=1)
     worker.sweep(clock)
     assert len(reminders_to("knight@example.com")) == 1
-    digest = Delivery.objects.get(is_digest=True)
-    assert digest.status == DeliveryStatus.CANCELLED
+    digest = NudgeDelivery.objects.get(is_digest=True)
+    assert digest.status == NudgeDeliveryStatus.CANCELLED
 
 
 @pytest.mark.django_db(transaction=True)
@@ -333,7 +333,7 @@ def test_a_scheduler_that_dies_before_committing_leaves_nothing_and_the_next_run
     assert reminders_create_due(now=clock.now) == 1
     assert reminders_create_due(now=clock.now) == 0
     worker_again.run()
-    assert Delivery.objects.filter(reminder__isnull=False).count() == 1
+    assert NudgeDelivery.objects.filter(reminder__isnull=False).count() == 1
 
 
 @pytest.mark.postgres
@@ -357,12 +357,12 @@ def test_two_schedulers_at_once_make_each_reminder_once(clock, worker, assigner,
         thread.join()
     assert sum(made) == 5
     assert Reminder.objects.count() == 5
-    deliveries = Delivery.objects.filter(reminder__isnull=False)
+    deliveries = NudgeDelivery.objects.filter(reminder__isnull=False)
     assert deliveries.count() == 5
     # One goes at once; the rest wait in one digest.
-    assert deliveries.filter(status=DeliveryStatus.PENDING, is_digest=False).count() == 1
+    assert deliveries.filter(status=NudgeDeliveryStatus.PENDING, is_digest=False).count() == 1
     assert deliveries.filter(is_digest=True).count() == 1
-    assert deliveries.filter(status=DeliveryStatus.HELD).count() == 3
+    assert deliveries.filter(status=NudgeDeliveryStatus.HELD).count() == 3
 
 
 @pytest.mark.django_db(transaction=True)
@@ -371,15 +371,15 @@ def test_reminders_are_listed_with_the_nudges_on_the_page_and_in_the_admin(
 ):
     c = active(assigner, assignee, T0 + dt.timedelta(hours=3))
     worker.remind(clock)
-    delivery = Delivery.objects.get(reminder__isnull=False)
+    delivery = NudgeDelivery.objects.get(reminder__isnull=False)
     client.force_login(assignee)
     page = client.get("/settings/notifications/").content.decode()
     assert "Reminder: Due within a day: Ship the quarterly report" in page
     client.force_login(staff)
-    listing = client.get("/admin/notifications/delivery/")
+    listing = client.get("/admin/notifications/nudgedelivery/")
     assert listing.status_code == 200
     assert "Reminder: Due within a day" in listing.content.decode()
-    change = client.get(f"/admin/notifications/delivery/{delivery.pk}/change/")
+    change = client.get(f"/admin/notifications/nudgedelivery/{delivery.pk}/change/")
     assert change.status_code == 200
     assert str(c.pk) in change.content.decode()
 
@@ -420,4 +420,7 @@ def test_a_digest_leaves_out_a_reminder_whose_commitment_was_completed_meanwhile
     assert first_mail.subject == "Reminder: Due soon: First thing"
     assert second_mail.subject == "Reminder: Due soon: Second thing"
     assert "Third thing" not in second_mail.body
-    assert Delivery.objects.get(reminder__commitment=third).status == DeliveryStatus.CANCELLED
+    assert (
+        NudgeDelivery.objects.get(reminder__commitment=third).status
+        == NudgeDeliveryStatus.CANCELLED
+    )

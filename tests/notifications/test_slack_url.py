@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from notifications.models import ChannelKind, NotificationChannel
+from notifications.models import ChannelKind, NudgeChannel
 
 pytestmark = pytest.mark.django_db
 PAGE = "/settings/notifications/"
@@ -31,13 +31,13 @@ def test_a_slack_channel_refuses_a_url_that_is_not_slacks(knight, assignee, url)
 
     assert response.status_code == 400
     assert "starts with https://hooks.slack.com/" in response.content.decode()
-    assert not NotificationChannel.objects.filter(user=assignee).exists()
+    assert not NudgeChannel.objects.filter(user=assignee).exists()
 
 
 def test_a_slack_url_is_taken(knight, assignee):
     url = "https://hooks.slack.com/services/T000/B000/secret"
     assert knight.post(PAGE, {"kind": "slack", "chat_url": url}).status_code == 302
-    assert NotificationChannel.objects.get(user=assignee).kind == ChannelKind.SLACK
+    assert NudgeChannel.objects.get(user=assignee).kind == ChannelKind.SLACK
 
 
 def test_teams_keeps_its_own_urls(knight, assignee):
@@ -52,5 +52,5 @@ def test_a_local_receiver_stands_in_for_slack_only_where_loopback_is_allowed(
     assert knight.post(PAGE, {"kind": "slack", "chat_url": url}).status_code == 302
 
     settings.OUTBOUND_ALLOW_LOOPBACK = False
-    NotificationChannel.objects.all().delete()
+    NudgeChannel.objects.all().delete()
     assert knight.post(PAGE, {"kind": "slack", "chat_url": url}).status_code == 400

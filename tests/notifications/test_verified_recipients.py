@@ -11,7 +11,7 @@ from audit.services import Actor
 from commitments import services
 from commitments.models import EventKind, OutboxEvent
 from lib import jobs
-from notifications.models import Delivery
+from notifications.models import NudgeDelivery
 from relay import outbox
 
 pytestmark = pytest.mark.django_db
@@ -40,7 +40,7 @@ def ask(assigner, assignee) -> OutboxEvent:
 def test_a_verified_assignee_is_nudged(assigner, assignee):
     event = ask(assigner, assignee)
 
-    assert Delivery.objects.filter(event=event, recipient=assignee).count() == 1
+    assert NudgeDelivery.objects.filter(event=event, recipient=assignee).count() == 1
 
 
 def test_an_unverified_address_receives_no_nudge(assigner, make_user):
@@ -48,7 +48,7 @@ def test_an_unverified_address_receives_no_nudge(assigner, make_user):
 
     event = ask(assigner, claimed)
 
-    assert not Delivery.objects.filter(event=event).exists()
+    assert not NudgeDelivery.objects.filter(event=event).exists()
     assert mail.outbox == []
 
 
@@ -58,7 +58,7 @@ def test_a_deactivated_account_receives_no_nudge(assigner, assignee):
 
     event = ask(assigner, assignee)
 
-    assert not Delivery.objects.filter(event=event).exists()
+    assert not NudgeDelivery.objects.filter(event=event).exists()
 
 
 def test_once_the_owner_verifies_the_address_the_next_request_is_nudged(assigner, make_user):
@@ -69,4 +69,4 @@ def test_once_the_owner_verifies_the_address_the_next_request_is_nudged(assigner
     EmailAddress.objects.create(user=claimed, email=claimed.email, primary=True, verified=True)
     event = ask(assigner, claimed)
 
-    assert Delivery.objects.filter(event=event, recipient=claimed).count() == 1
+    assert NudgeDelivery.objects.filter(event=event, recipient=claimed).count() == 1

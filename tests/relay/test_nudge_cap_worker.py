@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from notifications.models import Delivery, DeliveryStatus
+from notifications.models import NudgeDelivery, NudgeDeliveryStatus
 from tests.harness.api import INBOX, inbox_body, mint, post_json
 from tests.harness.services import (
     celery_worker,
@@ -70,7 +70,7 @@ def test_an_inbox_flood_sends_at_most_the_cap_then_one_digest(tmp_path, client, 
         assert sum(f"Flood item {n}\n" in text for text in texts) == 1, n
     assert digest.get_payload().count("Flood item") == FLOOD - CAP
 
-    deliveries = Delivery.objects.filter(recipient=assignee)
+    deliveries = NudgeDelivery.objects.filter(recipient=assignee)
     assert deliveries.count() == FLOOD
-    assert set(deliveries.values_list("status", flat=True)) == {DeliveryStatus.DELIVERED}
+    assert set(deliveries.values_list("status", flat=True)) == {NudgeDeliveryStatus.DELIVERED}
     assert deliveries.filter(is_digest=True).count() == 1

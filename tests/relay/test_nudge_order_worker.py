@@ -12,8 +12,8 @@ import pytest
 
 from audit.services import Actor
 from commitments import services
-from notifications.channels import notification_channel_set
-from notifications.models import ChannelKind, Delivery, DeliveryStatus
+from notifications.models import ChannelKind, NudgeDelivery, NudgeDeliveryStatus
+from notifications.services import notification_channel_set
 from tests.harness.services import (
     FakeService,
     Reply,
@@ -57,7 +57,7 @@ def test_a_renegotiation_never_overtakes_the_request_before_it(tmp_path, assigne
                 description="Ship the report and the slides",
             )
             change = wait_until(
-                lambda: Delivery.objects.filter(
+                lambda: NudgeDelivery.objects.filter(
                     event__commitment=commitment, event__kind="renegotiated"
                 ).first(),
                 what="the renegotiation's nudge",
@@ -68,12 +68,14 @@ def test_a_renegotiation_never_overtakes_the_request_before_it(tmp_path, assigne
             wait_until(lambda: sweeps_done(worker) >= start + 3, what="three sweeps")
             assert len(slack.requests) == 1
             change.refresh_from_db()
-            assert (change.status, change.attempts) == (DeliveryStatus.PENDING, 0)
+            assert (change.status, change.attempts) == (NudgeDeliveryStatus.PENDING, 0)
 
             held.set()
             requests = slack.wait_for_requests(2)
             wait_until(
-                lambda: not Delivery.objects.exclude(status=DeliveryStatus.DELIVERED).exists(),
+                lambda: (
+                    not NudgeDelivery.objects.exclude(status=NudgeDeliveryStatus.DELIVERED).exists()
+                ),
                 what="both delivered",
             )
 

@@ -16,14 +16,14 @@ from audit.services import Actor
 from commitments import services
 from commitments.models import EventKind, OutboxEvent
 from notifications import sending
-from notifications.channels import notification_channel_set
 from notifications.models import (
     AttemptOutcome,
     ChannelKind,
-    Delivery,
-    DeliveryStatus,
-    NotificationChannel,
+    NudgeChannel,
+    NudgeDelivery,
+    NudgeDeliveryStatus,
 )
+from notifications.services import notification_channel_set
 from relay import outbox
 from tests.harness.concurrency import race
 from tests.harness.services import FakeService, Reply
@@ -69,13 +69,13 @@ def event_of(commitment, kind=EventKind.HANDSHAKE_REQUESTED) -> OutboxEvent:
     return OutboxEvent.objects.get(commitment=commitment, kind=kind)
 
 
-def dispatch_and_get(event) -> Delivery:
+def dispatch_and_get(event) -> NudgeDelivery:
     (delivery_id,) = outbox.outbox_event_dispatch(event_id=event.pk)
-    return Delivery.objects.get(pk=delivery_id)
+    return NudgeDelivery.objects.get(pk=delivery_id)
 
 
-def make_due(delivery: Delivery) -> None:
-    Delivery.objects.filter(pk=delivery.pk).update(
+def make_due(delivery: NudgeDelivery) -> None:
+    NudgeDelivery.objects.filter(pk=delivery.pk).update(
         next_attempt_at=timezone.now() - dt.timedelta(seconds=1)
     )
 
@@ -223,12 +223,12 @@ def test_an_inbox_creation_nudges_the_assignee_once(assigner, assignee, publishe
         delivery = dispatch_and_get(event)
     assert delivery.recipient == assignee
     assert delivery.channel == ChannelKind.EMAIL
-    assert delivery.status == DeliveryStatus.PENDING
+    assert delivery.status == NudgeDeliveryStatus.PENDING
     event.refresh_from_db()
     assert event.dispatched_at is not None
     assert event.dispatch_attempts == 1
     assert outbox.outbox_event_dispatch(event_id=event.pk) == []  # a second run: nothing
-    assert Delivery.objects.count() == 1
+    assert NudgeDelivery.objects.count() == 1
     assert published == [("deliver_nudge", str(delivery.pk))]
 
 
@@ -255,7 +255,7 @@ def test_answers_and_completion_tell_the_assigner_and_renegotiation_the_assignee
     for event in OutboxEvent.objects.all():
         ids = outbox.outbox_event_dispatch(event_id=event.pk)
         recipients[(event.commitment_id, event.kind)] = [
-            Delivery.objects.get(pk=i).recipient for i in ids
+            NudgeDelivery.objects.get(pk=i).recipient for i in ids
         ]
     assert recipients == {
         (accepted.pk, EventKind.HANDSHAKE_REQUESTED): [assignee],
@@ -284,7 +284,7 @@ def test_two_workers_dispatching_the_same_event_at_once_create_one_delivery(
     event = event_of(create_pending(assigner, assignee))
     results = race([lambda: outbox.outbox_event_dispatch(event_id=event.pk)] * 4)
     assert sorted(len(r) for r in results) == [0, 0, 0, 1]
-    assert Delivery.objects.filter(event=event).count() == 1
+    assert NudgeDelivery.objects.filter(event=event).count() == 1
 
 
 # --- delivery -----------------------------------------------------------------------
@@ -305,7 +305,7 @@ def test_a_nudge_by_email_says_who_asks_what_by_when_in_the_recipients_time_zone
     assert "Fri 1 Mar 2030, 18:00 (Europe/Paris)" in sent.body  # 17:00 UTC
     assert f"https://commitments.example.com/commitments/{commitment.pk}" in sent.body
     delivery.refresh_from_db()
-    assert delivery.status == DeliveryStatus.DELIVERED
+    assert delivery.status == NudgeDeliveryStatus.DELIVERED
     assert delivery.delivered_at is not None
     (attempt,) = delivery.attempt_log.all()
     assert attempt.outcome == AttemptOutcome.DELIVERED
@@ -342,7 +342,7 @@ def test_transient_failures_back_off_longer_each_time(assigner, assignee, publis
         before = timezone.now()
         assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.TRANSIENT
         delivery.refresh_from_db()
-        assert delivery.status == DeliveryStatus.PENDING
+        assert delivery.status == NudgeDeliveryStatus.PENDING
         assert "503" in delivery.last_error
         waits.append((delivery.next_attempt_at - before).total_seconds())
         # Not due yet: a duplicate task does nothing.
@@ -374,12 +374,12 @@ def test_a_permanent_failure_marks_the_channel_broken_and_falls_back_to_email(
 
     with committed():
         assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.PERMANENT
-    channel = NotificationChannel.objects.get(user=assignee)
+    channel = NudgeChannel.objects.get(user=assignee)
     assert channel.is_broken
     assert "404 no_service" in channel.broken_reason
     delivery.refresh_from_db()
     assert delivery.channel == ChannelKind.EMAIL
-    assert delivery.status == DeliveryStatus.PENDING
+    assert delivery.status == NudgeDeliveryStatus.PENDING
     assert published == [("deliver_nudge", str(delivery.pk))]  # the fallback goes at once
 
     assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
@@ -422,7 +422,7 @@ def test_a_chat_channel_that_keeps_failing_falls_back_to_email_without_being_mar
     delivery.refresh_from_db()
     assert delivery.channel == ChannelKind.EMAIL
     assert delivery.attempts == 0
-    assert not NotificationChannel.objects.get(user=assignee).is_broken
+    assert not NudgeChannel.objects.get(user=assignee).is_broken
     assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
 
 
@@ -434,7 +434,7 @@ def test_email_that_keeps_failing_ends_failed(assigner, assignee, published, set
     make_due(delivery)
     sending.nudge_send(delivery_id=delivery.pk)
     delivery.refresh_from_db()
-    assert delivery.status == DeliveryStatus.FAILED
+    assert delivery.status == NudgeDeliveryStatus.FAILED
     assert "Connection refused" in delivery.last_error
     make_due(delivery)
     assert sending.nudge_send(delivery_id=delivery.pk) is None
@@ -445,7 +445,7 @@ class WorkerKilled(BaseException):
 
 
 def expire_lease(delivery) -> None:
-    Delivery.objects.filter(pk=delivery.pk).update(
+    NudgeDelivery.objects.filter(pk=delivery.pk).update(
         claimed_until=timezone.now() - dt.timedelta(seconds=1)
     )
 
@@ -521,19 +521,21 @@ def test_a_stale_worker_cannot_reschedule_a_delivery_someone_else_claimed(
     thread_a.join(timeout=30)
     delivery.refresh_from_db()
     assert outcomes["a"] == AttemptOutcome.TRANSIENT
-    assert delivery.status == DeliveryStatus.SENDING  # still B's
+    assert delivery.status == NudgeDeliveryStatus.SENDING  # still B's
     assert delivery.claimed_until > timezone.now()
 
     b.let_go.set()
     thread_b.join(timeout=30)
     delivery.refresh_from_db()
     assert outcomes["b"] == AttemptOutcome.DELIVERED
-    assert delivery.status == DeliveryStatus.DELIVERED
+    assert delivery.status == NudgeDeliveryStatus.DELIVERED
 
 
 def test_admin_retry_sends_a_failed_delivery_again(assigner, assignee, published):
     delivery = dispatch_and_get(event_of(create_pending(assigner, assignee)))
-    Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.FAILED, attempts=10)
+    NudgeDelivery.objects.filter(pk=delivery.pk).update(
+        status=NudgeDeliveryStatus.FAILED, attempts=10
+    )
     assert sending.delivery_retry(delivery_id=delivery.pk) is True
     assert sending.nudge_send(delivery_id=delivery.pk) == AttemptOutcome.DELIVERED
     assert sending.delivery_retry(delivery_id=delivery.pk) is False  # delivered stays so
@@ -571,20 +573,20 @@ def test_the_sweep_queues_due_retries_and_expired_leases_but_not_live_ones(
 ):
     now = timezone.now()
     retry = dispatch_and_get(event_of(create_pending(assigner, assignee)))
-    Delivery.objects.filter(pk=retry.pk).update(
+    NudgeDelivery.objects.filter(pk=retry.pk).update(
         next_attempt_at=now - dt.timedelta(seconds=1), enqueued_at=None
     )
     waiting = dispatch_and_get(event_of(create_pending(assigner, assignee, description="b")))
-    Delivery.objects.filter(pk=waiting.pk).update(
+    NudgeDelivery.objects.filter(pk=waiting.pk).update(
         next_attempt_at=now + dt.timedelta(minutes=5), enqueued_at=None
     )
     dead = dispatch_and_get(event_of(create_pending(assigner, assignee, description="c")))
-    Delivery.objects.filter(pk=dead.pk).update(
-        status=DeliveryStatus.SENDING, claimed_until=now - dt.timedelta(seconds=1)
+    NudgeDelivery.objects.filter(pk=dead.pk).update(
+        status=NudgeDeliveryStatus.SENDING, claimed_until=now - dt.timedelta(seconds=1)
     )
     alive = dispatch_and_get(event_of(create_pending(assigner, assignee, description="d")))
-    Delivery.objects.filter(pk=alive.pk).update(
-        status=DeliveryStatus.SENDING, claimed_until=now + dt.timedelta(minutes=10)
+    NudgeDelivery.objects.filter(pk=alive.pk).update(
+        status=NudgeDeliveryStatus.SENDING, claimed_until=now + dt.timedelta(minutes=10)
     )
     fresh = dispatch_and_get(event_of(create_pending(assigner, assignee, description="e")))
     published.clear()
@@ -599,7 +601,7 @@ def test_the_sweep_queues_due_retries_and_expired_leases_but_not_live_ones(
     assert result.deliveries == len(queued)
     # Right after the dispatch, `fresh` had just been queued and was left alone.
     published.clear()
-    Delivery.objects.filter(pk=fresh.pk).update(enqueued_at=timezone.now())
+    NudgeDelivery.objects.filter(pk=fresh.pk).update(enqueued_at=timezone.now())
     with committed():
         outbox.outbox_sweep()
     assert str(fresh.pk) not in {row_id for _, row_id in published}

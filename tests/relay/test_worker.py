@@ -22,8 +22,8 @@ from django.utils import timezone
 from audit.services import Actor
 from commitments import services
 from commitments.models import Commitment
-from notifications.channels import notification_channel_set
-from notifications.models import AttemptOutcome, ChannelKind, Delivery, DeliveryStatus
+from notifications.models import AttemptOutcome, ChannelKind, NudgeDelivery, NudgeDeliveryStatus
+from notifications.services import notification_channel_set
 from tests.harness.services import (
     FakeService,
     Process,
@@ -51,9 +51,9 @@ def create_pending(assigner, assignee, description="Ship the quarterly report"):
     return commitment
 
 
-def delivered(commitment) -> Delivery | None:
-    return Delivery.objects.filter(
-        event__commitment=commitment, status=DeliveryStatus.DELIVERED
+def delivered(commitment) -> NudgeDelivery | None:
+    return NudgeDelivery.objects.filter(
+        event__commitment=commitment, status=NudgeDeliveryStatus.DELIVERED
     ).first()
 
 
@@ -72,9 +72,9 @@ def let_sweeps_run(worker: Process, count: int = 2) -> None:
 
 
 def assert_one_nudge(commitment, mail_dir: Path) -> None:
-    assert Delivery.objects.filter(event__commitment=commitment).count() == 1
-    delivery = Delivery.objects.get(event__commitment=commitment)
-    assert delivery.status == DeliveryStatus.DELIVERED
+    assert NudgeDelivery.objects.filter(event__commitment=commitment).count() == 1
+    delivery = NudgeDelivery.objects.get(event__commitment=commitment)
+    assert delivery.status == NudgeDeliveryStatus.DELIVERED
     assert [a.outcome for a in delivery.attempt_log.all()] == [AttemptOutcome.DELIVERED]
     mails = [m for m in read_mails(mail_dir) if commitment.description in m["Subject"]]
     assert len(mails) == 1
@@ -272,8 +272,8 @@ def test_a_worker_killed_in_the_middle_of_a_delivery_does_not_lose_the_nudge(
             slack.wait_for_requests(1)
             first.kill(signal.SIGKILL)
         held.set()
-        delivery = Delivery.objects.get(event__commitment=commitment)
-        assert delivery.status == DeliveryStatus.SENDING  # claimed by the dead worker
+        delivery = NudgeDelivery.objects.get(event__commitment=commitment)
+        assert delivery.status == NudgeDeliveryStatus.SENDING  # claimed by the dead worker
 
         with celery_worker(redis_env, tmp_path / "second.log") as second:
             second.wait_for_output("ready.")
@@ -281,7 +281,7 @@ def test_a_worker_killed_in_the_middle_of_a_delivery_does_not_lose_the_nudge(
             let_sweeps_run(second)
 
     delivery.refresh_from_db()
-    assert delivery.status == DeliveryStatus.DELIVERED
+    assert delivery.status == NudgeDeliveryStatus.DELIVERED
     assert delivery.channel == ChannelKind.SLACK
     # The first request reached Slack but its answer was never recorded: the
     # one window in which a nudge can go out twice.

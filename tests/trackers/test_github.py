@@ -59,7 +59,7 @@ def test_an_assigned_issue_becomes_a_commitment_for_the_mapped_assignee(client, 
 
 
 def test_the_commitment_page_links_the_issue_and_names_the_connection(client, github, assignee):
-    from commitments.services import link_template_add
+    from commitments.links import link_template_add
 
     connection, secret = github
     deliver(client, connection, secret, issues_event("assigned"))
@@ -244,3 +244,20 @@ def test_a_deactivated_owners_connection_is_refused(client, github):
     assert response.status_code == 401
     assert Commitment.objects.count() == 0
     assert TrackerEvent.objects.count() == 0
+
+
+def test_an_issue_without_a_title_is_refused_by_the_terms_rule(client, github, assignee):
+    """The contract's rule of a description (commitments.terms) is the one a
+    delivery meets: an issue with a blank title makes no commitment, and the
+    log says which rule refused it, in the inbox's words."""
+    connection, secret = github
+    event = issues_event("assigned")
+    event["issue"]["title"] = " \u00a0 "
+    response = deliver(client, connection, secret, event)
+    assert response.status_code == 202, response.content
+    [action] = response.json()["actions"]
+    assert action["did"] == "skipped"
+    assert action["why"] == "description: This field may not be blank."
+    assert action["email"] == "knight@example.com"
+    assert not Commitment.objects.exists()
+    assert TrackerEvent.objects.get().actions == [action]

@@ -1,5 +1,5 @@
 """Which transitions become webhook deliveries, to whom, and the envelope
-each one freezes (spec, "Outbound webhooks")."""
+each one freezes (docs/webhooks.md, "Events" and "The body (envelope)")."""
 
 from __future__ import annotations
 

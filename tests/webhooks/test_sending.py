@@ -25,6 +25,7 @@ from webhooks.models import (
     WebhookDelivery,
     WebhookDeliveryStatus,
 )
+from webhooks.schedule import next_attempt_at
 from webhooks.services import (
     webhook_delivery_replay,
     webhook_endpoint_resume,
@@ -84,6 +85,20 @@ def test_five_failures_then_success_keeps_the_id_and_follows_the_schedule(
     assert [a.status_code for a in attempts] == [500] * 5 + [200]
     assert attempts[0].response_excerpt == "down"
     assert delivery.last_status_code == 200
+
+
+def test_the_gaps_are_the_settings_schedule_and_the_last_attempt_stays_at_24_hours(settings):
+    """The schedule is a setting (the fault run's settings make it seconds,
+    benchmarks/faults_settings.py), read at each failure."""
+    settings.WEBHOOK_RETRY_SCHEDULE = (2, 4)
+    first = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
+
+    for attempts, nominal in ((1, 2), (2, 4)):
+        due = next_attempt_at(attempts=attempts, first_attempt_at=first, now=first)
+        assert nominal * 0.9 <= (due - first).total_seconds() <= nominal * 1.1
+    assert next_attempt_at(attempts=3, first_attempt_at=first, now=first) == first + dt.timedelta(
+        seconds=settings.WEBHOOK_RETRY_WINDOW
+    )
 
 
 def test_a_receiver_that_never_succeeds_fails_after_24_hours_and_replay_delivers(

@@ -19,7 +19,7 @@ import socket
 import pytest
 
 from lib import outbound
-from notifications.models import NotificationChannel
+from notifications.models import NudgeChannel
 from notifications.transports import Message, SlackTransport, TeamsTransport, TransportError
 from tests.harness.api import sign_in
 from tests.harness.webhook_pages import delivery_row, endpoint_for, resolve_every_name_to
@@ -94,7 +94,7 @@ def test_a_chat_url_on_the_list_is_refused_on_the_notifications_page(client, ass
     (error,) = response.context["form"].errors["chat_url"]
     assert error.startswith(("The URL must start with https://", "The URL points to"))
     assert error in response.content.decode()
-    assert not NotificationChannel.objects.filter(user=assignee).exists()
+    assert not NudgeChannel.objects.filter(user=assignee).exists()
 
 
 @pytest.mark.parametrize("address", REFUSED_ADDRESSES)
@@ -112,7 +112,7 @@ def test_a_chat_name_that_resolves_to_an_address_on_the_list_is_refused_on_the_p
     # Refused without saying where the name leads (that stays in the log).
     assert error == URL_HOST_REFUSED
     assert shown(address) not in response.content.decode()
-    assert not NotificationChannel.objects.filter(user=assignee).exists()
+    assert not NudgeChannel.objects.filter(user=assignee).exists()
 
 
 @pytest.mark.parametrize("transport", [SlackTransport, TeamsTransport])
@@ -213,7 +213,7 @@ def test_a_name_that_does_not_resolve_from_here_is_taken_by_both_forms_and_refus
     client.force_login(assignee)
     saved = client.post("/settings/notifications/", {"kind": "teams", "chat_url": NAMED_URL})
     assert saved.status_code == 302
-    assert NotificationChannel.objects.get(user=assignee).chat_url == NAMED_URL
+    assert NudgeChannel.objects.get(user=assignee).chat_url == NAMED_URL
 
 
 def _send_to(endpoint: WebhookEndpoint) -> WebhookAttempt:

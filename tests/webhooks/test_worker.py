@@ -20,7 +20,7 @@ import standardwebhooks
 from audit.services import Actor
 from commitments import services
 from commitments.models import Commitment
-from notifications.models import Delivery, DeliveryStatus
+from notifications.models import NudgeDelivery, NudgeDeliveryStatus
 from tests.harness.api import SYNC, post_json
 from tests.harness.services import (
     Process,
@@ -167,8 +167,8 @@ def test_a_receiver_that_never_answers_costs_the_timeout_and_delays_no_nudge(
             deadline=None,
         )
         wait_until(
-            lambda: Delivery.objects.filter(
-                event__commitment=other, status=DeliveryStatus.DELIVERED
+            lambda: NudgeDelivery.objects.filter(
+                event__commitment=other, status=NudgeDeliveryStatus.DELIVERED
             ).exists(),
             what="the nudge",
         )

@@ -2,7 +2,8 @@
 
 from django.db import migrations, models
 
-# The hosts of the trackers that have one (trackers.services.DEFAULT_SITE);
+# The hosts of the trackers that have one (their classes' `default_site`,
+# trackers.kinds, as of this migration);
 # GitLab and Jira connections learn theirs from their next delivery.
 DEFAULT_SITE = {"github": "github.com", "linear": "linear.app"}
 

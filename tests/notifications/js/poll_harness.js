@@ -1,4 +1,4 @@
-// Runs static/js/notification_test.js in Node against a live server: a
+// Runs static/js/test_nudge.js in Node against a live server: a
 // stand-in for the page's DOM (the result box, as the page renders it), the
 // real fetch with the session cookie, and quick timers. Prints what the box
 // holds once the script stops polling, as JSON.

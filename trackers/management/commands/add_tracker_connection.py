@@ -18,7 +18,7 @@ from django.urls import reverse
 from accounts.commands import active_user_for_command
 from audit.services import Actor
 from trackers import services
-from trackers.models import Kind
+from trackers.kinds import Kind
 
 
 class Command(BaseCommand):

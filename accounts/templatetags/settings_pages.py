@@ -1,0 +1,36 @@
+"""The parts every Settings page shares, so each page writes only its own
+words: the header (where the page sits, its title, what it is for).
+
+The Settings pages of every app use it (accounts serves /settings/ and the
+layout they extend, templates/settings/base.html). The markup is in
+templates/settings/_header.html; the delivery badge and the confirm form
+are plain includes beside it (_delivery_status.html, _confirm.html).
+"""
+
+from __future__ import annotations
+
+from django import template
+from django.template.loader import render_to_string
+from django.utils.safestring import SafeString, mark_safe
+
+register = template.Library()
+
+
+@register.simple_block_tag(end_name="endsettings_header")
+def settings_header(content: SafeString, title: str, *crumbs: str, index: bool = False) -> str:
+    """The page header: "Settings" and any further `crumbs` (pairs of a URL
+    and its label: `{% url ... as x %}` first) above the `title`, and the
+    block's content, when there is any, as the page's introduction. `index`:
+    the Settings page itself, which links to no "Settings" above it."""
+    if len(crumbs) % 2:
+        raise template.TemplateSyntaxError(
+            "settings_header: crumbs come in pairs, a URL and its label."
+        )
+    links = list(zip(crumbs[::2], crumbs[1::2], strict=True))
+    # The block is template output, escaped as it was rendered; stripping it
+    # drops the mark that says so (str.strip returns a plain str).
+    intro = mark_safe(content.strip())  # noqa: S308
+    return render_to_string(
+        "settings/_header.html",
+        {"title": title, "crumbs": links, "intro": intro, "index": index},
+    )

@@ -1,0 +1,40 @@
+from django.urls import path
+
+from commitments.views import accord, commitment, dashboard
+
+urlpatterns = [
+    path("", accord.accord, name="accord"),
+    path("accord/fragment", accord.accord_fragment, name="accord_fragment"),
+    path("commitments/new", accord.commitment_new, name="commitment_new"),
+    path("dashboard/", dashboard.dashboard, name="dashboard"),
+    path("dashboard/day/<str:day>/", dashboard.dashboard_day, name="dashboard_day"),
+    # Nudges link to /commitments/<id> without a trailing slash; both forms work.
+    path(
+        "commitments/<uuid:commitment_id>", commitment.commitment_detail, name="commitment_detail"
+    ),
+    path("commitments/<uuid:commitment_id>/", commitment.commitment_detail),
+    path(
+        "commitments/<uuid:commitment_id>/terms",
+        commitment.commitment_change_terms,
+        name="commitment_change_terms",
+    ),
+    *(
+        path(
+            f"commitments/<uuid:commitment_id>/{action}",
+            commitment.commitment_act,
+            {"action": action},
+            name=f"commitment_{action}",
+        )
+        for action in commitment.HANDSHAKE_ACTIONS
+    ),
+]
+# Decline and complete ask to confirm first (commitments.views.commitment.commitment_confirm).
+urlpatterns += [
+    path(
+        f"commitments/<uuid:commitment_id>/{action}/confirm",
+        commitment.commitment_confirm,
+        {"action": action},
+        name=f"commitment_{action}_confirm",
+    )
+    for action in commitment.CONFIRMED_MOVES
+]

@@ -1,0 +1,435 @@
+"""Pages about one commitment: its detail page with its handshake buttons, the
+terms form and the confirmations. The Accord and asking are in views.accord, the
+dashboard in views.dashboard."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST, require_safe
+
+from accounts.requests import AuthenticatedRequest
+from audit.models import ActorKind
+from audit.services import Actor
+from commitments import selectors, services
+from commitments.errors import CommitmentNotFound, NothingChanged, TermsChanged
+from commitments.models import DESCRIPTION_MAX, Commitment, Status
+from commitments.views.errors import maps_domain_errors
+from lib.forms import TextField
+
+# Audit actions as the timeline words them; anything else is shown as its name.
+TIMELINE_WORDS = {
+    "created": "Asked for a handshake",
+    "draft_created": "Drafted",
+    "draft_edited": "Edited the draft",
+    "sent_for_handshake": "Sent for handshake",
+    "accepted": "Accepted",
+    "declined": "Declined",
+    "completed": "Marked completed",
+    "renegotiated": "Renegotiated",
+}
+# Records of what a tracker did, worded when recorded (their payload's "words":
+# "Closed in GitHub as not planned"), with the generic words as a fallback.
+TIMELINE_WORDS_RECORDED = {
+    "closed_not_done": "Closed in the tracker without being done",
+    "source_deadline_changed": "The tracker's due date changed",
+}
+
+
+def _words(event) -> str:
+    if event.action == "external_ref_changed":
+        old, new = event.payload.get("previousExternalId"), event.payload.get("externalId")
+        return f"The issue moved: {old} → {new}"
+    if event.action in TIMELINE_WORDS_RECORDED:
+        return event.payload.get("words") or TIMELINE_WORDS_RECORDED[event.action]
+    return TIMELINE_WORDS.get(event.action, event.action.replace("_", " ").capitalize())
+
+
+def _timeline_who(event, *, viewer) -> dict:
+    """Who made a timeline event, for the page. A token is named by its name
+    (as it was when it acted), with its owner; its display prefix only to its
+    owner, and only for events recorded before tokens were named."""
+    if event.actor_kind == ActorKind.SYSTEM:
+        return {"kind": "system"}
+    if event.actor_kind == ActorKind.API_TOKEN:
+        return {
+            "kind": "token",
+            "user": event.user,
+            "token_name": event.token_name,
+            "token_prefix": event.token_prefix if viewer.pk == event.user_id else "",
+        }
+    if event.actor_kind == ActorKind.TRACKER:
+        # token_name holds the connection's label as it was ("GitHub connection “acme”").
+        return {"kind": "tracker", "user": event.user, "label": event.token_name}
+    return {"kind": "user", "user": event.user}
+
+
+def _when(value: str | None) -> dt.datetime | None:
+    return dt.datetime.fromisoformat(value) if value else None
+
+
+def _terms_diff(event) -> list[dict]:
+    """What a renegotiation or a draft edit changed: old → new per term. The
+    old values are in the payload's `previous`; events recorded before it was
+    written say only the new value."""
+    if event.action == "renegotiated":
+        new = event.payload.get("changes", {})
+    elif event.action == "draft_edited":
+        new = event.payload
+    else:
+        return []
+    old = event.payload.get("previous", {})
+    diff = []
+    if "description" in new:
+        diff.append(
+            {
+                "term": "description",
+                "known_old": "description" in old,
+                "old": old.get("description"),
+                "new": new["description"],
+            }
+        )
+    if "deadline" in new:
+        diff.append(
+            {
+                "term": "deadline",
+                "known_old": "deadline" in old,
+                "old": _when(old.get("deadline")),
+                "new": _when(new["deadline"]),
+            }
+        )
+    return diff
+
+
+def _timeline(commitment: Commitment, *, viewer) -> list[dict]:
+    return [
+        {
+            "event": event,
+            "words": _words(event),
+            "who": _timeline_who(event, viewer=viewer),
+            "diff": _terms_diff(event),
+            # The reason given with a decline (commitments.services.commitment_decline
+            # keeps it on the audit row): the asker reads it here, not only in the nudge.
+            "reason": (event.payload or {}).get("reason", "") if event.action == "declined" else "",
+        }
+        for event in selectors.commitment_timeline(commitment=commitment)
+    ]
+
+
+# The transition times a commitment keeps, as the page names them.
+MOMENTS = (
+    ("created_at", "Created"),
+    ("activated_at", "Accepted"),
+    ("renegotiated_at", "Renegotiated"),
+    ("refused_at", "Declined"),
+    ("completed_at", "Completed"),
+)
+
+
+def _moments(commitment: Commitment) -> list[dict]:
+    """The transition times in the order they happened (a decline, then a
+    renegotiation, reads in that order), as the timeline below them does."""
+    moments = [
+        {"label": label, "at": getattr(commitment, name)}
+        for name, label in MOMENTS
+        if getattr(commitment, name)
+    ]
+    return sorted(moments, key=lambda moment: moment["at"])  # stable: ties keep MOMENTS' order
+
+
+class TermsForm(forms.Form):
+    """What the assigner may change before a handshake completed. The deadline
+    is read and shown in the viewer's time zone (UserTimezoneMiddleware)."""
+
+    description = TextField(
+        max_length=DESCRIPTION_MAX, strip=True, widget=forms.Textarea(attrs={"rows": 3})
+    )
+    deadline = forms.DateTimeField(
+        required=False,
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"],
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        help_text="Leave empty for no deadline.",
+    )
+    # The version of the terms this form showed: an edit of terms changed
+    # since (another tab) is refused rather than silently overwriting them.
+    terms_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+
+# The name of the submit button that confirms a renegotiation to a past deadline.
+CONFIRM_PAST_DEADLINE = "confirm_past_deadline"
+
+
+def posted_terms_version(value: object) -> int:
+    """The terms version a form posted; a missing or malformed one is no
+    version at all (0, which no commitment has), so the move is refused."""
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0
+
+
+def _visible(request: HttpRequest, commitment_id: uuid.UUID) -> Commitment:
+    """The commitment, if the signed-in person may see it (CommitmentNotFound,
+    a 404 through maps_domain_errors, when not)."""
+    # Its views send the signed-out to sign in first.
+    assert request.user.is_authenticated
+    commitment = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
+    if commitment is None:
+        raise CommitmentNotFound()
+    return commitment
+
+
+def _terms_changed(
+    commitment: Commitment, exc: TermsChanged, *, message: str, sent: dict | None = None
+) -> dict:
+    """What the page shows when a form was posted from terms changed since:
+    why nothing happened, and what changed after the version shown."""
+    return {
+        "message": message,
+        "changes": selectors.commitment_terms_changes_since(
+            commitment=commitment, terms_version=exc.shown_version
+        ),
+        "sent": sent,
+    }
+
+
+def _render_detail(
+    request: HttpRequest,
+    commitment: Commitment,
+    *,
+    terms_form: TermsForm | None = None,
+    terms_changed: dict | None = None,
+    past_deadline: dt.datetime | None = None,
+) -> HttpResponse:
+    # Its views send the signed-out to sign in first.
+    assert request.user.is_authenticated
+    terms_move = selectors.commitment_terms_move_for(user=request.user, commitment=commitment)
+    if terms_form is None and terms_move is not None:
+        terms_form = TermsForm(
+            initial={
+                "description": commitment.description,
+                "deadline": commitment.deadline,
+                "terms_version": commitment.terms_version,
+            }
+        )
+    timeline = _timeline(commitment, viewer=request.user)
+    declines = [entry["reason"] for entry in timeline if entry["event"].action == "declined"]
+    status = 200
+    if terms_changed is not None:
+        status = 409
+    elif terms_form is not None and terms_form.errors:
+        status = 400
+    return render(
+        request,
+        "commitments/detail.html",
+        {
+            "commitment": commitment,
+            "c": commitment,  # for the shared _deadline.html
+            "actions": selectors.commitment_actions_for(user=request.user, commitment=commitment),
+            "terms_move": terms_move,
+            "terms_form": terms_form,
+            "timeline": timeline,
+            "moments": _moments(commitment),
+            # The reason of the latest decline, beside its time while it stands.
+            "decline_reason": declines[-1] if declines else "",
+            "terms_changed": terms_changed,
+            "deep_link": selectors.commitment_deep_link(viewer=request.user, commitment=commitment),
+            # A renegotiation to a deadline already past, not yet confirmed.
+            "past_deadline": past_deadline,
+        },
+        status=status,
+    )
+
+
+@require_safe
+@login_required
+@maps_domain_errors
+def commitment_detail(request: AuthenticatedRequest, commitment_id: uuid.UUID) -> HttpResponse:
+    return _render_detail(request, _visible(request, commitment_id))
+
+
+def _terms_not_saved(request: HttpRequest, exc: TermsChanged, view_kwargs: dict) -> HttpResponse:
+    """Two tabs, or two people: the form showed terms that are no longer the
+    current ones. Nothing is saved; the form comes back with the current
+    terms, and what was sent is shown so it can be redone."""
+    current = _visible(request, view_kwargs["commitment_id"])
+    form = TermsForm(request.POST)
+    form.is_valid()  # it was, or the service would not have been called
+    changed = _terms_changed(
+        current,
+        exc,
+        message=(
+            "Your change was not saved: the terms were changed elsewhere after this form "
+            "was opened. The form now shows the current terms; make your change again "
+            "on them if it still applies."
+        ),
+        sent={
+            "description": form.cleaned_data["description"],
+            "deadline": form.cleaned_data["deadline"],
+        },
+    )
+    return _render_detail(request, current, terms_changed=changed)
+
+
+@require_POST
+@maps_domain_errors(on_terms_changed=_terms_not_saved)
+def commitment_change_terms(request: HttpRequest, commitment_id: uuid.UUID) -> HttpResponse:
+    """The assigner edits a Draft, or renegotiates before a handshake completed
+    (the assignee is then asked again), through the same services as ever."""
+    detail_url = reverse("commitment_detail", args=[commitment_id])
+    if not request.user.is_authenticated:
+        return redirect_to_login(detail_url)
+    commitment = _visible(request, commitment_id)
+    form = TermsForm(request.POST)
+    if not form.is_valid():
+        return _render_detail(request, commitment, terms_form=form)
+    actor = Actor.for_user(request.user)
+    deadline = form.cleaned_data["deadline"]
+    # The field shows whole minutes: the minute shown back, unchanged, keeps a
+    # stored deadline that has seconds (an inbox may send them).
+    if commitment.deadline and deadline == commitment.deadline.replace(second=0, microsecond=0):
+        deadline = commitment.deadline
+    if (
+        commitment.status != Status.DRAFT
+        and deadline is not None
+        and deadline < timezone.now()
+        and not request.POST.get(CONFIRM_PAST_DEADLINE)
+    ):
+        # Asking someone to accept a deadline that has passed is rarely meant:
+        # say so, and let the second submit ("renegotiate anyway") confirm it.
+        return _render_detail(request, commitment, terms_form=form, past_deadline=deadline)
+    terms = {
+        "description": form.cleaned_data["description"],
+        "deadline": deadline,
+        "terms_version": posted_terms_version(form.cleaned_data["terms_version"]),
+    }
+    try:
+        if commitment.status == Status.DRAFT:
+            services.commitment_update_draft(actor=actor, commitment_id=commitment_id, **terms)
+            messages.success(request, "Draft saved.")
+        else:
+            services.commitment_renegotiate(actor=actor, commitment_id=commitment_id, **terms)
+            messages.success(
+                request,
+                f"Renegotiated: {commitment.assignee_label} is asked for the handshake again.",
+            )
+    except NothingChanged:
+        messages.info(request, "Nothing changed: edit the description or the deadline first.")
+    return redirect(detail_url)
+
+
+# action name -> (service, message on success)
+HANDSHAKE_ACTIONS: dict[str, tuple[Callable[..., object], str]] = {
+    "send": (services.commitment_send_for_handshake, "Sent for handshake."),
+    "accept": (services.commitment_accept, "Accepted: the commitment is now active."),
+    "decline": (services.commitment_decline, "Declined."),
+    "complete": (services.commitment_complete, "Marked completed."),
+}
+# The moves that answer the terms shown: their forms post the terms version.
+ANSWERS_TO_TERMS = {"accept": "accepted", "decline": "declined"}
+
+
+def _done_url(request: HttpRequest, view_kwargs: dict) -> str:
+    """Where a move goes back to: posted from the Accord, there (with its
+    filters and pages); only that page, so the field cannot send anyone
+    elsewhere. Else the commitment's page."""
+    back = request.POST.get("next", "")
+    if back == "/" or back.startswith("/?"):
+        return back
+    return reverse("commitment_detail", args=[view_kwargs["commitment_id"]])
+
+
+def _answer_not_taken(request: HttpRequest, exc: TermsChanged, view_kwargs: dict) -> HttpResponse:
+    """An accept or decline posted from terms changed since: nothing is done,
+    and the page shows the new terms to answer again."""
+    current = _visible(request, view_kwargs["commitment_id"])
+    changed = _terms_changed(
+        current,
+        exc,
+        message=(
+            f"Nothing was {ANSWERS_TO_TERMS[view_kwargs['action']]}: {current.assigner.name} "
+            "changed the terms after this page was opened. Read the new terms below and "
+            "answer again."
+        ),
+    )
+    return _render_detail(request, current, terms_changed=changed)
+
+
+@require_POST
+@maps_domain_errors(back=_done_url, on_terms_changed=_answer_not_taken)
+def commitment_act(request: HttpRequest, commitment_id: uuid.UUID, action: str) -> HttpResponse:
+    """One handshake move through its service, then back to the detail page."""
+    if not request.user.is_authenticated:
+        # Back to the page after signing in, not to this POST-only address.
+        return redirect_to_login(reverse("commitment_detail", args=[commitment_id]))
+    # Someone who cannot see the commitment learns nothing about it, not even
+    # whether the move would have been refused for its status.
+    _visible(request, commitment_id)
+    service, success = HANDSHAKE_ACTIONS[action]
+    extra: dict[str, Any] = {}
+    if action in ANSWERS_TO_TERMS:
+        extra["terms_version"] = posted_terms_version(request.POST.get("terms_version"))
+    if action == "decline":
+        extra["reason"] = request.POST.get("reason", "")
+    service(actor=Actor.for_user(request.user), commitment_id=commitment_id, **extra)
+    messages.success(request, success)
+    return redirect(_done_url(request, {"commitment_id": commitment_id}))
+
+
+# The moves that ask to confirm first (they cannot be undone), and what the
+# confirmation page says of each.
+CONFIRMED_MOVES = {
+    "decline": {
+        "title": "Decline this commitment?",
+        "button": "Decline",
+        "style": "danger",
+    },
+    "complete": {
+        "title": "Mark this commitment completed?",
+        "button": "Mark completed",
+        "style": "primary",
+    },
+}
+
+
+@require_safe
+@login_required
+@maps_domain_errors
+def commitment_confirm(
+    request: AuthenticatedRequest, commitment_id: uuid.UUID, action: str
+) -> HttpResponse:
+    """The page between the button and the move for what cannot be undone
+    (decline, complete): the terms once more, and the one POST form that makes
+    the move. A plain page, so it works without JavaScript."""
+    commitment = _visible(request, commitment_id)
+    detail_url = reverse("commitment_detail", args=[commitment_id])
+    if action not in selectors.commitment_actions_for(user=request.user, commitment=commitment):
+        status = commitment.get_status_display()
+        verb = "decline" if action == "decline" else "complete"
+        messages.error(request, f"You cannot {verb} this commitment now: its status is {status}.")
+        return redirect(detail_url)
+    return render(
+        request,
+        "commitments/confirm.html",
+        {
+            "commitment": commitment,
+            "c": commitment,  # for the shared _deadline.html
+            "action": action,
+            "move": CONFIRMED_MOVES[action],
+            "post_url": reverse(f"commitment_{action}", args=[commitment_id]),
+            "detail_url": detail_url,
+            "now": timezone.now(),
+            "reason_max": services.DECLINE_REASON_MAX,
+        },
+    )

@@ -1,0 +1,78 @@
+"""How the pages answer the domain errors of commitments' services, in one
+place, as config/api_errors.py does for the API: a view decorated with
+`maps_domain_errors` calls the services and lets their errors rise.
+
+- CommitmentNotFound: 404 "No such commitment." (someone who cannot see a
+  commitment learns nothing about it);
+- NotPermitted: 403 with the error's sentence;
+- InvalidTransition: back to the page (`back`, else the commitment's page)
+  with "Could not <move> this commitment: its status is <status>.";
+- TermsChanged: the view's own answer (`on_terms_changed`), which shows the
+  current terms; without one, the error rises (a view that posts no terms
+  version cannot meet it).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+
+from commitments.errors import CommitmentNotFound, InvalidTransition, NotPermitted, TermsChanged
+from commitments.models import Status
+
+__all__ = ["maps_domain_errors"]
+
+View = Callable[..., HttpResponse]
+Back = Callable[[HttpRequest, dict[str, Any]], str]
+OnTermsChanged = Callable[[HttpRequest, TermsChanged, dict[str, Any]], HttpResponse]
+
+
+def _commitment_page(request: HttpRequest, view_kwargs: dict[str, Any]) -> str:
+    return reverse("commitment_detail", args=[view_kwargs["commitment_id"]])
+
+
+def maps_domain_errors(
+    view: View | None = None,
+    *,
+    back: Back = _commitment_page,
+    on_terms_changed: OnTermsChanged | None = None,
+) -> Any:
+    """Decorate a page view (bare, or with `back` and `on_terms_changed`,
+    which receive the request and the view's keyword arguments)."""
+
+    def decorate(view: View) -> View:
+        @functools.wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            try:
+                return view(request, *args, **kwargs)
+            except CommitmentNotFound:
+                raise Http404("No such commitment.") from None
+            except NotPermitted as exc:
+                raise PermissionDenied(str(exc)) from None
+            except InvalidTransition as exc:
+                status = Status(exc.current_status).label
+                messages.error(
+                    request, f"Could not {exc.action} this commitment: its status is {status}."
+                )
+                return redirect(back(request, kwargs))
+            except TermsChanged as exc:
+                if on_terms_changed is None:
+                    raise
+                changed = exc
+            # Outside the handlers above, so the answer's own reads are mapped
+            # too (the commitment may have gone from sight meanwhile).
+            try:
+                return on_terms_changed(request, changed, kwargs)
+            except CommitmentNotFound:
+                raise Http404("No such commitment.") from None
+
+        return wrapped
+
+    return decorate(view) if view is not None else decorate
