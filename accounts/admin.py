@@ -56,6 +56,8 @@ def within_reach(request: HttpRequest, target: User) -> bool:
     superuser may; anyone else only a plain account that holds no permission
     the actor lacks."""
     actor = request.user
+    if not isinstance(actor, User):  # the admin's pages are for signed-in staff
+        return False
     if actor.is_superuser:
         return True
     if target.is_superuser or target.is_staff:

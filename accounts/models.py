@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 import zoneinfo
+from typing import TYPE_CHECKING, ClassVar
 
 from django.contrib.auth.models import AbstractUser, BaseUserManager
 from django.core.exceptions import ValidationError
@@ -32,7 +33,7 @@ def validate_display_name(value: str) -> None:
 class UserManager(BaseUserManager["User"]):
     use_in_migrations = True
 
-    def get_by_natural_key(self, email: str) -> User:
+    def get_by_natural_key(self, email: str | None) -> User:
         return self.get(email__iexact=email)
 
     def _create_user(self, email: str, password: str | None, **extra: object) -> User:
@@ -66,9 +67,15 @@ class User(AbstractUser):
 
     USERNAME_FIELD = "email"
     EMAIL_FIELD = "email"
-    REQUIRED_FIELDS: list[str] = []
+    REQUIRED_FIELDS: ClassVar[list[str]] = []
 
-    objects = UserManager()
+    # Ours (e-mail for a username), not AbstractUser's UserManager.
+    objects: ClassVar[UserManager] = UserManager()  # type: ignore[assignment]
+
+    if TYPE_CHECKING:
+        # Set on the users integrations.selectors.users_by_email returns.
+        email_verified: bool
+        can_receive: bool
 
     class Meta:
         ordering = ["email"]

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from allauth.account.models import EmailAddress
 from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, QuerySet
+
+if TYPE_CHECKING:
+    from accounts.models import User
 
 
 def verified_primary_email() -> Exists:
@@ -18,7 +23,7 @@ def verified_primary_email() -> Exists:
     )
 
 
-def users_with_verified_primary_email() -> QuerySet:
+def users_with_verified_primary_email() -> QuerySet[User]:
     """Active users whose login address is their primary address and is verified.
 
     Only these people receive anything from the service (commitments through the
@@ -28,5 +33,5 @@ def users_with_verified_primary_email() -> QuerySet:
     return get_user_model().objects.filter(verified_primary_email(), is_active=True)
 
 
-def user_has_verified_primary_email(*, user) -> bool:
+def user_has_verified_primary_email(*, user: User) -> bool:
     return users_with_verified_primary_email().filter(pk=user.pk).exists()

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from allauth.account.models import EmailAddress
 from django.db import transaction
 
 from accounts.signals import email_verified
 
+if TYPE_CHECKING:
+    from accounts.models import User
+
 
 @transaction.atomic
-def user_email_mark_verified(*, user) -> EmailAddress:
+def user_email_mark_verified(*, user: User) -> EmailAddress:
     """Record the user's login address as their verified primary address.
 
     For addresses someone vouches for without a code being typed: the

@@ -19,6 +19,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from accounts.forms import ProfileForm
+from accounts.requests import AuthenticatedRequest
 from accounts.selectors import user_has_verified_primary_email
 from audit.services import Actor, audit_event_record
 
@@ -35,7 +36,7 @@ def settings_index(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def profile_update(request: HttpRequest) -> HttpResponse:
+def profile_update(request: AuthenticatedRequest) -> HttpResponse:
     if request.method == "GET":
         return redirect("accounts:settings")
     form = ProfileForm(request.POST, instance=request.user)
@@ -93,7 +94,7 @@ class EmailView(allauth_views.EmailView):
     ACCOUNT_CHANGE_EMAIL a new address replaces the old one only once verified.
     """
 
-    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def post(self, request: AuthenticatedRequest, *args, **kwargs) -> HttpResponse:
         if "action_add" in request.POST and not user_has_verified_primary_email(user=request.user):
             # allauth would replace the unverified login address with the new one
             # at once (leaving the account without an address until it is verified).

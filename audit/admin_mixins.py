@@ -65,7 +65,9 @@ def _plain(value: Any) -> Any:
 def _many_to_many_change(field: forms.ModelMultipleChoiceField, old: Any, new: Any) -> dict:
     old_pks = {getattr(o, "pk", o) for o in (old or [])}
     new_pks = {o.pk for o in (new or [])}
-    model = field.queryset.model
+    queryset = field.queryset
+    assert queryset is not None  # the admin's many-to-many fields have one
+    model = queryset.model
     touched = model._default_manager.filter(pk__in=old_pks ^ new_pks)
     if model is Permission:
         touched = touched.select_related("content_type")
@@ -113,7 +115,9 @@ def admin_event_record(
     request: HttpRequest, obj: models.Model, action: str, payload: dict[str, Any] | None = None
 ) -> None:
     """Write one audit event for what a staff user did to `obj` in the admin."""
-    subject = obj if isinstance(obj.pk, uuid.UUID) else request.user
+    user = request.user
+    assert isinstance(user, models.Model)  # the admin's pages are for signed-in staff
+    subject = obj if isinstance(obj.pk, uuid.UUID) else user
     audit_event_record(
         actor=Actor.for_user(request.user),
         subject=subject,
@@ -127,7 +131,7 @@ class AuditedAdminMixin:
     actions are written to the audit trail (see the module's docstring)."""
 
     def construct_change_message(self, request, form, formsets, add=False):
-        message = super().construct_change_message(request, form, formsets, add)  # type: ignore[misc]
+        message = super().construct_change_message(request, form, formsets, add)
         # Django builds the change message from the form right before it calls
         # log_addition or log_change; the values are kept for that call.
         setattr(request, _CHANGES_ATTR, form_changes(form, add=add))
@@ -140,26 +144,26 @@ class AuditedAdminMixin:
         return changes
 
     def log_addition(self, request, obj, message):
-        entry = super().log_addition(request, obj, message)  # type: ignore[misc]
+        entry = super().log_addition(request, obj, message)
         admin_event_record(request, obj, "admin_added", self._pop_changes(request))
         return entry
 
     def log_change(self, request, obj, message):
-        entry = super().log_change(request, obj, message)  # type: ignore[misc]
+        entry = super().log_change(request, obj, message)
         admin_event_record(request, obj, "admin_changed", self._pop_changes(request))
         return entry
 
     def log_deletions(self, request, queryset: Iterable[models.Model]):
         objects = list(queryset)  # before the deletion: the rows still exist
-        entries = super().log_deletions(request, objects)  # type: ignore[misc]
+        entries = super().log_deletions(request, objects)  # type: ignore[misc]  # a mixin: ModelAdmin's
         for obj in objects:
             admin_event_record(request, obj, "admin_deleted")
         return entries
 
     def response_action(self, request, queryset):
         # An action and the audit rows it writes commit together or not at all.
-        with transaction.atomic(using=router.db_for_write(self.model)):  # type: ignore[attr-defined]
-            return super().response_action(request, queryset)  # type: ignore[misc]
+        with transaction.atomic(using=router.db_for_write(self.model)):
+            return super().response_action(request, queryset)
 
 
 def admin_action_record(

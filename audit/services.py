@@ -17,18 +17,18 @@ class Actor:
     its label), or the system."""
 
     kind: str
-    user: Any = None
+    user: Any = None  # the user model (accounts sits above audit: not imported here)
     token_id: uuid.UUID | None = None
     token_prefix: str = ""
     token_name: str = ""
 
     @classmethod
-    def for_user(cls, user) -> Actor:
+    def for_user(cls, user: Any) -> Actor:
         return cls(kind=ActorKind.USER, user=user)
 
     @classmethod
     def for_token(
-        cls, *, user, token_id: uuid.UUID, token_prefix: str = "", token_name: str = ""
+        cls, *, user: Any, token_id: uuid.UUID, token_prefix: str = "", token_name: str = ""
     ) -> Actor:
         return cls(
             kind=ActorKind.API_TOKEN,
@@ -39,7 +39,7 @@ class Actor:
         )
 
     @classmethod
-    def for_tracker(cls, *, user, connection_id: uuid.UUID, label: str) -> Actor:
+    def for_tracker(cls, *, user: Any, connection_id: uuid.UUID, label: str) -> Actor:
         """The owner of a tracker connection, through it (the assigner's rights,
         like the owner's API token)."""
         return cls(kind=ActorKind.TRACKER, user=user, token_id=connection_id, token_name=label)

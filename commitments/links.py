@@ -10,6 +10,7 @@ commitments.selectors (`link_template_list`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
 from django.conf import settings
@@ -25,6 +26,9 @@ from commitments.models import (
 )
 from lib.outbound import is_loopback_host
 from lib.text import strip_blank
+
+if TYPE_CHECKING:
+    from accounts.models import User
 
 
 def link_template_problem(template: str) -> str | None:
@@ -67,7 +71,7 @@ def deep_link(template: str, external_id: str) -> str:
 
 
 @transaction.atomic
-def link_template_add(*, owner, system: str, template: str) -> LinkTemplate:
+def link_template_add(*, owner: User, system: str, template: str) -> LinkTemplate:
     """Add `owner`'s deep-link template for `system` (one per system). Raises
     LinkTemplateInvalid, and stores nothing, when a rule of
     `commitments.links` refuses it or the system has one already."""
@@ -102,7 +106,7 @@ def link_template_add(*, owner, system: str, template: str) -> LinkTemplate:
 
 
 @transaction.atomic
-def link_template_delete(*, owner, link_id: int) -> bool:
+def link_template_delete(*, owner: User, link_id: int) -> bool:
     """Delete one of `owner`'s deep-link templates; False when there is no
     such template of theirs (already deleted, or someone else's)."""
     link = LinkTemplate.objects.select_for_update().filter(owner=owner, pk=link_id).first()

@@ -137,9 +137,10 @@ class Commitment(models.Model):
     def assignee_label(self) -> str:
         """Who is asked, for pages: the assignee's name, or the invited address
         while nobody has an account for it (load `invitation` with the row)."""
-        if self.assignee_id is not None:
+        # An unset foreign key reads as None without a query.
+        if self.assignee is not None:
             return self.assignee.name
-        return self.invitation.email if self.invitation_id else ""
+        return self.invitation.email if self.invitation is not None else ""
 
 
 class Invitation(models.Model):

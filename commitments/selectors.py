@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 from django.db.models import (
@@ -33,6 +35,9 @@ from commitments.models import (
     overdue,
 )
 
+if TYPE_CHECKING:
+    from accounts.models import User
+
 FLOW_SCORE_WINDOW = dt.timedelta(days=90)
 # The moves the commitment page offers as buttons.
 PAGE_MOVES = ("send", "accept", "decline", "complete")
@@ -46,12 +51,12 @@ def _for_pages() -> QuerySet[Commitment]:
     )
 
 
-def commitment_list_for_assignee(*, user) -> QuerySet[Commitment]:
+def commitment_list_for_assignee(*, user: User) -> QuerySet[Commitment]:
     """The Accord: what others asked of this person, drafts excluded."""
     return _for_pages().filter(assignee=user).exclude(status=Status.DRAFT)
 
 
-def commitment_list_for_assigner(*, user) -> QuerySet[Commitment]:
+def commitment_list_for_assigner(*, user: User) -> QuerySet[Commitment]:
     return _for_pages().filter(assigner=user)
 
 
@@ -64,16 +69,18 @@ def commitment_list_with_status(*, status: Status) -> QuerySet[Commitment]:
 # --- the Accord -------------------------------------------------------------------
 
 
-def accord_waiting_count(*, user) -> int:
+def accord_waiting_count(*, user: User) -> int:
     """How many requests wait for `user`'s handshake: one COUNT."""
     return Commitment.objects.filter(assignee=user, status=Status.PENDING_HANDSHAKE).count()
 
 
-def accord_last_seen(*, user) -> dt.datetime | None:
+def accord_last_seen(*, user: User) -> dt.datetime | None:
     return AccordVisit.objects.filter(user=user).values_list("seen_at", flat=True).first()
 
 
-def accord_section(*, user, statuses, person=None, text: str = "") -> QuerySet[Commitment]:
+def accord_section(
+    *, user: User, statuses: Iterable[str], person: uuid.UUID | None = None, text: str = ""
+) -> QuerySet[Commitment]:
     """The Accord's rows in `statuses`, filtered by who asked (a user id) and
     by words of the description. Open items are sorted by deadline (none
     last), closed ones by their last change. Each row carries `past_deadline`
@@ -106,7 +113,7 @@ def accord_section(*, user, statuses, person=None, text: str = "") -> QuerySet[C
     return rows.order_by("-updated_at", "pk")
 
 
-def accord_people(*, user) -> QuerySet:
+def accord_people(*, user: User) -> QuerySet[User]:
     """Who has asked `user` something (for the Accord's filter by person)."""
     asked_by = commitment_list_for_assignee(user=user).values("assigner_id")
     return get_user_model().objects.filter(pk__in=asked_by).order_by("display_name", "email")
@@ -118,7 +125,7 @@ class Collaborator:
     email: str
 
 
-def collaborators_for(*, user) -> list[Collaborator]:
+def collaborators_for(*, user: User) -> list[Collaborator]:
     """The people the user has a commitment with, either way (excluding the
     user): the suggestions of the New commitment page and the only addresses
     capture may put on a draft. Someone else's draft naming the user does not
@@ -136,7 +143,7 @@ def collaborators_for(*, user) -> list[Collaborator]:
     )
 
 
-def commitment_get_visible(*, user, commitment_id) -> Commitment | None:
+def commitment_get_visible(*, user: User, commitment_id: uuid.UUID) -> Commitment | None:
     """A commitment its assigner or assignee may see; drafts only by the assigner."""
     return (
         _for_pages()
@@ -159,14 +166,15 @@ def commitment_decline_reason(*, commitment: Commitment) -> str:
         .values_list("payload", flat=True)
         .first()
     )
-    return (declined or {}).get("reason", "")
+    reason: str = (declined or {}).get("reason", "")  # the audit row's JSON payload
+    return reason
 
 
-def link_template_list(*, owner) -> QuerySet[LinkTemplate]:
+def link_template_list(*, owner: User) -> QuerySet[LinkTemplate]:
     return LinkTemplate.objects.filter(owner=owner).order_by("system")
 
 
-def external_systems_seen_by(*, user, limit: int = 50) -> list[str]:
+def external_systems_seen_by(*, user: User, limit: int = 50) -> list[str]:
     """The `externalSystem`s of commitments the person asked or was asked
     (drafts have none): suggestions for the deep-link form. One query."""
     rows = (
@@ -176,10 +184,10 @@ def external_systems_seen_by(*, user, limit: int = 50) -> list[str]:
         .values_list("external_system", flat=True)
         .distinct()
     )
-    return list(rows[:limit])
+    return [system for system in rows[:limit] if system is not None]  # filtered above
 
 
-def commitment_deep_link(*, viewer, commitment: Commitment) -> str | None:
+def commitment_deep_link(*, viewer: User, commitment: Commitment) -> str | None:
     """The link to the commitment's external reference in its system: through
     the viewer's own template for that system (they know where they look
     things up), else the assigner's (who connected that system); None when
@@ -198,7 +206,7 @@ def commitment_deep_link(*, viewer, commitment: Commitment) -> str | None:
         ).values_list("owner_id", "template")
     }
     template = templates.get(viewer.pk) or templates.get(commitment.assigner_id)
-    if template is None:
+    if template is None or commitment.external_id is None:  # has_external_ref: it is set
         return None
     return deep_link(template, commitment.external_id)
 
@@ -252,7 +260,7 @@ class FlowScore:
         return round(100 * self.kept / self.counted)
 
 
-def flow_score_parts(*, user, now: dt.datetime | None = None) -> FlowScore:
+def flow_score_parts(*, user: User, now: dt.datetime | None = None) -> FlowScore:
     """100 x kept / (completed + overdue) over the last 90 days, as assignee,
     with its parts.
 
@@ -272,12 +280,12 @@ def flow_score_parts(*, user, now: dt.datetime | None = None) -> FlowScore:
     return FlowScore(**totals)
 
 
-def flow_score(*, user, now: dt.datetime | None = None) -> int | None:
+def flow_score(*, user: User, now: dt.datetime | None = None) -> int | None:
     """The Flow Score alone (None: nothing to score). One query."""
     return flow_score_parts(user=user, now=now).score
 
 
-def _allowed_now(moves, *, user, commitment: Commitment) -> list[str]:
+def _allowed_now(moves: Iterable[str], *, user: User, commitment: Commitment) -> list[str]:
     """Those of `moves` the table lets `user` make on `commitment` in its status."""
     actor = Actor.for_user(user)
     return [
@@ -288,13 +296,13 @@ def _allowed_now(moves, *, user, commitment: Commitment) -> list[str]:
     ]
 
 
-def commitment_actions_for(*, user, commitment: Commitment) -> set[str]:
+def commitment_actions_for(*, user: User, commitment: Commitment) -> set[str]:
     """The moves `user` may make on `commitment` now: a subset of
     {"send", "accept", "decline", "complete"}."""
     return set(_allowed_now(PAGE_MOVES, user=user, commitment=commitment))
 
 
-def commitment_terms_move_for(*, user, commitment: Commitment) -> str | None:
+def commitment_terms_move_for(*, user: User, commitment: Commitment) -> str | None:
     """How `user` may change the description and deadline now: "edit_draft"
     (a plain edit of a Draft), "renegotiate" (asks for the handshake again),
     or None."""
@@ -303,7 +311,7 @@ def commitment_terms_move_for(*, user, commitment: Commitment) -> str | None:
 
 
 def commitments_for_external_item(
-    *, assigner, external_system: str, external_id: str, further_prefix: str
+    *, assigner: User, external_system: str, external_id: str, further_prefix: str
 ) -> list[Commitment]:
     """The assigner's commitments about one external item: the one whose
     externalId is `external_id`, and those whose externalId starts with

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
@@ -17,6 +18,9 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from commitments.models import Commitment, Status, overdue
 from commitments.selectors import FLOW_SCORE_WINDOW, _for_pages
+
+if TYPE_CHECKING:
+    from accounts.models import User
 
 HISTORY_DAYS = 90
 # How many rows each "Needs your attention" list shows; the rest are a link away.
@@ -43,7 +47,7 @@ class DashboardCounts:
     overdue_asked: int  # asked of someone else, past its deadline
 
 
-def dashboard_counts(*, user, now: dt.datetime) -> DashboardCounts:
+def dashboard_counts(*, user: User, now: dt.datetime) -> DashboardCounts:
     """Every count the dashboard shows, in one query."""
     mine = Q(assigner=user)
     theirs = Q(assignee=user)
@@ -58,7 +62,7 @@ def dashboard_counts(*, user, now: dt.datetime) -> DashboardCounts:
     return DashboardCounts(**totals)
 
 
-def attention_declined(*, user) -> list[Commitment]:
+def attention_declined(*, user: User) -> list[Commitment]:
     """What the person asked and was declined: to renegotiate (or let go).
     The most recently declined first; at most ATTENTION_ROWS. Each carries
     `decline_reason`, the reason given with its latest decline ('' or None
@@ -77,25 +81,25 @@ def attention_declined(*, user) -> list[Commitment]:
     return list(rows.order_by("-refused_at")[:ATTENTION_ROWS])
 
 
-def attention_overdue_owed(*, user, now: dt.datetime) -> list[Commitment]:
+def attention_overdue_owed(*, user: User, now: dt.datetime) -> list[Commitment]:
     """The person's own commitments past their deadline, the oldest deadline first."""
     rows = _for_pages().filter(overdue(now), assignee=user)
     return list(rows.order_by("deadline")[:ATTENTION_ROWS])
 
 
-def attention_overdue_asked(*, user, now: dt.datetime) -> list[Commitment]:
+def attention_overdue_asked(*, user: User, now: dt.datetime) -> list[Commitment]:
     """What the person asked of others that is past its deadline."""
     rows = _for_pages().filter(overdue(now), assigner=user).exclude(assignee=user)
     return list(rows.order_by("deadline")[:ATTENTION_ROWS])
 
 
-def attention_drafts(*, user) -> list[Commitment]:
+def attention_drafts(*, user: User) -> list[Commitment]:
     """Drafts to send, the newest first."""
     rows = _for_pages().filter(assigner=user, status=Status.DRAFT)
     return list(rows.order_by("-created_at")[:ATTENTION_ROWS])
 
 
-def asked_list(*, user, condition: Q | None = None) -> QuerySet[Commitment]:
+def asked_list(*, user: User, condition: Q | None = None) -> QuerySet[Commitment]:
     """What the person asked of others (drafts included), the newest first;
     a page of it is one query (plus one count)."""
     rows = _for_pages().filter(assigner=user)
@@ -116,15 +120,17 @@ class _Scored:
     def __init__(
         self,
         deadline: dt.datetime | None,
-        activated_at: dt.datetime,
+        activated_at: dt.datetime | None,
         completed_at: dt.datetime | None,
     ) -> None:
+        # Its queries take accepted commitments only (activated_at__isnull=False).
+        assert activated_at is not None
         self.deadline = deadline
         self.completed_at = completed_at
         self.kept = completed_at is not None and (deadline is None or completed_at <= deadline)
         # When it became overdue (Active past its deadline): the deadline, or
         # the acceptance when it was accepted after the deadline; None if never.
-        self.overdue_from = None
+        self.overdue_from: dt.datetime | None = None
         if deadline is not None:
             start = max(deadline, activated_at)
             if completed_at is None or completed_at > start:
@@ -156,7 +162,7 @@ def _day_bounds(day: dt.date, tz: dt.tzinfo) -> tuple[dt.datetime, dt.datetime]:
     return start, end
 
 
-def _scored_rows(*, user, since: dt.datetime, until: dt.datetime) -> list[_Scored]:
+def _scored_rows(*, user: User, since: dt.datetime, until: dt.datetime) -> list[_Scored]:
     """The person's accepted commitments that can count between `since` and
     `until`: completed since, or with a deadline in between. One query."""
     rows = (
@@ -176,9 +182,12 @@ class _History:
 
     def __init__(self, rows: list[_Scored]) -> None:
         self.completed = sorted(r.completed_at for r in rows if r.completed_at is not None)
-        self.kept = sorted(r.completed_at for r in rows if r.kept)
+        self.kept = sorted(r.completed_at for r in rows if r.kept and r.completed_at is not None)
+        # An overdue row has a deadline (overdue_from is set only then).
         self.overdue = [
-            (r.overdue_from, r.deadline, r.completed_at) for r in rows if r.overdue_from is not None
+            (r.overdue_from, r.deadline, r.completed_at)
+            for r in rows
+            if r.overdue_from is not None and r.deadline is not None
         ]
 
     def score_at(self, at: dt.datetime) -> int | None:
@@ -195,7 +204,7 @@ class _History:
 
 
 def flow_score_history(
-    *, user, tz: dt.tzinfo, now: dt.datetime | None = None, days: int = HISTORY_DAYS
+    *, user: User, tz: dt.tzinfo, now: dt.datetime | None = None, days: int = HISTORY_DAYS
 ) -> list[DayPoint]:
     """The Flow Score at the end of each of the last `days` days in the
     viewer's time zone `tz` (today: now), with what moved it each day. One
@@ -237,7 +246,7 @@ class DayMove:
     kind: str  # "kept", "late" or "overdue"
 
 
-def flow_score_day_moves(*, user, day: dt.date, tz: dt.tzinfo) -> list[DayMove]:
+def flow_score_day_moves(*, user: User, day: dt.date, tz: dt.tzinfo) -> list[DayMove]:
     """What moved the person's Flow Score on `day` (in `tz`): commitments
     completed that day (kept or late), and those that went overdue that day.
     One query."""

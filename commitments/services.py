@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -45,6 +45,9 @@ from commitments.models import (
 from lib.db import write_together
 from lib.logs import request_id_var
 from lib.text import is_blank, strip_blank
+
+if TYPE_CHECKING:
+    from accounts.models import User
 
 UNSET: Any = object()
 INVITATION_WINDOW = dt.timedelta(days=1)
@@ -175,7 +178,7 @@ def _iso(value: dt.datetime | None) -> str | None:
 
 
 def _apply_terms(
-    commitment: Commitment, *, description: str, deadline
+    commitment: Commitment, *, description: str, deadline: dt.datetime | None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Set the terms that differ (UNSET leaves one as it is) and return what
     changed, as the audit trail records it: the new values, and the values they
@@ -203,8 +206,8 @@ def _create(
     status: str,
     action: str,
     event: str | None,
-    assigner,
-    assignee,
+    assigner: User,
+    assignee: User | None,
     description: str,
     deadline: dt.datetime | None,
     raw_text: str | None,
@@ -260,8 +263,8 @@ def _create(
 def commitment_create_pending(
     *,
     actor: Actor,
-    assigner,
-    assignee,
+    assigner: User,
+    assignee: User,
     description: str,
     deadline: dt.datetime | None,
     external_system: str | None = None,
@@ -292,7 +295,7 @@ def commitment_create_pending(
 def commitment_create_draft(
     *,
     actor: Actor,
-    assignee,
+    assignee: User | None,
     description: str,
     deadline: dt.datetime | None = None,
     raw_text: str | None = None,
@@ -313,7 +316,7 @@ def commitment_create_draft(
     )
 
 
-def _invitation_for(*, assigner, email: str, now: dt.datetime) -> Invitation:
+def _invitation_for(*, assigner: User, email: str, now: dt.datetime) -> Invitation:
     """The invitation row of an address nobody can be asked at yet, within
     the assigner's daily limit (settings.INVITATIONS_PER_DAY), so the form
     cannot be used to mail strangers in bulk. Every ask to an address without
@@ -381,7 +384,7 @@ def commitment_ask(
 
 
 @transaction.atomic
-def commitment_invitations_claim(*, user) -> int:
+def commitment_invitations_claim(*, user: User) -> int:
     """Attach the commitments waiting for `user`'s address to them, once the
     address is their verified login address (accounts sends `email_verified`
     when an address is proved; commitments.receivers calls this). Each
@@ -417,7 +420,7 @@ def commitment_invitations_claim(*, user) -> int:
     return len(waiting)
 
 
-def accord_visit_record(*, user, now: dt.datetime) -> dt.datetime | None:
+def accord_visit_record(*, user: User, now: dt.datetime) -> dt.datetime | None:
     """Remember that `user` looked at their Accord at `now`; returns when they
     had looked before (None the first time), for the "new" and "changed"
     markers. Two statements and no lock: two tabs opening the Accord at once
@@ -442,7 +445,7 @@ def commitment_update_draft(
     commitment_id: uuid.UUID,
     description: str = UNSET,
     deadline: dt.datetime | None = UNSET,
-    assignee=UNSET,
+    assignee: User = UNSET,
     terms_version: int | None = None,
 ) -> Commitment:
     """A plain edit of a Draft: no transition, no notification. Only what

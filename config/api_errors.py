@@ -51,7 +51,7 @@ def _from_domain(exc: Exception) -> Exception:
         # is not there for it (the inbox refuses another assigner itself, 403).
         return ApiError("No such commitment.", error="not_found", status_code=404)
     if isinstance(exc, InvalidTransition):
-        details = {"currentStatus": exc.current_status}
+        details: dict[str, Any] = {"currentStatus": exc.current_status}
         return ApiError(str(exc), error="invalid_transition", status_code=409, details=details)
     if isinstance(exc, TermsChanged):
         # The caller answered terms it was shown that are no longer the
@@ -78,7 +78,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         headers = {"WWW-Authenticate": challenge}
         return _answer(401, error_name(401), str(exc.detail), headers=headers)
     if isinstance(exc, exceptions.Throttled):
-        headers = {"Retry-After": str(int(exc.wait or 1))}
+        wait = exc.wait  # type: ignore[attr-defined]  # set by Throttled.__init__, not in the stubs
+        headers = {"Retry-After": str(int(wait or 1))}
         return _answer(429, error_name(429), str(exc.detail), headers=headers)
     if isinstance(exc, exceptions.APIException):  # PermissionDenied, NotFound, ...
         return _answer(exc.status_code, error_name(exc.status_code), str(exc.detail))

@@ -53,7 +53,7 @@ def is_local_site(environ: Mapping[str, str] = os.environ) -> bool:
 
 # Every boolean and integer variable the settings read: a malformed one stops
 # the start with its name.
-BOOLEANS = ("DEBUG", "HTTPS_ONLY", "TRUST_X_FORWARDED_PROTO", "EMAIL_USE_TLS")
+BOOLEANS: tuple[str, ...] = ("DEBUG", "HTTPS_ONLY", "TRUST_X_FORWARDED_PROTO", "EMAIL_USE_TLS")
 BOOLEANS += ("OUTBOUND_ALLOW_LOOPBACK", "LOG_JSON", "DB_DISABLE_SERVER_SIDE_CURSORS")
 INTEGERS = (
     "SECURE_HSTS_SECONDS",

@@ -62,7 +62,7 @@ class RequestIdMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = sane_request_id(request.META.get("HTTP_X_REQUEST_ID")) or new_request_id()
-        request.request_id = request_id
+        request.request_id = request_id  # type: ignore[attr-defined]  # ours, for the logs and error pages
         token = request_id_var.set(request_id)
         try:
             response = self.get_response(request)

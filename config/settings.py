@@ -162,7 +162,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "db.sqlite3",
+            "NAME": VAR_DIR / "db.sqlite3",  # type: ignore[typeddict-item]  # Django takes a Path
             # The web process and the worker write at once; none of them may
             # fail with "database is locked" (tests/config/test_sqlite_concurrency.py).
             "OPTIONS": {

@@ -12,7 +12,7 @@ from config import views
 # The admin has no sign-in of its own: its login page sends a visitor to
 # allauth's, with allauth's rate limits (no second, unlimited door); a signed-in
 # staff member passes, anyone else signed in is refused.
-admin.site.login = secure_admin_login(admin.site.login)
+admin.site.login = secure_admin_login(admin.site.login)  # type: ignore[method-assign]  # as above
 
 urlpatterns = [
     path("admin/", admin.site.urls),

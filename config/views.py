@@ -54,7 +54,8 @@ def readyz(request: HttpRequest) -> JsonResponse:
     response = _no_store(JsonResponse(body, status=200 if result.ready else 503))
     if not result.ready:
         result.log_not_ready()
-        response._has_been_logged = True  # django.utils.log.log_response then stays quiet
+        # django.utils.log.log_response then stays quiet (a private flag of Django's).
+        response._has_been_logged = True  # type: ignore[attr-defined]
     return response
 
 

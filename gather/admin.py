@@ -5,6 +5,8 @@ never the key. Keys are stored on Settings, Model keys or with
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.contrib import admin
 from django.http import HttpRequest
 
@@ -20,7 +22,15 @@ class ModelKeyAdmin(AuditedAdminMixin, admin.ModelAdmin):
     search_fields = ("user__email", "model")
     ordering = ("user__email", "provider")
     # `key` is deliberately absent: not shown, not editable.
-    fields = ("id", "user", "provider", "model", "is_default", "last4", "readable")
+    fields: ClassVar[tuple[str, ...]] = (
+        "id",
+        "user",
+        "provider",
+        "model",
+        "is_default",
+        "last4",
+        "readable",
+    )
     fields += ("created_at", "updated_at")
     readonly_fields = fields
 

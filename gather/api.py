@@ -28,6 +28,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.requests import AuthenticatedApiRequest
 from accounts.timezones import user_now
 from gather import extraction
 from gather import selectors as gather_selectors
@@ -78,7 +79,7 @@ class GatherView(APIView):
         super().initial(request, *args, **kwargs)
 
     @gather_schema
-    def post(self, request: Request) -> Response:
+    def post(self, request: AuthenticatedApiRequest) -> Response:
         user = request.user
         text = validated_body(request, GatherSerializer)["text"]
         key = gather_selectors.model_key_for_gather(user=user)

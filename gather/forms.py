@@ -69,6 +69,7 @@ class BaseDraftFormSet(forms.BaseFormSet):
         return [form.cleaned_data for form in self.forms if form.cleaned_data.get("save")]
 
 
-DraftFormSet = forms.formset_factory(
+# A subclass of BaseDraftFormSet (the stubs say BaseFormSet).
+DraftFormSet: type[BaseDraftFormSet] = forms.formset_factory(  # type: ignore[assignment]
     DraftForm, formset=BaseDraftFormSet, extra=0, max_num=200, validate_max=True
 )

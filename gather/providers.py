@@ -257,9 +257,7 @@ class AnthropicProvider(ModelProvider):
             )
         if stop not in ("tool_use", "end_turn", "stop_sequence"):
             raise UpstreamFailure(f"Anthropic stopped unexpectedly ({stop}).")
-        calls = [
-            b for b in blocks if getattr(b, "type", None) == "tool_use" and b.name == TOOL_NAME
-        ]
+        calls = [b for b in blocks if b.type == "tool_use" and b.name == TOOL_NAME]
         if not calls:
             raise UpstreamFailure("Anthropic answered without the requested structured output.")
         return Answer(answered_by, usage, drafts=self.drafts(calls[0].input))

@@ -13,6 +13,7 @@ set, replaced or deleted, never the key (its actions keep their first names,
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -23,6 +24,9 @@ from commitments.models import Commitment
 from commitments.services import commitment_create_draft
 from gather.errors import ModelKeyError
 from gather.models import MODEL_MAX, ModelKey, Provider
+
+if TYPE_CHECKING:
+    from accounts.models import User
 
 __all__ = [
     "capture_drafts_save",
@@ -42,18 +46,18 @@ def _provider(provider: str) -> str:
     return provider
 
 
-def _actor(user, actor: Actor | None) -> Actor:
+def _actor(user: User, actor: Actor | None) -> Actor:
     return actor if actor is not None else Actor.for_user(user)
 
 
-def _lock_keys_of(user) -> None:
+def _lock_keys_of(user: User) -> None:
     """Serialise changes to one person's keys (their user row, locked until the
     transaction ends), so two at once cannot both insert a key for one
     provider or both claim the default."""
     list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk"))
 
 
-def _make_default(user, key: ModelKey) -> None:
+def _make_default(user: User, key: ModelKey) -> None:
     # The one-default-per-user constraint: clear the others first.
     ModelKey.objects.filter(user=user, is_default=True).exclude(pk=key.pk).update(is_default=False)
     if not key.is_default:
@@ -62,7 +66,7 @@ def _make_default(user, key: ModelKey) -> None:
 
 
 def model_key_set(
-    *, user, provider: str, key: str, model: str | None = None, actor: Actor | None = None
+    *, user: User, provider: str, key: str, model: str | None = None, actor: Actor | None = None
 ) -> ModelKey:
     """Store (or replace) the user's key for `provider`, with `model` (None or
     blank: settings.GATHER_DEFAULT_MODELS[provider]). The newest stored key
@@ -96,7 +100,7 @@ def model_key_set(
 
 
 def model_key_change_model(
-    *, user, provider: str, model: str | None, actor: Actor | None = None
+    *, user: User, provider: str, model: str | None, actor: Actor | None = None
 ) -> ModelKey:
     """Call another model with the stored key (None or blank: the default model)."""
     provider = _provider(provider)
@@ -119,7 +123,7 @@ def model_key_change_model(
     return stored
 
 
-def model_key_delete(*, user, provider: str, actor: Actor | None = None) -> bool:
+def model_key_delete(*, user: User, provider: str, actor: Actor | None = None) -> bool:
     """Delete the user's key for `provider`; False when there was none. When
     it was the default, the other stored key (if any) becomes the default."""
     provider = _provider(provider)
@@ -143,7 +147,7 @@ def model_key_delete(*, user, provider: str, actor: Actor | None = None) -> bool
     return True
 
 
-def model_key_make_default(*, user, provider: str, actor: Actor | None = None) -> ModelKey:
+def model_key_make_default(*, user: User, provider: str, actor: Actor | None = None) -> ModelKey:
     """Make the user's key for `provider` the one gather uses (ModelKey.DoesNotExist
     when there is none)."""
     provider = _provider(provider)
@@ -162,7 +166,9 @@ def model_key_make_default(*, user, provider: str, actor: Actor | None = None) -
 
 
 @transaction.atomic
-def capture_drafts_save(*, actor: Actor, drafts: Iterable[dict], raw_text: str) -> list[Commitment]:
+def capture_drafts_save(
+    *, actor: Actor, drafts: Iterable[dict[str, Any]], raw_text: str
+) -> list[Commitment]:
     """Save each draft (`assignee`, `description`, `deadline`) as a Draft
     commitment of the actor's, the pasted text kept in raw_text: all of them or,
     when one fails, none. Nobody is notified until a draft is sent."""

@@ -10,7 +10,7 @@ reasons too; the operations' OpenAPI descriptions say it to integrators).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings
 from rest_framework import permissions, status
@@ -28,6 +28,7 @@ from commitments import services
 from integrations import selectors
 from integrations.api_docs import ASSIGNEE_UNKNOWN, inbox_schema, sync_schema, token_api_schema
 from integrations.authentication import BearerTokenAuthentication, TokenMayCall, record_use
+from integrations.models import ApiToken
 from integrations.serializers import (
     InboxCreatedSerializer,
     InboxSerializer,
@@ -70,14 +71,17 @@ class TokenApiView(APIView):
 
     def check_permissions(self, request: Request) -> None:
         super().check_permissions(request)  # 401, then 403 (networks, scopes)
-        record_use(request.auth)  # an allowed call: DRF judges the rate limit next
+        token = request.auth
+        assert isinstance(token, ApiToken)  # BearerTokenAuthentication's, allowed
+        record_use(token)  # an allowed call: DRF judges the rate limit next
 
-    def throttled(self, request: Request, wait: float | None) -> None:
+    def throttled(self, request: Request, wait: float | None) -> NoReturn:
         # Answered by config.api_errors: 429 rate_limited, Retry-After in seconds.
         raise Throttled(wait, detail="Too many requests with this token.")
 
     def actor(self, request: Request) -> Actor:
         token = request.auth
+        assert isinstance(token, ApiToken)  # BearerTokenAuthentication's
         return Actor.for_token(
             user=request.user, token_id=token.id, token_prefix=token.prefix, token_name=token.name
         )

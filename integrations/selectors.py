@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import cache
+from typing import TYPE_CHECKING
 
 from allauth.account.models import EmailAddress
 from django.contrib.auth import get_user_model
 from django.db import connection
+
+if TYPE_CHECKING:
+    from accounts.models import User
 
 
 @cache
@@ -34,7 +38,7 @@ def _users_by_email_sql(count: int) -> str:
     )
 
 
-def users_by_email(*, emails: Iterable[str]) -> dict[str, object]:
+def users_by_email(*, emails: Iterable[str]) -> dict[str, User]:
     """Users whose e-mail is one of `emails`, compared case-insensitively, keyed by
     the lowercased address. One query, through the LOWER(email) unique index.
 
@@ -44,7 +48,7 @@ def users_by_email(*, emails: Iterable[str]) -> dict[str, object]:
     wanted = sorted({email.strip().lower() for email in emails})
     if not wanted:
         return {}
-    found = {}
+    found: dict[str, User] = {}
     for user in get_user_model().objects.raw(_users_by_email_sql(len(wanted)), wanted):
         user.can_receive = user.is_active and bool(user.email_verified)
         found[user.email.lower()] = user

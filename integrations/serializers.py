@@ -67,11 +67,13 @@ class AbsoluteDateTimeField(serializers.DateTimeField):
         if match["offset"] is None:
             self.fail("naive")
         try:
-            return terms.deadline_clean(dt.datetime.fromisoformat(value.upper()))
+            moment = terms.deadline_clean(dt.datetime.fromisoformat(value.upper()))
         except terms.TermsInvalid:
             self.fail("naive")
         except (ValueError, OverflowError):
             self.fail("out_of_range")
+        assert moment is not None  # a moment was given, so one is returned
+        return moment
 
 
 class TermField(StrictCharField):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -17,7 +18,10 @@ from integrations.models import SCOPES, ApiToken
 from lib.client_address import normalise_networks
 from lib.text import strip_blank
 
-TOKEN_NAME_MAX = ApiToken._meta.get_field("name").max_length
+if TYPE_CHECKING:
+    from accounts.models import User
+
+TOKEN_NAME_MAX: int = ApiToken._meta.get_field("name").max_length  # type: ignore[assignment]  # a CharField: always set
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ def _name_taken(name: str) -> ValidationError:
 @transaction.atomic
 def api_token_mint(
     *,
-    user,
+    user: User,
     name: str,
     actor: Actor | None = None,
     expires_at: dt.datetime | None = None,
@@ -159,7 +163,7 @@ def api_token_revoke(*, actor: Actor, token: ApiToken, reason: str = "") -> bool
 
 
 @transaction.atomic
-def api_tokens_revoke_all(*, user, actor: Actor, reason: str) -> int:
+def api_tokens_revoke_all(*, user: User, actor: Actor, reason: str) -> int:
     """Revoke every live token of `user`, one audit row each; the number revoked."""
     live = ApiToken.objects.select_for_update().filter(user=user, revoked_at__isnull=True)
     return sum(api_token_revoke(actor=actor, token=token, reason=reason) for token in live)

@@ -24,6 +24,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
 from accounts.reauth import recent_sign_in_required
+from accounts.requests import AuthenticatedRequest
 from audit.services import Actor
 from integrations import services
 from integrations.models import SCOPES, ApiToken
@@ -76,7 +77,7 @@ class TokenForm(forms.Form):
 
 
 def _render(
-    request: HttpRequest, form: TokenForm, minted: dict | None = None, status: int = 200
+    request: AuthenticatedRequest, form: TokenForm, minted: dict | None = None, status: int = 200
 ) -> HttpResponse:
     # Active tokens first (NULL revoked_at), newest first; NULL ordering differs by database.
     tokens = ApiToken.objects.filter(user=request.user).order_by(
@@ -94,7 +95,7 @@ def _render(
 @login_required
 @recent_sign_in_required
 @require_http_methods(["GET", "POST"])
-def token_list(request: HttpRequest) -> HttpResponse:
+def token_list(request: AuthenticatedRequest) -> HttpResponse:
     if request.method == "GET":
         minted = request.session.pop(MINTED_KEY, None)  # shown once, then gone
         return _render(
@@ -128,7 +129,9 @@ def token_list(request: HttpRequest) -> HttpResponse:
     return redirect("api_tokens")
 
 
-def _refused(request: HttpRequest, errors: dict[str, list[str]] | None = None) -> HttpResponse:
+def _refused(
+    request: AuthenticatedRequest, errors: dict[str, list[str]] | None = None
+) -> HttpResponse:
     """The form as sent, with its errors and a fresh one-time key for the next try."""
     data = request.POST.copy()
     data["form_key"] = form_key_new(request, scope=FORM_SCOPE)

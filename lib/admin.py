@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
@@ -12,13 +13,13 @@ class ReadOnlyAdminMixin:
     """Staff may look, not touch: rows change only through the services, which
     write the audit trail (or, for the audit trail itself, never)."""
 
-    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
 
@@ -35,8 +36,8 @@ class ExactUuidSearchMixin:
     uuid_search_fields: tuple[str, ...] = ("pk",)
 
     def get_search_results(
-        self, request: HttpRequest, queryset: QuerySet, search_term: str
-    ) -> tuple[QuerySet, bool]:
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
         results, may_have_duplicates = super().get_search_results(  # type: ignore[misc]
             request, queryset, search_term
         )

@@ -79,7 +79,7 @@ def flatten_errors(detail: Any, prefix: str = "") -> dict[str, str]:
     return flat
 
 
-class ErrorEnvelopeSerializer(serializers.Serializer):
+class ErrorEnvelopeSerializer(serializers.Serializer[Any]):
     """The one shape of every error the API returns."""
 
     error = serializers.CharField(

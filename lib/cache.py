@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.core.cache.backends.redis import RedisCache
@@ -37,11 +38,11 @@ _FALLBACKS: dict[str, Any] = {
 }
 
 
-def _tolerant(name: str, fallback: Any):
+def _tolerant(name: str, fallback: Any) -> Callable[..., Any]:
     method = getattr(RedisCache, name)
 
     @functools.wraps(method)
-    def call(self, *args, **kwargs):
+    def call(self: RedisCache, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except RedisError as exc:

@@ -106,13 +106,15 @@ def normalise_network(text: str) -> str:
             f"“{text}” has host bits set: write the network as {loose.with_prefixlen}, "
             f"or the single address as {ipaddress.ip_interface(text).ip}."
         ) from None
-    mapped = isinstance(network, ipaddress.IPv6Network) and network.prefixlen >= 96
-    if mapped and network.network_address.ipv4_mapped is not None:
+    mapped = (
+        network.network_address.ipv4_mapped
+        if isinstance(network, ipaddress.IPv6Network) and network.prefixlen >= 96
+        else None
+    )
+    if mapped is not None:
         # Written as ::ffff:a.b.c.d/n: store the IPv4 network it means, which is
         # what a client's mapped address is compared with (`_unmapped`).
-        network = ipaddress.ip_network(
-            f"{network.network_address.ipv4_mapped}/{network.prefixlen - 96}"
-        )
+        network = ipaddress.ip_network(f"{mapped}/{network.prefixlen - 96}")
     return network.with_prefixlen
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.apps import apps
@@ -53,7 +53,7 @@ class Undecryptable:
         return ""
 
 
-def is_undecryptable(value: object) -> bool:
+def is_undecryptable(value: object) -> TypeGuard[Undecryptable]:
     return isinstance(value, Undecryptable)
 
 
@@ -103,7 +103,16 @@ def reencrypt(token: str) -> str:
         raise DecryptionError("Cannot re-encrypt: no key decrypts this value.") from exc
 
 
-class EncryptedTextField(models.TextField):
+if TYPE_CHECKING:
+    # Django's fields are generic only in the stubs. What it reads is a str or
+    # an Undecryptable, left to the owner of the secret: Any, as a bare
+    # TextField subclass was.
+    _TextField = models.TextField[Any, Any]
+else:
+    _TextField = models.TextField
+
+
+class EncryptedTextField(_TextField):
     """Text stored Fernet-encrypted; Python sees the plaintext.
 
     The empty string is stored as itself (nothing secret in it). Ciphertexts
@@ -114,7 +123,9 @@ class EncryptedTextField(models.TextField):
 
     description = "Text encrypted at rest"
 
-    def from_db_value(self, value, expression, connection):
+    def from_db_value(
+        self, value: str | None, expression: object, connection: object
+    ) -> str | Undecryptable | None:
         if value is None or value == "":
             return value
         try:
@@ -128,12 +139,12 @@ class EncryptedTextField(models.TextField):
             )
             return Undecryptable(value)
 
-    def to_python(self, value):
+    def to_python(self, value: Any) -> Any:
         if isinstance(value, Undecryptable):
             return value
         return super().to_python(value)
 
-    def get_prep_value(self, value):
+    def get_prep_value(self, value: Any) -> Any:
         if isinstance(value, Undecryptable):
             return value.ciphertext  # kept as stored: nothing to encrypt
         value = super().get_prep_value(value)

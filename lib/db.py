@@ -25,9 +25,10 @@ signals are not sent, so use it only for models without such receivers.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from django.db import connections, router, transaction
-from django.db.models import Model, sql
+from django.db.models import Field, Model, sql
 
 
 def write_together(
@@ -56,7 +57,7 @@ def write_together(
 
     quote = connection.ops.quote_name
     parts: list[str] = []
-    params: list[object] = []
+    params: list[Any] = []  # Django's compiled values, passed on as they are
     keyed: list[tuple[Model, str]] = []  # inserts whose primary key the database makes
     for obj, fields in updates:
         text, values = _update_sql(obj, fields, using)
@@ -85,9 +86,11 @@ def _insert_sql(obj: Model, using: str) -> tuple[str, Sequence[object], bool]:
     """The INSERT `obj.save(force_insert=True)` would run, and whether it
     returns the primary key (an auto field the database fills)."""
     meta = obj._meta
-    if not obj._is_pk_set(meta):
-        obj.pk = meta.pk.get_pk_value_on_save(obj)
-    returns_pk = not obj._is_pk_set(meta)
+    # Model._is_pk_set and Field.get_pk_value_on_save: what Model.save uses
+    # (Django 5.2), not in django-stubs.
+    if not obj._is_pk_set(meta):  # type: ignore[attr-defined]  # private Django API
+        obj.pk = meta.pk.get_pk_value_on_save(obj)  # type: ignore[attr-defined]  # see above
+    returns_pk = not obj._is_pk_set(meta)  # type: ignore[attr-defined]  # see above
     fields = [f for f in meta.local_concrete_fields if not f.generated]
     if returns_pk:
         fields = [f for f in fields if f is not meta.auto_field]
@@ -103,9 +106,12 @@ def _insert_sql(obj: Model, using: str) -> tuple[str, Sequence[object], bool]:
 def _update_sql(obj: Model, names: Sequence[str], using: str) -> tuple[str, Sequence[object]]:
     """The UPDATE `obj.save(update_fields=names)` would run."""
     meta = obj._meta
-    fields = [meta.get_field(name) for name in names]
-    values = [(field, None, field.pre_save(obj, False)) for field in fields]
+    values = []
+    for name in names:
+        field = meta.get_field(name)
+        assert isinstance(field, Field), f"{name} is not a column"  # as save(update_fields=)
+        values.append((field, None, field.pre_save(obj, False)))
     query = type(obj)._base_manager.using(using).filter(pk=obj.pk).query.chain(sql.UpdateQuery)
-    query.add_update_fields(values)
+    query.add_update_fields(values)  # type: ignore[attr-defined]  # UpdateQuery's, not in the stubs
     text, params = query.get_compiler(using=using).as_sql()
     return text, params

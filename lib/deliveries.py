@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from django.conf import settings
 from django.db import models, transaction
@@ -32,6 +33,9 @@ from django.utils import timezone
 
 from lib import jobs, leasing
 from lib.leasing import PENDING, SENDING
+
+if TYPE_CHECKING:
+    from django.db.models.fields.related_descriptors import RelatedManager
 
 DELIVERED = "delivered"
 FAILED = "failed"
@@ -69,6 +73,10 @@ class LeasedDelivery(LeasedRow):
 
     delivered_at = models.DateTimeField(null=True, blank=True)
     last_error = models.CharField(max_length=1000, blank=True)
+
+    if TYPE_CHECKING:
+        # Made by each subclass's Attempt (its foreign key's related_name).
+        attempt_log: RelatedManager[Attempt]
 
     class Meta:
         abstract = True
@@ -108,7 +116,9 @@ class Attempt(models.Model):
         ordering = ["started_at", "id"]
 
 
-def queue_on_commit(task, rows: QuerySet, ids: list, *, retry: bool = True) -> None:
+def queue_on_commit(
+    task: jobs.Task, rows: QuerySet[Any], ids: list[Any], *, retry: bool = True
+) -> None:
     """Queue `task(id)` for each id once the transaction commits (at once
     outside one). A publish that fails clears the row's `enqueued_at`, so
     the next sweep queues it."""
@@ -122,14 +132,16 @@ def queue_on_commit(task, rows: QuerySet, ids: list, *, retry: bool = True) -> N
         transaction.on_commit(enqueue)
 
 
-def take_due(rows: QuerySet, *, now: dt.datetime, requeue_after: dt.timedelta, limit: int):
+def take_due(
+    rows: QuerySet[Any], *, now: dt.datetime, requeue_after: dt.timedelta, limit: int
+) -> list[Any]:
     """For the sweep: ids of due rows nobody is working on (due retries,
     expired leases, lost publishes), stamped as queued. Call inside the
     sweep's transaction."""
     return leasing.take_due(rows, now=now, requeue_after=requeue_after, limit=limit)
 
 
-def claim(rows: QuerySet, *, pk, now: dt.datetime, **fields) -> bool:
+def claim(rows: QuerySet[Any], *, pk: object, now: dt.datetime, **fields: object) -> bool:
     """Take row `pk` for sending with a lease of DELIVERY_LEASE_SECONDS
     (longer than the task's hard time limit), updating `fields` with it."""
     lease = dt.timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
@@ -145,18 +157,21 @@ def close_interrupted(row: LeasedDelivery, consequence: str) -> None:
     )
 
 
-def attempt_begin(row: LeasedDelivery, *, interrupted: str, **fields) -> Attempt:
+def attempt_begin(row: LeasedDelivery, *, interrupted: str, **fields: object) -> Attempt:
     """After `claim`, in its transaction: close the attempt a dead worker
     left open (`close_interrupted`), and write this one before the send."""
     close_interrupted(row, interrupted)
     return row.attempt_log.create(**fields)
 
 
+_Row = TypeVar("_Row", bound=LeasedDelivery, covariant=True)
+
+
 @dataclass(frozen=True)
-class Claim:
+class Claim(Generic[_Row]):
     """A claimed row (loaded after the claim) and its attempt."""
 
-    row: LeasedDelivery
+    row: _Row
     attempt_id: int | None
     started: float = field(default_factory=time.monotonic)
 
@@ -167,29 +182,33 @@ class Claim:
         return self.row.attempts
 
     @property
-    def rows(self) -> QuerySet:
-        return type(self.row).objects.filter(pk=self.row.pk)
+    def rows(self) -> QuerySet[Any]:
+        # The concrete model's manager (an abstract model has no `objects`);
+        # Any: its `status` is the subclass's.
+        return type(self.row)._default_manager.filter(pk=self.row.pk)
 
 
-def attempt_end(claim: Claim, outcome: str, **fields) -> None:
+def attempt_end(claim: Claim[LeasedDelivery], outcome: str, **fields: object) -> None:
     claim.row.attempt_log.filter(pk=claim.attempt_id).update(
         outcome=outcome, duration_ms=int((time.monotonic() - claim.started) * 1000), **fields
     )
 
 
-def record_delivered(claim: Claim, *, now: dt.datetime, **fields) -> None:
+def record_delivered(claim: Claim[LeasedDelivery], *, now: dt.datetime, **fields: object) -> None:
     """Not fenced: whoever holds the row now, the message did go out."""
     claim.rows.exclude(status=DELIVERED).update(
         status=DELIVERED, delivered_at=now, claimed_until=None, updated_at=now, **fields
     )
 
 
-def fenced(claim: Claim) -> QuerySet:
+def fenced(claim: Claim[LeasedDelivery]) -> QuerySet[Any]:
     """The row, if it is still this claim's (being sent, not claimed since)."""
     return claim.rows.filter(status=SENDING, attempts=claim.fence)
 
 
-def retry_later(claim: Claim, *, due: dt.datetime, now: dt.datetime, **fields) -> int:
+def retry_later(
+    claim: Claim[LeasedDelivery], *, due: dt.datetime, now: dt.datetime, **fields: object
+) -> int:
     """Pending again at `due`; the sweep queues it then."""
     return fenced(claim).update(
         status=PENDING,
@@ -201,11 +220,11 @@ def retry_later(claim: Claim, *, due: dt.datetime, now: dt.datetime, **fields) -
     )
 
 
-def fail(claim: Claim, *, now: dt.datetime, **fields) -> int:
+def fail(claim: Claim[LeasedDelivery], *, now: dt.datetime, **fields: object) -> int:
     return fenced(claim).update(status=FAILED, claimed_until=None, updated_at=now, **fields)
 
 
-def restart(rows: QuerySet, *, now: dt.datetime, **fields) -> int:
+def restart(rows: QuerySet[Any], *, now: dt.datetime, **fields: object) -> int:
     """Pending and due now with a fresh count of attempts, stamped as
     queued: queue the ids after commit (`queue_on_commit`)."""
     return rows.update(**leasing.fresh_start(now), **fields)

@@ -10,13 +10,20 @@ logged.
 from __future__ import annotations
 
 import logging
+from typing import Protocol
 
 from celery import current_app
 
 log = logging.getLogger(__name__)
 
 
-def enqueue(task, arg: int | str, *, retry: bool = True) -> bool:
+class Task(Protocol):
+    """A Celery task, as far as queueing it goes (Celery has no types)."""
+
+    name: str
+
+
+def enqueue(task: Task, arg: int | str, *, retry: bool = True) -> bool:
     """Queue `task(arg)` (a Celery task); False when the broker did not take
     it. Never raises. The publish is bounded (BROKER_TIMEOUT and the publish
     retry policy); `retry=False` tries once, for requests that must not wait

@@ -5,12 +5,14 @@ all-or-nothing by a serializer, with errors in the envelope (lib.api_errors).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.core.validators import RegexValidator
 from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.serializers import Serializer
 
@@ -23,15 +25,18 @@ JSON = "application/json"
 class JsonOnlyNegotiation(DefaultContentNegotiation):
     """Always answer JSON, whatever the Accept header asks for (never 406)."""
 
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        first = next(iter(renderers))  # the view's renderers, JSON first
+        return first, first.media_type
 
 
 def invalid_payload(message: str, **details: str) -> ApiError:
     return ApiError(message, error="invalid_payload", status_code=400, details=details)
 
 
-def validated_body(request: Request, serializer_class: type[Serializer]) -> dict[str, Any]:
+def validated_body(request: Request, serializer_class: type[Serializer[Any]]) -> dict[str, Any]:
     """The body as a JSON object, validated all-or-nothing by `serializer_class`."""
     media_type = request.content_type.split(";", 1)[0].strip().lower()
     if media_type != JSON:
@@ -52,7 +57,8 @@ def validated_body(request: Request, serializer_class: type[Serializer]) -> dict
         )
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
+    validated: dict[str, Any] = serializer.validated_data
+    return validated
 
 
 class TextPatternValidator(RegexValidator):

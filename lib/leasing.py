@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from typing import Any
 
 from django.db.models import F, Q, QuerySet
 
@@ -29,7 +30,7 @@ def backoff_seconds(
     with jitter in [75%, 100%] so retries of many rows spread out and each
     wait is still longer than the one before (until the cap); a longer
     `retry_after` the other side asked for is honoured, up to `cap`."""
-    delay = min(cap, base * 2 ** max(0, attempts - 1))
+    delay: float = min(cap, base * 2 ** max(0, attempts - 1))
     delay *= random.uniform(0.75, 1.0)  # noqa: S311 (not cryptographic)
     if retry_after:
         delay = max(delay, min(retry_after, cap))
@@ -54,7 +55,9 @@ def claimable(now: dt.datetime) -> Q:
     return Q(status=PENDING, next_attempt_at__lte=now) | Q(status=SENDING, claimed_until__lt=now)
 
 
-def claim(rows: QuerySet, *, pk, now: dt.datetime, lease: dt.timedelta, **fields) -> bool:
+def claim(
+    rows: QuerySet[Any], *, pk: object, now: dt.datetime, lease: dt.timedelta, **fields: object
+) -> bool:
     """Take row `pk` for sending, if it is claimable: one conditional UPDATE
     (of `fields` too). The lease must outlast the task's hard time limit, so
     that it expires only when its worker is really gone."""
@@ -69,7 +72,9 @@ def claim(rows: QuerySet, *, pk, now: dt.datetime, lease: dt.timedelta, **fields
     )
 
 
-def take_due(rows: QuerySet, *, now: dt.datetime, requeue_after: dt.timedelta, limit: int) -> list:
+def take_due(
+    rows: QuerySet[Any], *, now: dt.datetime, requeue_after: dt.timedelta, limit: int
+) -> list[Any]:
     """Ids of up to `limit` claimable rows that were not queued in the last
     `requeue_after`, stamped as queued now. Rows other sweeps hold are
     skipped (SELECT ... FOR UPDATE SKIP LOCKED): call inside a transaction."""

@@ -41,16 +41,20 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urlsplit
 
 import httpcore
 import httpx
 from django.conf import settings
 
-from lib.crypto import is_undecryptable
+from lib.crypto import Undecryptable
 from lib.text import excerpt
+
+if TYPE_CHECKING:
+    from httpcore._backends.base import SOCKET_OPTION
 
 USER_AGENT = "commitments/1.0"
 MAX_RESPONSE_BYTES = 64 * 1024
@@ -202,7 +206,11 @@ def canonical_url(url: str, *, allow_loopback: bool | None = None) -> str:
     return canonical
 
 
-def _getaddrinfo_within(host: str, port: int, seconds: float) -> list:
+# What socket.getaddrinfo gives: family, type, proto, canonname, sockaddr.
+_AddrInfo = tuple[socket.AddressFamily, socket.SocketKind, int, str, tuple[Any, ...]]
+
+
+def _getaddrinfo_within(host: str, port: int, seconds: float) -> list[_AddrInfo]:
     """`socket.getaddrinfo`, given at most `seconds`. It has no timeout of its
     own (a resolver that does not answer holds the caller for as long as the
     system's resolver retries), so it runs in a daemon thread that is waited
@@ -222,7 +230,8 @@ def _getaddrinfo_within(host: str, port: int, seconds: float) -> list:
         raise ResolutionFailed(f"Cannot resolve {host}: no answer within {seconds:g} s.")
     if "error" in answer:
         raise ResolutionFailed(f"Cannot resolve {host}: {answer['error']}") from answer["error"]
-    return answer["infos"]
+    infos: list[_AddrInfo] = answer["infos"]
+    return infos
 
 
 def resolve(
@@ -308,13 +317,13 @@ def url_to_store(url: str, *, max_length: int, empty: str) -> str:
     return url
 
 
-def masked_url(url) -> str:
+def masked_url(url: str | Undecryptable | None) -> str:
     """`https://host/…`: enough to tell where messages go, nothing of the
     path or query (they often carry the receiver's token: a chat URL's path
     is its secret). For pages, the admin, the audit trail and messages; the
     full URL is shown only to its owner, on the form that edits it. An
     unreadable stored URL (lib.crypto.Undecryptable) is "(unreadable)"."""
-    if is_undecryptable(url):
+    if isinstance(url, Undecryptable):
         return "(unreadable)"
     parts = urlsplit(url or "")
     if not parts.scheme or not parts.netloc:
@@ -353,7 +362,12 @@ class _DeadlineStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._stream.close()
 
-    def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
         stream = self._stream.start_tls(
             ssl_context, server_hostname, self._left(timeout, httpcore.ConnectTimeout)
         )
@@ -369,7 +383,14 @@ class _DeadlineBackend(httpcore.NetworkBackend):
     def __init__(self, deadline: float) -> None:
         self._backend, self._deadline = httpcore.SyncBackend(), deadline
 
-    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
         left = self._deadline - time.monotonic()
         if left <= 0:
             raise httpcore.ConnectTimeout("The overall deadline passed.")
@@ -377,7 +398,12 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         stream = self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
         return _DeadlineStream(stream, self._deadline)
 
-    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
         raise httpcore.ConnectError("Unix sockets are not used.")
 
     def sleep(self, seconds: float) -> None:

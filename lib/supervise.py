@@ -30,6 +30,8 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +42,7 @@ POLL_SECONDS = 0.5
 class Child:
     name: str
     argv: list[str]
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     starts: int = 0
     quick_exits: int = 0  # consecutive exits within stable_after of the start
@@ -68,7 +70,7 @@ class Supervisor:
     _stop_signal: int | None = field(default=None, init=False)
 
     @classmethod
-    def of(cls, commands: Sequence[tuple[str, list[str]]], **options) -> Supervisor:
+    def of(cls, commands: Sequence[tuple[str, list[str]]], **options: Any) -> Supervisor:
         return cls([Child(name, list(argv)) for name, argv in commands], **options)
 
     # --- the loop -----------------------------------------------------------------
@@ -95,7 +97,7 @@ class Supervisor:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
-    def _on_stop_signal(self, signum, frame) -> None:
+    def _on_stop_signal(self, signum: int, frame: FrameType | None) -> None:
         self._stop_signal = signum
 
     def _check_children(self) -> int | None:
@@ -130,34 +132,36 @@ class Supervisor:
                     delay,
                 )
             elif child.due is not None and now >= child.due:
-                self._start(child)
+                proc = self._start(child)
                 logger.warning(
                     "Started the %s again (pid %d, start %d).",
                     child.name,
-                    child.proc.pid,
+                    proc.pid,
                     child.starts,
                 )
         return None
 
-    def _start(self, child: Child) -> None:
-        child.proc = subprocess.Popen(child.argv, preexec_fn=self.preexec_fn)  # noqa: S603 (our own commands)
+    def _start(self, child: Child) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(child.argv, preexec_fn=self.preexec_fn)  # noqa: S603 (our own commands)
+        child.proc = proc
         child.started_at = time.monotonic()
         child.starts += 1
         child.due = None
+        return proc
 
     def _stop_all(self) -> None:
-        running = [child for child in self.children if child.proc is not None]
-        for child in running:
+        running = [(child, child.proc) for child in self.children if child.proc is not None]
+        for _child, proc in running:
             with contextlib.suppress(ProcessLookupError):
-                child.proc.send_signal(signal.SIGTERM)
+                proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + self.stop_timeout
-        for child in running:
+        for child, proc in running:
             try:
-                child.proc.wait(timeout=max(deadline - time.monotonic(), 0))
+                proc.wait(timeout=max(deadline - time.monotonic(), 0))
             except subprocess.TimeoutExpired:
                 logger.error(
                     "The %s did not stop within %.0f s: killed.", child.name, self.stop_timeout
                 )
-                child.proc.kill()
-                child.proc.wait()
+                proc.kill()
+                proc.wait()
             child.proc = None

@@ -136,7 +136,7 @@ class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="commitment")
     def commitment_id(self, obj: NudgeDelivery) -> str:
         source = obj.reminder if obj.reminder_id is not None else obj.event
-        return str(source.commitment_id)
+        return str(source.commitment_id) if source is not None else ""
 
     def has_retry_now_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("notifications.change_delivery")

@@ -61,7 +61,8 @@ def nudge_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uui
     # A nudge of a later move may have waited for this event's dispatch
     # (notifications.turns), whether or not it made a nudge of its own.
     commitment = event.commitment
-    for party_id in {commitment.assigner_id, commitment.assignee_id} - {None}:
+    parties = {commitment.assigner_id, commitment.assignee_id}
+    for party_id in {party for party in parties if party is not None}:
         waiting = turns.next_in_line(party_id, commitment.pk, now=now)
         nudges_queue_on_commit([pk for pk in waiting if pk not in queued])
     return queued

@@ -249,9 +249,10 @@ class NudgeDelivery(LeasedDelivery):
     @property
     def about(self) -> str:
         """What it is about, in a word or two, for pages and the admin."""
-        if self.reminder_id is not None:
+        # One of the two is set (no query for the unset one).
+        if self.reminder is not None:
             return f"Reminder: {self.reminder.get_kind_display()}"
-        return self.event.get_kind_display()
+        return self.event.get_kind_display() if self.event is not None else ""
 
 
 class NudgePair(models.Model):

@@ -75,8 +75,9 @@ def _completed_by(event: OutboxEvent, commitment: Commitment) -> str:
     if event.actor_kind == ActorKind.TRACKER:
         system = commitment.external_system or "a tracker"
         return f"{system} (through a tracker connection)"
-    if event.actor_user_id == commitment.assignee_id:
-        return commitment.assignee.name
+    assignee = commitment.assignee  # set once accepted: a completion's
+    if assignee is not None and event.actor_user_id == assignee.pk:
+        return assignee.name
     if event.actor_user_id == commitment.assigner_id:
         return commitment.assigner.name
     return "Someone"
@@ -84,7 +85,7 @@ def _completed_by(event: OutboxEvent, commitment: Commitment) -> str:
 
 def nudge_message(*, event: OutboxEvent, recipient, idempotency_key: str | None = None) -> Message:
     commitment = event.commitment
-    assigner, assignee = commitment.assigner, commitment.assignee
+    assigner = commitment.assigner
     short = excerpt(commitment.description, 60)
     by = format_deadline(commitment.deadline, getattr(recipient, "timezone", "UTC"))
     url = commitment_url(commitment.pk)
@@ -110,13 +111,16 @@ def nudge_message(*, event: OutboxEvent, recipient, idempotency_key: str | None 
             f"{commitment.description}\nBy: {by}.\nAccept or decline it in Commitments."
         )
     elif event.kind == EventKind.ACTIVATED:
-        subject = f"{assignee.name} accepted: {short}"
-        text = f"{assignee.name} accepted your request: {commitment.description}\nBy: {by}."
+        subject = f"{commitment.assignee_label} accepted: {short}"
+        text = (
+            f"{commitment.assignee_label} accepted your request: {commitment.description}\n"
+            f"By: {by}."
+        )
     elif event.kind == EventKind.REFUSED:
-        subject = f"{assignee.name} declined: {short}"
+        subject = f"{commitment.assignee_label} declined: {short}"
         reason = commitment_decline_reason(commitment=commitment)
         text = (
-            f"{assignee.name} declined your request: {commitment.description}\n"
+            f"{commitment.assignee_label} declined your request: {commitment.description}\n"
             + (f"Their reason: {reason}\n" if reason else "")
             + "You can change its description or deadline and ask again."
         )
@@ -327,9 +331,11 @@ def _reminder_lines(reminder: Reminder, tz_name: str) -> tuple[str, str]:
             f"deadline with {commitment.assigner.name}.",
         )
     since = format_deadline(reminder.moment, tz_name)
+    # The name, or the invited address while it has no account (no assignee).
+    asked = commitment.assignee_label
     return (
-        f"Still waiting for {commitment.assignee.name}: {short}",
-        f"{commitment.assignee.name} has not answered your request since {since}: "
+        f"Still waiting for {asked}: {short}",
+        f"{asked} has not answered your request since {since}: "
         f"{commitment.description}\nBy: {due}.\nYou can change its description or deadline, "
         "or ask them yourself.",
     )
@@ -373,6 +379,7 @@ def delivery_message(delivery: NudgeDelivery, *, held=()) -> tuple[Message | Non
     longer due. No message when nothing in it is still due (a reminder)."""
     key = f"nudge-{delivery.pk}"
     if delivery.reminder_id is not None:
+        assert delivery.recipient_id is not None  # reminders go to accounts
         # Only what is still due goes out; the rest is cancelled with it.
         due, left_out = [], []
         turned_off = reminders_turned_off(user_id=delivery.recipient_id)
@@ -387,13 +394,15 @@ def delivery_message(delivery: NudgeDelivery, *, held=()) -> tuple[Message | Non
         return message, left_out
     if delivery.recipient is None:  # an invitation, or an invitation digest
         return invitation_delivery_message(delivery, held=held, idempotency_key=key)
+    event = delivery.event
+    assert event is not None  # not a reminder's: an outbox event's
     if delivery.is_digest:
         message = digest_message(
             recipient=delivery.recipient,
-            sender=delivery.event.commitment.assigner,
-            events=[delivery.event, *(h.event for h in held)],
+            sender=event.commitment.assigner,
+            events=[event, *(h.event for h in held)],
             idempotency_key=key,
         )
         return message, []
-    message = nudge_message(event=delivery.event, recipient=delivery.recipient, idempotency_key=key)
+    message = nudge_message(event=event, recipient=delivery.recipient, idempotency_key=key)
     return message, []

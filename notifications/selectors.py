@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db.models import Exists, OuterRef, QuerySet
@@ -13,6 +15,9 @@ from commitments.models import Commitment, Status
 from commitments.selectors import commitment_list_with_status
 from notifications.models import NudgeChannel, Reminder, ReminderKind
 
+if TYPE_CHECKING:
+    from accounts.models import User
+
 
 @dataclass(frozen=True)
 class DueReminder:
@@ -21,10 +26,10 @@ class DueReminder:
     commitment: Commitment
     kind: str
     moment: dt.datetime
-    recipient_id: int
+    recipient_id: uuid.UUID
 
 
-def _people_reminded() -> QuerySet:
+def _people_reminded() -> QuerySet[User, Any]:
     """Who may get reminders: a proved address, and reminders not turned off
     (no channel row means the defaults: e-mail, reminders on)."""
     off = NudgeChannel.objects.filter(user_id=OuterRef("pk"), reminders=False)
@@ -37,6 +42,15 @@ def _not_made(kind: str, moment_field: str) -> Exists:
             commitment_id=OuterRef("pk"), kind=kind, moment=OuterRef(moment_field)
         )
     )
+
+
+def _due(
+    commitment: Commitment, kind: str, moment: dt.datetime | None, recipient_id: uuid.UUID | None
+) -> DueReminder:
+    # The queries of reminders_due filter on the moment and the person: the
+    # nullable columns (a draft's deadline, an invitee's account) are set here.
+    assert moment is not None and recipient_id is not None
+    return DueReminder(commitment, kind, moment, recipient_id)
 
 
 def reminders_due(*, now: dt.datetime, limit: int = 500) -> list[DueReminder]:
@@ -67,15 +81,15 @@ def reminders_due(*, now: dt.datetime, limit: int = 500) -> list[DueReminder]:
         .exclude(_not_made(ReminderKind.HANDSHAKE_WAITING, "updated_at"))
     )
     found = [
-        DueReminder(c, ReminderKind.DUE_SOON, c.deadline, c.assignee_id)
+        _due(c, ReminderKind.DUE_SOON, c.deadline, c.assignee_id)
         for c in due_soon.order_by("deadline")[:limit]
     ]
     found += [
-        DueReminder(c, ReminderKind.OVERDUE, c.deadline, c.assignee_id)
+        _due(c, ReminderKind.OVERDUE, c.deadline, c.assignee_id)
         for c in overdue.order_by("deadline")[:limit]
     ]
     found += [
-        DueReminder(c, ReminderKind.HANDSHAKE_WAITING, c.updated_at, c.assigner_id)
+        _due(c, ReminderKind.HANDSHAKE_WAITING, c.updated_at, c.assigner_id)
         for c in waiting.order_by("updated_at")[:limit]
     ]
     return found
@@ -94,6 +108,6 @@ def reminder_still_due(*, reminder: Reminder) -> bool:
     return commitment.status == Status.ACTIVE and commitment.deadline == reminder.moment
 
 
-def reminders_turned_off(*, user_id) -> bool:
+def reminders_turned_off(*, user_id: uuid.UUID) -> bool:
     """Whether the person unticked "Send me reminders" (Settings, Notifications)."""
     return NudgeChannel.objects.filter(user_id=user_id, reminders=False).exists()

@@ -40,7 +40,7 @@ BACKOFF_CAP = 2 * 3600  # seconds; the longest wait between two attempts
 
 
 @dataclass(frozen=True)
-class _Claim(deliveries.Claim):
+class _Claim(deliveries.Claim[NudgeDelivery]):
     kind: str = ChannelKind.EMAIL
     address: str = ""
     channel_id: uuid.UUID | None = None
@@ -57,6 +57,7 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
         if (
             recipient_id is not None
             and event_id is not None
+            and commitment_id is not None  # set with the event (read through its join)
             and turns.waits_for_earlier(
                 recipient_id=recipient_id, commitment_id=commitment_id, event_id=event_id, now=now
             )
@@ -73,8 +74,10 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
             "event__commitment__invitation",
             "reminder__commitment__assigner",
             "reminder__commitment__assignee",
+            "reminder__commitment__invitation",
         ).get(pk=delivery_id)
         channel_id = None
+        kind: str  # a ChannelKind value
         if delivery.recipient is None:  # an invitation: its address, by e-mail
             kind, address = ChannelKind.EMAIL, delivery.address
         elif delivery.channel == ChannelKind.EMAIL:
@@ -100,6 +103,7 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
                     "event__commitment",
                     "reminder__commitment__assigner",
                     "reminder__commitment__assignee",
+                    "reminder__commitment__invitation",
                 )
                 .order_by("created_at", "id")
             )
@@ -154,7 +158,8 @@ def _queue_next(claim: _Claim, *, now: dt.datetime) -> None:
     """This send is settled: the person's next nudge about the commitment, in
     the order of its moves, may go (notifications.turns)."""
     row = claim.row
-    if row.recipient_id is not None and row.event_id is not None:
+    # A nudge has its event (a reminder's delivery has none).
+    if row.recipient_id is not None and row.event is not None:
         waiting = turns.next_in_line(row.recipient_id, row.event.commitment_id, now=now)
         dispatch.nudges_queue_on_commit(waiting)
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import math
+import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -30,6 +32,9 @@ from notifications.models import (
 )
 from notifications.nudges import sample_message
 from notifications.transports import TransportError, transport_for
+
+if TYPE_CHECKING:
+    from accounts.models import User
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +63,11 @@ class Destination:
         return ChannelKind(self.kind).label
 
 
-def notification_channel_get(*, user) -> NudgeChannel | None:
+def notification_channel_get(*, user: User) -> NudgeChannel | None:
     return NudgeChannel.objects.filter(user=user).first()
 
 
-def destination_for(user, *, channel: NudgeChannel | None = None) -> Destination:
+def destination_for(user: User, *, channel: NudgeChannel | None = None) -> Destination:
     """Where a nudge to `user` goes now (reads only): their chat channel, or
     e-mail when they chose none or it is broken (a URL no configured key
     decrypts included). Pass `channel` when it is loaded already."""
@@ -78,7 +83,7 @@ def destination_for(user, *, channel: NudgeChannel | None = None) -> Destination
 
 
 def notification_channel_url_lost_record(
-    *, user, channel: NudgeChannel | None = None
+    *, user: User, channel: NudgeChannel | None = None
 ) -> NudgeChannel | None:
     """The person's channel, marked broken (once, on the audit trail) when
     it is a chat channel whose stored URL no configured key decrypts, so its
@@ -121,7 +126,7 @@ def check_slack_url(url: str) -> None:
 
 @transaction.atomic
 def notification_channel_set(
-    *, user, kind: str, chat_url: str = "", reminders: bool | None = None
+    *, user: User, kind: str, chat_url: str = "", reminders: bool | None = None
 ) -> NudgeChannel:
     """Choose how `user` is nudged, and whether they get reminders (None
     keeps the choice). For Slack or Teams an empty URL keeps the stored one
@@ -159,7 +164,9 @@ def notification_channel_set(
     return channel
 
 
-def notification_channel_mark_broken(*, channel_id, failed_url: str, reason: str) -> bool:
+def notification_channel_mark_broken(
+    *, channel_id: uuid.UUID, failed_url: str, reason: str
+) -> bool:
     """Mark a chat channel broken after a permanent failure of `failed_url`.
     Does nothing if the owner has since saved another URL or kind."""
     with transaction.atomic():
@@ -207,7 +214,7 @@ class TestTooSoon(Exception):
         self.retry_after = retry_after
 
 
-def _claim_test_slot(*, user) -> None:
+def _claim_test_slot(*, user: User) -> None:
     """Take this person's slot for a test, or raise TestTooSoon. One
     conditional UPDATE, so racing clicks (or processes) queue one test."""
     interval = dt.timedelta(seconds=settings.NOTIFY_TEST_INTERVAL)
@@ -221,11 +228,12 @@ def _claim_test_slot(*, user) -> None:
     )
     if not claimed:
         last = NudgeChannel.objects.values_list("last_test_at", flat=True).get(user=user)
+        assert last is not None  # not claimed: a test was made within the interval
         wait = (last + interval - now).total_seconds()
         raise TestTooSoon(max(1, math.ceil(wait)))
 
 
-def test_nudge_request(*, user) -> TestNudge:
+def test_nudge_request(*, user: User) -> TestNudge:
     """Ask for a test message through the channel `user` chose. Writes the
     request and queues it for a worker (the web request never waits on Slack,
     Teams or the mail server); the page shows the outcome once the worker has
@@ -250,16 +258,18 @@ def test_nudge_request(*, user) -> TestNudge:
     return test
 
 
-def test_nudge_latest(*, user) -> TestNudge | None:
+def test_nudge_latest(*, user: User) -> TestNudge | None:
     return TestNudge.objects.filter(user=user).first()
 
 
-def test_nudge_get(*, user, test_id) -> TestNudge | None:
+def test_nudge_get(*, user: User, test_id: uuid.UUID) -> TestNudge | None:
     """One of `user`'s tests (None for someone else's or an unknown id)."""
     return TestNudge.objects.filter(user=user, pk=test_id).first()
 
 
-def test_nudges_take_due(*, now: dt.datetime, requeue_after: dt.timedelta, limit: int) -> list:
+def test_nudges_take_due(
+    *, now: dt.datetime, requeue_after: dt.timedelta, limit: int
+) -> list[uuid.UUID]:
     """For the sweep: ids of tests whose publish was lost or whose worker
     died after claiming them (the lease ran out), stamped as queued. Call
     inside the sweep's transaction."""
@@ -268,7 +278,7 @@ def test_nudges_take_due(*, now: dt.datetime, requeue_after: dt.timedelta, limit
     )
 
 
-def test_nudge_send(*, test_id) -> str | None:
+def test_nudge_send(*, test_id: uuid.UUID | str) -> str | None:
     """The worker's side of "send a test": send it through the channel the
     person has now and record how it went (audited as
     `notification_test_sent`, with the kind and the outcome, never the URL).
@@ -307,13 +317,16 @@ def test_nudge_send(*, test_id) -> str | None:
             broken_at=None, broken_reason="", updated_at=timezone.now()
         )
     label = ChannelKind(kind).label
-    where = user.email if kind == ChannelKind.EMAIL else channel.masked_url
+    # A chat kind has its channel (e-mail is the fallback without one).
+    where = channel.masked_url if channel is not None and kind != ChannelKind.EMAIL else user.email
     return _record_test(
         test, channel, kind=kind, ok=True, detail=f"{label} accepted the test message ({where})."
     )
 
 
-def _record_test(test: TestNudge, channel, *, kind: str, ok: bool, detail: str) -> str:
+def _record_test(
+    test: TestNudge, channel: NudgeChannel | None, *, kind: str, ok: bool, detail: str
+) -> str:
     status = TestNudgeStatus.SENT if ok else TestNudgeStatus.FAILED
     with transaction.atomic():
         now = timezone.now()

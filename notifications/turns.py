@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from typing import Any
 
 from django.db.models import QuerySet
 
@@ -33,7 +34,9 @@ from commitments.outbox import outbox_event_undispatched_before
 from notifications.models import NudgeDelivery, NudgeDeliveryStatus
 
 
-def _still_to_go(recipient_id, commitment_id, *, now: dt.datetime) -> QuerySet:
+def _still_to_go(
+    recipient_id: uuid.UUID, commitment_id: uuid.UUID, *, now: dt.datetime
+) -> QuerySet[NudgeDelivery, Any]:
     """The person's nudges of moves of this commitment that are still to go,
     in the order of the moves: pending (due, or waiting for a retry) or being
     sent; not a digest waiting for its time."""
@@ -48,7 +51,9 @@ def _still_to_go(recipient_id, commitment_id, *, now: dt.datetime) -> QuerySet:
     )
 
 
-def waits_for_earlier(*, recipient_id, commitment_id, event_id, now: dt.datetime) -> bool:
+def waits_for_earlier(
+    *, recipient_id: uuid.UUID, commitment_id: uuid.UUID, event_id: int, now: dt.datetime
+) -> bool:
     """A nudge of `event_id` to this person must wait: one of an earlier move
     of the same commitment is still to go, or an earlier move of it is not
     dispatched yet."""
@@ -58,7 +63,7 @@ def waits_for_earlier(*, recipient_id, commitment_id, event_id, now: dt.datetime
     return outbox_event_undispatched_before(event_id=event_id, commitment_id=commitment_id)
 
 
-def wait_turn(delivery_id, *, now: dt.datetime) -> None:
+def wait_turn(delivery_id: uuid.UUID | str, *, now: dt.datetime) -> None:
     """Leave a due nudge for its turn: pending and due as it is, stamped as
     queued so the sweep leaves it alone for OUTBOX_REQUEUE_AFTER (it queues
     it after that, should the send ahead of it never call `next_in_line`)."""
@@ -67,7 +72,9 @@ def wait_turn(delivery_id, *, now: dt.datetime) -> None:
     )
 
 
-def next_in_line(recipient_id, commitment_id, *, now: dt.datetime) -> list[uuid.UUID]:
+def next_in_line(
+    recipient_id: uuid.UUID, commitment_id: uuid.UUID, *, now: dt.datetime
+) -> list[uuid.UUID]:
     """After a send of this person's about this commitment ends, or a move
     of it is dispatched: their first nudge about it still to go, stamped as
     queued, when it is due and nobody is sending it (one waiting for a retry

@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.requests import AuthenticatedRequest
 from lib.api_errors import envelope
 from notifications import services
 from notifications.models import ChannelKind, NudgeDelivery
@@ -50,7 +51,7 @@ class ChannelForm(forms.Form):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def notification_settings(request: HttpRequest) -> HttpResponse:
+def notification_settings(request: AuthenticatedRequest) -> HttpResponse:
     channel = services.notification_channel_get(user=request.user)
     if request.method == "POST":
         form = ChannelForm(request.POST)
@@ -97,7 +98,7 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def test_nudge(request: HttpRequest) -> HttpResponse:
+def test_nudge(request: AuthenticatedRequest) -> HttpResponse:
     """Queue a test; a worker sends it and the page shows how it went."""
     try:
         services.test_nudge_request(user=request.user)

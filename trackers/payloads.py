@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 ASSIGNED = "assigned"
 CLOSED = "closed"
@@ -57,6 +57,24 @@ class Change:
     previous_keys: tuple[str, ...] = ()
     # For NOT_DONE: how the tracker closed it, in words: "as not planned".
     closed_as: str = ""
+
+
+class Issue(TypedDict):
+    """What every Change a tracker's `read` makes of one issue event carries
+    (its `base`)."""
+
+    event: str
+    key: str
+    title: str
+    url: str | None
+    due: dt.date | None
+
+
+class IssueUpdate(Issue):
+    """The base of the trackers whose events say what changed."""
+
+    due_changed: bool
+    previous_keys: NotRequired[tuple[str, ...]]
 
 
 class NotAnIssueEvent(ValueError):

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
+from typing import TYPE_CHECKING
+
 from django.db.models import QuerySet
 
 from trackers.models import TrackerConnection, TrackerEvent
+
+if TYPE_CHECKING:
+    from accounts.models import User
 
 RECENT_EVENTS = 50
 
@@ -18,11 +24,11 @@ def connection_for_hook(*, hook_id: str) -> TrackerConnection | None:
     )
 
 
-def connections_of(*, owner) -> QuerySet[TrackerConnection]:
+def connections_of(*, owner: User) -> QuerySet[TrackerConnection]:
     return TrackerConnection.objects.filter(owner=owner).order_by("created_at")
 
 
-def connection_of(*, owner, connection_id) -> TrackerConnection | None:
+def connection_of(*, owner: User, connection_id: uuid.UUID) -> TrackerConnection | None:
     return TrackerConnection.objects.filter(owner=owner, pk=connection_id).first()
 
 

@@ -16,6 +16,7 @@ import hashlib
 import re
 import secrets
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from django.contrib.auth import get_user_model
@@ -46,6 +47,9 @@ from trackers.models import (
     TrackerEvent,
 )
 from trackers.outcomes import Action, Did, Receipt
+
+if TYPE_CHECKING:
+    from accounts.models import User
 
 MAX_CONNECTIONS = 20
 MAX_IDENTITIES = 500
@@ -169,7 +173,7 @@ def parse_identity_lines(lines: list[str] | str) -> dict[str, str]:
 
 def tracker_connection_add(
     *,
-    owner,
+    owner: User,
     kind: str,
     system: str | None = None,
     identity_map: dict[str, str] | None = None,
@@ -229,7 +233,9 @@ def tracker_connection_rotate_secret(
     return secret
 
 
-def _secret_set(connection: TrackerConnection, secret: str, *, actor, action: str) -> None:
+def _secret_set(
+    connection: TrackerConnection, secret: str, *, actor: Actor | None, action: str
+) -> None:
     connection.secret = secret
     connection.secret_rotated_at = timezone.now()
     connection.save(update_fields=["secret", "secret_rotated_at"])
@@ -486,6 +492,7 @@ def _follow_move(delivery: _Delivery) -> list[Action]:
             continue
         link = delivery.link()
         for commitment in found:
+            assert commitment.external_id is not None  # found by it
             new_id = _external_id_for(change.key, commitment.external_id)
             try:
                 commitment_services.commitment_external_ref_change(
@@ -577,16 +584,18 @@ def _assign(delivery: _Delivery) -> list[Action]:
 def _not_moving(commitment: Commitment) -> Action | None:
     """Why a commitment that cannot be moved now is left as it is (None when
     it can be)."""
-    why = {
+    reasons: dict[str, str] = {
         Status.COMPLETED: "it was completed already",
         Status.REFUSED: "it was declined",
         Status.DRAFT: "it is a draft",
-    }.get(commitment.status)
+    }
+    why = reasons.get(commitment.status)
     return _about(commitment, Did.KEPT, why) if why else None
 
 
 def _about(commitment: Commitment, did: Did, why: str = "") -> Action:
     """An action on one of the issue's commitments."""
+    assert commitment.external_id is not None  # found by it
     return Action(who=commitment.external_id, commitment_id=str(commitment.pk), did=did, why=why)
 
 

@@ -23,6 +23,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
 from accounts.reauth import recent_sign_in_required
+from accounts.requests import AuthenticatedRequest
 from commitments.models import EXTERNAL_SYSTEM_MAX
 from lib.forms import TextField
 from lib.once import form_key_new, form_key_use
@@ -125,14 +126,16 @@ def _show_once(
     }
 
 
-def _mine(request: HttpRequest, connection_id: uuid.UUID) -> TrackerConnection:
+def _mine(request: AuthenticatedRequest, connection_id: uuid.UUID) -> TrackerConnection:
     connection = selectors.connection_of(owner=request.user, connection_id=connection_id)
     if connection is None:
         raise Http404("No such tracker connection.")
     return connection
 
 
-def _list(request: HttpRequest, form: ConnectionForm, *, status: int = 200) -> HttpResponse:
+def _list(
+    request: AuthenticatedRequest, form: ConnectionForm, *, status: int = 200
+) -> HttpResponse:
     shown = request.session.pop(SHOWN_KEY, None) if request.method == "GET" else None
     return render(
         request,
@@ -150,7 +153,7 @@ def _list(request: HttpRequest, form: ConnectionForm, *, status: int = 200) -> H
 @login_required
 @recent_sign_in_required
 @require_http_methods(["GET", "POST"])
-def connection_list(request: HttpRequest) -> HttpResponse:
+def connection_list(request: AuthenticatedRequest) -> HttpResponse:
     if request.method == "GET":
         key = form_key_new(request, scope=FORM_SCOPE)
         return _list(request, ConnectionForm(initial={"form_key": key}))
@@ -175,7 +178,9 @@ def connection_list(request: HttpRequest) -> HttpResponse:
     return redirect("tracker_connections")
 
 
-def _refused(request: HttpRequest, error: services.TrackerError | None = None) -> HttpResponse:
+def _refused(
+    request: AuthenticatedRequest, error: services.TrackerError | None = None
+) -> HttpResponse:
     data = request.POST.copy()
     data["form_key"] = form_key_new(request, scope=FORM_SCOPE)
     form = ConnectionForm(data)
@@ -191,7 +196,7 @@ def _refused(request: HttpRequest, error: services.TrackerError | None = None) -
 @login_required
 @recent_sign_in_required
 @require_http_methods(["GET", "POST"])
-def connection_detail(request: HttpRequest, connection_id: uuid.UUID) -> HttpResponse:
+def connection_detail(request: AuthenticatedRequest, connection_id: uuid.UUID) -> HttpResponse:
     """The connection's page; POST saves its identity map."""
     connection = _mine(request, connection_id)
     status = 200
@@ -237,7 +242,7 @@ def connection_detail(request: HttpRequest, connection_id: uuid.UUID) -> HttpRes
 @login_required
 @recent_sign_in_required
 @require_http_methods(["GET", "POST"])
-def connection_rotate(request: HttpRequest, connection_id: uuid.UUID) -> HttpResponse:
+def connection_rotate(request: AuthenticatedRequest, connection_id: uuid.UUID) -> HttpResponse:
     connection = _mine(request, connection_id)
     if request.method == "GET":
         return render(request, "trackers/rotate.html", {"connection": connection})
@@ -249,7 +254,9 @@ def connection_rotate(request: HttpRequest, connection_id: uuid.UUID) -> HttpRes
 @login_required
 @recent_sign_in_required
 @require_http_methods(["POST"])
-def connection_tracker_secret(request: HttpRequest, connection_id: uuid.UUID) -> HttpResponse:
+def connection_tracker_secret(
+    request: AuthenticatedRequest, connection_id: uuid.UUID
+) -> HttpResponse:
     """Use the secret a tracker made (one that `makes_own_secret`: Linear)
     instead of ours."""
     connection = _mine(request, connection_id)
@@ -274,7 +281,7 @@ def connection_tracker_secret(request: HttpRequest, connection_id: uuid.UUID) ->
 @login_required
 @recent_sign_in_required
 @require_http_methods(["POST"])
-def connection_site(request: HttpRequest, connection_id: uuid.UUID) -> HttpResponse:
+def connection_site(request: AuthenticatedRequest, connection_id: uuid.UUID) -> HttpResponse:
     """Set the host whose https issue links the connection uses."""
     connection = _mine(request, connection_id)
     form = SiteForm(request.POST)
@@ -295,7 +302,7 @@ def connection_site(request: HttpRequest, connection_id: uuid.UUID) -> HttpRespo
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def connection_delete(request: HttpRequest, connection_id: uuid.UUID) -> HttpResponse:
+def connection_delete(request: AuthenticatedRequest, connection_id: uuid.UUID) -> HttpResponse:
     connection = _mine(request, connection_id)
     if request.method == "GET":
         return render(request, "trackers/delete.html", {"connection": connection})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
@@ -95,6 +96,12 @@ class WebhookEndpoint(models.Model):
     def url_lost(self) -> bool:
         """The stored URL is there but no configured key decrypts it."""
         return is_undecryptable(self.url)
+
+    if TYPE_CHECKING:
+        # Set on the endpoints webhooks.selectors.webhook_endpoints_for_page
+        # returns (with its prefetched `recent` and `failed`).
+        last_test: WebhookDelivery | None
+        last_test_text: str
 
     @property
     def masked_url(self) -> str:

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from django.db.models import Prefetch, QuerySet
 
 from webhooks.models import WebhookDelivery, WebhookDeliveryStatus, WebhookEndpoint
 
+if TYPE_CHECKING:
+    from accounts.models import User
 
-def webhook_endpoints_of(*, user) -> QuerySet[WebhookEndpoint]:
+
+def webhook_endpoints_of(*, user: User) -> QuerySet[WebhookEndpoint]:
     return WebhookEndpoint.objects.filter(user=user).order_by("external_system")
 
 
-def webhook_endpoint_of(*, user, endpoint_id) -> WebhookEndpoint | None:
+def webhook_endpoint_of(*, user: User, endpoint_id: uuid.UUID) -> WebhookEndpoint | None:
     """One of `user`'s endpoints, or None (another person's is None too)."""
     return WebhookEndpoint.objects.filter(user=user, pk=endpoint_id).first()
 
 
-def webhook_deliveries_recent(*, endpoint: WebhookEndpoint, limit: int = 20):
+def webhook_deliveries_recent(
+    *, endpoint: WebhookEndpoint, limit: int = 20
+) -> list[WebhookDelivery]:
     """The newest deliveries of an endpoint, with their commitments."""
     return list(
         WebhookDelivery.objects.filter(endpoint=endpoint)
@@ -25,7 +34,9 @@ def webhook_deliveries_recent(*, endpoint: WebhookEndpoint, limit: int = 20):
     )
 
 
-def webhook_deliveries_failed(*, endpoint: WebhookEndpoint, limit: int = 50):
+def webhook_deliveries_failed(
+    *, endpoint: WebhookEndpoint, limit: int = 50
+) -> list[WebhookDelivery]:
     """Its permanently failed deliveries, newest first: the ones to replay."""
     return list(
         WebhookDelivery.objects.filter(endpoint=endpoint, status=WebhookDeliveryStatus.FAILED)
@@ -34,7 +45,7 @@ def webhook_deliveries_failed(*, endpoint: WebhookEndpoint, limit: int = 50):
     )
 
 
-def webhook_delivery_of(*, user, delivery_id) -> WebhookDelivery | None:
+def webhook_delivery_of(*, user: User, delivery_id: uuid.UUID) -> WebhookDelivery | None:
     """One delivery to one of `user`'s endpoints, or None."""
     return (
         WebhookDelivery.objects.filter(endpoint__user=user, pk=delivery_id)
@@ -47,7 +58,7 @@ RECENT_ON_PAGE = 20  # deliveries listed per endpoint on the Webhooks page
 FAILED_ON_PAGE = 20  # permanently failed ones listed per endpoint, to replay
 
 
-def webhook_endpoints_for_page(*, user) -> list[WebhookEndpoint]:
+def webhook_endpoints_for_page(*, user: User) -> Sequence[WebhookEndpoint]:
     """`user`'s endpoints for the Webhooks page, each with `recent` (its
     newest deliveries), `failed` (its newest permanently failed ones), with
     their commitments, and `last_test` (its newest test among the recent

@@ -40,7 +40,7 @@ __all__ = ["HOST_REFUSED", "webhook_send"]
 log = logging.getLogger(__name__)
 
 
-def _claim(delivery_id, now: dt.datetime) -> deliveries.Claim | None:
+def _claim(delivery_id, now: dt.datetime) -> deliveries.Claim[WebhookDelivery] | None:
     """Claim the delivery and record the attempt, or settle it without one
     (endpoint paused, owner deactivated, secret or URL unreadable), or leave
     it for its turn. None when there is nothing to send now."""
@@ -108,7 +108,7 @@ def webhook_send(*, delivery_id) -> str | None:
     return _record(claim, outcome)
 
 
-def _record(claim: deliveries.Claim, outcome: Outcome) -> str:
+def _record(claim: deliveries.Claim[WebhookDelivery], outcome: Outcome) -> str:
     now = timezone.now()
     delivery = claim.row
     answer = {"status_code": outcome.status_code, "response_excerpt": outcome.response_excerpt}
@@ -130,6 +130,7 @@ def _record(claim: deliveries.Claim, outcome: Outcome) -> str:
                     delivery.endpoint, reason=reason, now=now
                 )
             elif not delivery.is_test:
+                assert delivery.first_attempt_at is not None  # the claim sets it
                 due = next_attempt_at(
                     attempts=claim.fence,
                     first_attempt_at=delivery.first_attempt_at,

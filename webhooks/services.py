@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -54,6 +55,9 @@ from webhooks.models import (
 )
 from webhooks.signing import secret_generate
 
+if TYPE_CHECKING:
+    from accounts.models import User
+
 log = logging.getLogger(__name__)
 
 URL_HOST_REFUSED = outbound.HOST_REFUSED
@@ -84,12 +88,12 @@ def _external_system(value: str) -> str:
     return value
 
 
-def _actor(endpoint_user, actor: Actor | None) -> Actor:
+def _actor(endpoint_user: User, actor: Actor | None) -> Actor:
     return actor if actor is not None else Actor.for_user(endpoint_user)
 
 
 def webhook_endpoint_create(
-    *, user, external_system: str, url: str, actor: Actor | None = None
+    *, user: User, external_system: str, url: str, actor: Actor | None = None
 ) -> tuple[WebhookEndpoint, str]:
     """Register an endpoint; returns it and its secret (to be shown once).
     A person has at most WEBHOOK_MAX_ENDPOINTS (WebhookEndpointLimit)."""

@@ -28,6 +28,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.reauth import recent_sign_in_required
+from accounts.requests import AuthenticatedRequest
 from audit.services import Actor
 from lib.api_errors import envelope
 from lib.once import form_key_new, form_key_use
@@ -42,7 +43,7 @@ FORM_SCOPE = "webhooks"  # lib.once: its one-time form keys
 DOCS = Path(settings.BASE_DIR) / "docs" / "webhooks.md"
 
 
-def _endpoint_or_404(request: HttpRequest, endpoint_id: uuid.UUID) -> WebhookEndpoint:
+def _endpoint_or_404(request: AuthenticatedRequest, endpoint_id: uuid.UUID) -> WebhookEndpoint:
     endpoint = selectors.webhook_endpoint_of(user=request.user, endpoint_id=endpoint_id)
     if endpoint is None:
         raise Http404("No such endpoint.")
@@ -61,7 +62,10 @@ def _keep_secret(
 
 
 def _render_list(
-    request: HttpRequest, form: EndpointCreateForm, new_secret: dict | None = None, status=200
+    request: AuthenticatedRequest,
+    form: EndpointCreateForm,
+    new_secret: dict | None = None,
+    status=200,
 ) -> HttpResponse:
     return render(
         request,
@@ -81,7 +85,7 @@ def _render_list(
 @login_required
 @recent_sign_in_required
 @require_http_methods(["GET", "POST"])
-def webhook_list(request: HttpRequest) -> HttpResponse:
+def webhook_list(request: AuthenticatedRequest) -> HttpResponse:
     if request.method == "GET":
         new_secret = request.session.pop(NEW_SECRET_KEY, None)  # shown once, then gone
         form = EndpointCreateForm(initial={"form_key": form_key_new(request, scope=FORM_SCOPE)})
@@ -118,7 +122,7 @@ def webhook_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @recent_sign_in_required  # events would go to the new URL: a fresh sign-in, as for a secret
 @require_http_methods(["GET", "POST"])
-def webhook_edit(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse:
+def webhook_edit(request: AuthenticatedRequest, endpoint_id: uuid.UUID) -> HttpResponse:
     endpoint = _endpoint_or_404(request, endpoint_id)
     if request.method == "GET":
         form = EndpointUrlForm(initial={"url": "" if endpoint.url_lost else endpoint.url})
@@ -144,7 +148,7 @@ def webhook_edit(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_POST
-def webhook_pause(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse:
+def webhook_pause(request: AuthenticatedRequest, endpoint_id: uuid.UUID) -> HttpResponse:
     endpoint = _endpoint_or_404(request, endpoint_id)
     if endpoint.is_paused:
         messages.info(request, f"The {endpoint.external_system} endpoint was already paused.")
@@ -160,7 +164,7 @@ def webhook_pause(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_POST
-def webhook_resume(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse:
+def webhook_resume(request: AuthenticatedRequest, endpoint_id: uuid.UUID) -> HttpResponse:
     endpoint = _endpoint_or_404(request, endpoint_id)
     if not endpoint.is_paused:
         messages.info(request, f"The {endpoint.external_system} endpoint is not paused.")
@@ -176,7 +180,7 @@ def webhook_resume(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def webhook_delete(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse:
+def webhook_delete(request: AuthenticatedRequest, endpoint_id: uuid.UUID) -> HttpResponse:
     """GET asks for confirmation, naming the endpoint; POST deletes it."""
     endpoint = _endpoint_or_404(request, endpoint_id)
     if request.method == "GET":
@@ -192,7 +196,7 @@ def webhook_delete(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse
 
 @login_required
 @require_POST
-def webhook_test(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse:
+def webhook_test(request: AuthenticatedRequest, endpoint_id: uuid.UUID) -> HttpResponse:
     endpoint = _endpoint_or_404(request, endpoint_id)
     if endpoint.secret_lost:
         messages.warning(request, "This endpoint's secret cannot be read; rotate it first.")
@@ -239,7 +243,7 @@ def webhook_delivery_status(request: HttpRequest, delivery_id: uuid.UUID) -> Jso
 @login_required
 @recent_sign_in_required
 @require_http_methods(["GET", "POST"])
-def webhook_rotate(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse:
+def webhook_rotate(request: AuthenticatedRequest, endpoint_id: uuid.UUID) -> HttpResponse:
     """GET asks for confirmation; POST rotates, and the list shows the new
     secret once."""
     endpoint = _endpoint_or_404(request, endpoint_id)
@@ -268,7 +272,7 @@ def webhook_rotate(request: HttpRequest, endpoint_id: uuid.UUID) -> HttpResponse
 
 @login_required
 @require_POST
-def webhook_replay(request: HttpRequest, delivery_id: uuid.UUID) -> HttpResponse:
+def webhook_replay(request: AuthenticatedRequest, delivery_id: uuid.UUID) -> HttpResponse:
     delivery = selectors.webhook_delivery_of(user=request.user, delivery_id=delivery_id)
     if delivery is None:
         raise Http404("No such delivery.")

@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Page, Paginator
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_safe
 
+from accounts.requests import AuthenticatedRequest
 from audit.services import Actor
 from commitments import selectors, services
 from commitments.errors import AddressNotAskable
@@ -62,14 +64,14 @@ def _page_number(value: str | None) -> int:
         return 1
 
 
-def _accord_context(request: HttpRequest, *, last_seen: dt.datetime | None) -> dict:
+def _accord_context(request: AuthenticatedRequest, *, last_seen: dt.datetime | None) -> dict:
     """The sections of the Accord, each a page of PAGE_SIZE rows: two queries
     a section (count, page), whatever the number of commitments."""
     filters = AccordFilter(request.GET)
     person, text = None, ""
     if filters.is_valid():
         person, text = filters.cleaned_data["person"], filters.cleaned_data["q"]
-    sections = []
+    sections: list[dict[str, Any]] = []
     total = 0
     for section in SECTIONS:
         rows = selectors.accord_section(
@@ -121,7 +123,7 @@ def _with_page(query: QueryDict, param: str, number: int) -> str:
 
 @require_safe
 @login_required
-def accord(request: HttpRequest) -> HttpResponse:
+def accord(request: AuthenticatedRequest) -> HttpResponse:
     """The Accord. Looking at it is remembered: what was created or changed
     since the previous look is marked."""
     last_seen = services.accord_visit_record(user=request.user, now=timezone.now())
@@ -132,7 +134,7 @@ def accord(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 @login_required
-def accord_fragment(request: HttpRequest) -> HttpResponse:
+def accord_fragment(request: AuthenticatedRequest) -> HttpResponse:
     """The Accord's sections alone, for its script to swap in: news appears
     without a reload. Does not count as a look (the markers stay)."""
     context = _accord_context(request, last_seen=selectors.accord_last_seen(user=request.user))
@@ -217,7 +219,7 @@ class AskForm(forms.Form):
         return data
 
 
-def _render_ask(request: HttpRequest, form: AskForm, *, status: int = 200) -> HttpResponse:
+def _render_ask(request: AuthenticatedRequest, form: AskForm, *, status: int = 200) -> HttpResponse:
     return render(
         request,
         "commitments/new.html",
@@ -234,7 +236,7 @@ def _render_ask(request: HttpRequest, form: AskForm, *, status: int = 200) -> Ht
 @login_required
 @require_http_methods(["GET", "HEAD", "POST"])
 @maps_domain_errors
-def commitment_new(request: HttpRequest) -> HttpResponse:
+def commitment_new(request: AuthenticatedRequest) -> HttpResponse:
     """Ask someone: save a Draft, or send it for the handshake at once."""
     if request.method != "POST":
         return _render_ask(request, AskForm(initial={"deadline_choice": "none"}))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 from django import forms
 from django.contrib import messages
@@ -18,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST, require_safe
 
+from accounts.requests import AuthenticatedRequest
 from audit.models import ActorKind
 from audit.services import Actor
 from commitments import selectors, services
@@ -180,6 +182,8 @@ def posted_terms_version(value: object) -> int:
 def _visible(request: HttpRequest, commitment_id: uuid.UUID) -> Commitment:
     """The commitment, if the signed-in person may see it (CommitmentNotFound,
     a 404 through maps_domain_errors, when not)."""
+    # Its views send the signed-out to sign in first.
+    assert request.user.is_authenticated
     commitment = selectors.commitment_get_visible(user=request.user, commitment_id=commitment_id)
     if commitment is None:
         raise CommitmentNotFound()
@@ -208,6 +212,8 @@ def _render_detail(
     terms_changed: dict | None = None,
     past_deadline: dt.datetime | None = None,
 ) -> HttpResponse:
+    # Its views send the signed-out to sign in first.
+    assert request.user.is_authenticated
     terms_move = selectors.commitment_terms_move_for(user=request.user, commitment=commitment)
     if terms_form is None and terms_move is not None:
         terms_form = TermsForm(
@@ -249,7 +255,7 @@ def _render_detail(
 @require_safe
 @login_required
 @maps_domain_errors
-def commitment_detail(request: HttpRequest, commitment_id: uuid.UUID) -> HttpResponse:
+def commitment_detail(request: AuthenticatedRequest, commitment_id: uuid.UUID) -> HttpResponse:
     return _render_detail(request, _visible(request, commitment_id))
 
 
@@ -371,7 +377,7 @@ def commitment_act(request: HttpRequest, commitment_id: uuid.UUID, action: str) 
     # whether the move would have been refused for its status.
     _visible(request, commitment_id)
     service, success = HANDSHAKE_ACTIONS[action]
-    extra = {}
+    extra: dict[str, Any] = {}
     if action in ANSWERS_TO_TERMS:
         extra["terms_version"] = posted_terms_version(request.POST.get("terms_version"))
     if action == "decline":
@@ -400,7 +406,9 @@ CONFIRMED_MOVES = {
 @require_safe
 @login_required
 @maps_domain_errors
-def commitment_confirm(request: HttpRequest, commitment_id: uuid.UUID, action: str) -> HttpResponse:
+def commitment_confirm(
+    request: AuthenticatedRequest, commitment_id: uuid.UUID, action: str
+) -> HttpResponse:
     """The page between the button and the move for what cannot be undone
     (decline, complete): the terms once more, and the one POST form that makes
     the move. A plain page, so it works without JavaScript."""

@@ -14,13 +14,14 @@ import datetime as dt
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.views.decorators.http import require_safe
 
+from accounts.requests import AuthenticatedRequest
 from commitments import selectors, selectors_dashboard
 from commitments.models import Status
 from commitments.selectors_dashboard import DayPoint
@@ -126,7 +127,7 @@ def flow_chart(points: list[DayPoint]) -> dict | None:
 
 
 @login_required
-def dashboard(request: HttpRequest) -> HttpResponse:
+def dashboard(request: AuthenticatedRequest) -> HttpResponse:
     user = request.user
     now = timezone.now()
     counts = selectors_dashboard.dashboard_counts(user=user, now=now)
@@ -180,7 +181,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 @login_required
-def dashboard_day(request: HttpRequest, day: str) -> HttpResponse:
+def dashboard_day(request: AuthenticatedRequest, day: str) -> HttpResponse:
     """What moved the Flow Score on one day: the chart's points link here."""
     try:
         date = dt.date.fromisoformat(day)

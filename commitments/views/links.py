@@ -7,10 +7,11 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts.requests import AuthenticatedRequest
 from commitments import links, selectors
 from commitments.errors import LinkTemplateInvalid
 from commitments.models import EXTERNAL_SYSTEM_MAX, LINK_TEMPLATE_MAX
@@ -45,7 +46,9 @@ class LinkTemplateForm(forms.Form):
     )
 
 
-def _render(request: HttpRequest, form: LinkTemplateForm, status: int = 200) -> HttpResponse:
+def _render(
+    request: AuthenticatedRequest, form: LinkTemplateForm, status: int = 200
+) -> HttpResponse:
     return render(
         request,
         "commitments/link_templates.html",
@@ -60,7 +63,7 @@ def _render(request: HttpRequest, form: LinkTemplateForm, status: int = 200) -> 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def link_template_list(request: HttpRequest) -> HttpResponse:
+def link_template_list(request: AuthenticatedRequest) -> HttpResponse:
     if request.method == "GET":
         # The commitment page's "Link jira ids…" names the system to link.
         system = request.GET.get("system", "")[:EXTERNAL_SYSTEM_MAX]
@@ -79,7 +82,7 @@ def link_template_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def link_template_delete(request: HttpRequest, link_id: int) -> HttpResponse:
+def link_template_delete(request: AuthenticatedRequest, link_id: int) -> HttpResponse:
     if links.link_template_delete(owner=request.user, link_id=link_id):
         messages.success(request, "Link deleted.")
     else:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from accounts.requests import AuthenticatedRequest
 from audit.services import Actor
 from gather import selectors as gather_selectors
 from gather import services
@@ -20,7 +21,7 @@ from gather.forms import CaptureForm, DraftFormSet
 
 @login_required
 @require_http_methods(["GET", "HEAD", "POST"])
-def capture(request: HttpRequest) -> HttpResponse:
+def capture(request: AuthenticatedRequest) -> HttpResponse:
     status = 200
     if request.method == "POST":
         form = CaptureForm(request.POST)

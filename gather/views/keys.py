@@ -13,12 +13,13 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.reauth import recent_sign_in_required
+from accounts.requests import AuthenticatedRequest
 from gather import errors, selectors, services
 from gather.models import MODEL_MAX, ModelKey, Provider
 
@@ -63,7 +64,7 @@ def _provider_or_404(provider: str) -> str:
     return provider
 
 
-def _render(request: HttpRequest, form: ModelKeyForm, status: int = 200) -> HttpResponse:
+def _render(request: AuthenticatedRequest, form: ModelKeyForm, status: int = 200) -> HttpResponse:
     stored = selectors.model_keys_of(user=request.user)
     rows = [
         {"key": key, "model_form": KeyModelForm(initial={"model": key.model}, prefix=key.provider)}
@@ -87,7 +88,7 @@ def _render(request: HttpRequest, form: ModelKeyForm, status: int = 200) -> Http
 # else's account would hand it to them): a fresh sign-in, as for a token.
 @recent_sign_in_required
 @require_http_methods(["GET", "POST"])
-def model_keys(request: HttpRequest) -> HttpResponse:
+def model_keys(request: AuthenticatedRequest) -> HttpResponse:
     """GET lists the stored keys; POST stores (or replaces) one, which becomes the default."""
     if request.method == "GET":
         return _render(request, ModelKeyForm())
@@ -123,7 +124,7 @@ def _without_key(data):
 
 @login_required
 @require_POST
-def model_key_model(request: HttpRequest, provider: str) -> HttpResponse:
+def model_key_model(request: AuthenticatedRequest, provider: str) -> HttpResponse:
     provider = _provider_or_404(provider)
     form = KeyModelForm(request.POST, prefix=provider)
     if not form.is_valid():
@@ -144,7 +145,7 @@ def model_key_model(request: HttpRequest, provider: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def model_key_default(request: HttpRequest, provider: str) -> HttpResponse:
+def model_key_default(request: AuthenticatedRequest, provider: str) -> HttpResponse:
     provider = _provider_or_404(provider)
     try:
         stored = services.model_key_make_default(user=request.user, provider=provider)
@@ -156,7 +157,7 @@ def model_key_default(request: HttpRequest, provider: str) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def model_key_delete(request: HttpRequest, provider: str) -> HttpResponse:
+def model_key_delete(request: AuthenticatedRequest, provider: str) -> HttpResponse:
     """GET asks for confirmation; POST deletes the key."""
     provider = _provider_or_404(provider)
     stored = ModelKey.objects.filter(user=request.user, provider=provider).first()

@@ -20,6 +20,7 @@ from django.urls import reverse
 
 from audit.services import Actor
 from commitments import services
+from commitments.models import Commitment
 from lib import jobs
 from notifications.models import (
     ChannelKind,
@@ -192,6 +193,29 @@ def test_the_assigner_is_reminded_when_a_request_waited_two_days(clock, worker, 
     clock.advance(days=2, seconds=60)
     assert worker.remind(clock) == 1
     assert len(reminders_to("lead@example.com")) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_assigner_is_reminded_of_a_request_to_an_invited_address(clock, worker, assigner):
+    # Found by mypy: the reminder read the assignee's name, and an invited
+    # address has no account (no assignee) until it signs up.
+    c = services.commitment_ask(
+        actor=Actor.for_user(assigner),
+        assignee_email="newcomer@example.com",
+        description="Ship the quarterly report",
+        deadline=T0 + 10 * DAY,
+        send=True,
+    )
+    assert c.assignee_id is None
+    # Made on the test's clock (the model's default reads the real one).
+    Commitment.objects.filter(pk=c.pk).update(updated_at=clock.now)
+    clock.advance(days=2, seconds=60)
+    assert worker.remind(clock) == 1
+    (sent,) = reminders_to("lead@example.com")
+    assert sent.subject == (
+        "Reminder: Still waiting for newcomer@example.com: Ship the quarterly report"
+    )
+    assert "newcomer@example.com has not answered your request since" in sent.body
 
 
 @pytest.mark.django_db(transaction=True)

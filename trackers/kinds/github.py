@@ -19,6 +19,7 @@ from trackers.payloads import (
     REOPENED,
     UNASSIGNED,
     Change,
+    Issue,
     NotAnIssueEvent,
     Person,
     date,
@@ -59,7 +60,7 @@ class GitHub(Tracker):
         number = issue.get("number")
         if not repo or not isinstance(number, int):
             raise NotAnIssueEvent("an issues event without repository.full_name and issue.number")
-        base = {
+        base: Issue = {
             "event": event,
             "key": f"{repo}#{number}",
             "title": text(issue.get("title")),

@@ -20,6 +20,7 @@ from trackers.payloads import (
     REOPENED,
     UNASSIGNED,
     Change,
+    IssueUpdate,
     NotAnIssueEvent,
     Person,
     date,
@@ -55,7 +56,7 @@ class GitLab(Tracker):
         if not path or not isinstance(iid, int):
             raise NotAnIssueEvent("an issue event without project.path_with_namespace and iid")
         changes = obj(data.get("changes"))
-        base = {
+        base: IssueUpdate = {
             "event": event,
             "key": f"{path}#{iid}",
             "title": text(attrs.get("title")),

@@ -22,6 +22,7 @@ from trackers.payloads import (
     REOPENED,
     UNASSIGNED,
     Change,
+    IssueUpdate,
     NotAnIssueEvent,
     Person,
     date,
@@ -100,7 +101,7 @@ class Jira(Tracker):
         }
         # A move to another project: the changelog's `Key` item holds the old key.
         old_key = text(items.get("key", {}).get("fromString"))
-        base = {
+        base: IssueUpdate = {
             "event": event,
             "key": key,
             "title": text(fields.get("summary")),

@@ -22,6 +22,7 @@ from trackers.payloads import (
     REOPENED,
     UNASSIGNED,
     Change,
+    IssueUpdate,
     NotAnIssueEvent,
     Person,
     date,
@@ -73,7 +74,7 @@ class Linear(Tracker):
             raise NotAnIssueEvent("an Issue event without data.identifier")
         before = obj(data.get("updatedFrom"))
         previous = issue.get("previousIdentifiers")
-        base = {
+        base: IssueUpdate = {
             "event": event,
             "key": key,
             "title": text(issue.get("title")),
