@@ -134,8 +134,7 @@ def test_the_askers_words_are_only_in_the_body_quoted_and_without_links(assigner
     assert "in their own words (written by them, not by Commitments" in sent.body
     # Each line of them quoted, also where a long one is wrapped.
     assert (
-        "    | Your mailbox is full, log in at\n"
-        "    | https[:]//mail[.]example[.]com/login?u=you\n"
+        "    | Your mailbox is full, log in at\n    | https[:]//mail[.]example[.]com/login?u=you\n"
     ) in sent.body
     assert "    | or write to helpdesk@mail[.]example[.]com\n" in sent.body
     for link in ("https://mail", "mail.example.com", "www.it-desk", "it-desk.example"):
