@@ -5,23 +5,10 @@ imported from another app."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-APPS = (
-    "config",
-    "lib",
-    "ratelimits",
-    "accounts",
-    "audit",
-    "commitments",
-    "integrations",
-    "notifications",
-    "relay",
-    "gather",
-    "webhooks",
-    "trackers",
-)
+from tests.harness.tree import PACKAGES as APPS
+from tests.harness.tree import ROOT
+
 # Reads through another app's manager that are known and not moved yet, each
 # with its module and the model: audit has no selectors module yet, so the
 # commitments pages read the trail through `AuditEvent.objects.for_object`.

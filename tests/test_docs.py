@@ -12,21 +12,9 @@ from pathlib import Path
 import pytest
 from django.apps import apps
 
-ROOT = Path(__file__).resolve().parents[1]
-APPS = (
-    "config",
-    "lib",
-    "ratelimits",
-    "accounts",
-    "audit",
-    "commitments",
-    "integrations",
-    "notifications",
-    "relay",
-    "gather",
-    "webhooks",
-    "trackers",
-)
+from tests.harness.tree import PACKAGES as APPS
+from tests.harness.tree import ROOT
+
 DOCS = ROOT / "docs"
 # Where the project's own text is: every package, the tests, the benchmarks.
 SOURCES = [

@@ -8,23 +8,9 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-APPS = (
-    "config",
-    "lib",
-    "ratelimits",
-    "accounts",
-    "audit",
-    "commitments",
-    "integrations",
-    "notifications",
-    "relay",
-    "gather",
-    "webhooks",
-    "trackers",
-)
+from tests.harness.tree import PACKAGES as APPS
+from tests.harness.tree import ROOT
 
 
 def _section() -> str:
