@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods
 from accounts.forms import ProfileForm
 from accounts.requests import AuthenticatedRequest
 from accounts.selectors import user_has_verified_primary_email
+from audit.models import AuditAction
 from audit.services import Actor, audit_event_record
 
 
@@ -53,7 +54,7 @@ def profile_update(request: AuthenticatedRequest) -> HttpResponse:
             audit_event_record(
                 actor=Actor.for_user(request.user),
                 subject=request.user,
-                action="user_profile_changed",
+                action=AuditAction.USER_PROFILE_CHANGED,
                 payload={"changes": changes},
             )
     messages.success(request, "Profile saved.")

@@ -37,6 +37,7 @@ from django.contrib.auth.models import Permission
 from django.db import models, router, transaction
 from django.http import HttpRequest
 
+from audit.models import AuditAction
 from audit.services import Actor, audit_event_record
 
 SECRET_MARKERS = ("password", "secret", "token", "key", "digest", "chat_url", "webhook_url")
@@ -112,7 +113,10 @@ def describe(obj: models.Model) -> dict[str, str]:
 
 
 def admin_event_record(
-    request: HttpRequest, obj: models.Model, action: str, payload: dict[str, Any] | None = None
+    request: HttpRequest,
+    obj: models.Model,
+    action: AuditAction,
+    payload: dict[str, Any] | None = None,
 ) -> None:
     """Write one audit event for what a staff user did to `obj` in the admin."""
     user = request.user
@@ -145,19 +149,19 @@ class AuditedAdminMixin:
 
     def log_addition(self, request, obj, message):
         entry = super().log_addition(request, obj, message)
-        admin_event_record(request, obj, "admin_added", self._pop_changes(request))
+        admin_event_record(request, obj, AuditAction.ADMIN_ADDED, self._pop_changes(request))
         return entry
 
     def log_change(self, request, obj, message):
         entry = super().log_change(request, obj, message)
-        admin_event_record(request, obj, "admin_changed", self._pop_changes(request))
+        admin_event_record(request, obj, AuditAction.ADMIN_CHANGED, self._pop_changes(request))
         return entry
 
     def log_deletions(self, request, queryset: Iterable[models.Model]):
         objects = list(queryset)  # before the deletion: the rows still exist
         entries = super().log_deletions(request, objects)  # type: ignore[misc]  # a mixin: ModelAdmin's
         for obj in objects:
-            admin_event_record(request, obj, "admin_deleted")
+            admin_event_record(request, obj, AuditAction.ADMIN_DELETED)
         return entries
 
     def response_action(self, request, queryset):
@@ -167,7 +171,7 @@ class AuditedAdminMixin:
 
 
 def admin_action_record(
-    request: HttpRequest, obj: models.Model, action: str, **payload: Any
+    request: HttpRequest, obj: models.Model, action: AuditAction, **payload: Any
 ) -> None:
     """For a custom admin action: record that staff applied `action` to `obj`."""
     admin_event_record(request, obj, action, payload)

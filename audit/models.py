@@ -35,6 +35,81 @@ class ActorKind(models.TextChoices):
     TRACKER = "tracker", "Tracker connection"
 
 
+class AuditAction(models.TextChoices):
+    """Every action an audit event may name: writers pass a member
+    (`action=AuditAction.DECLINED`), readers match with one, and
+    `audit.services.audit_event_build` refuses anything else, so a word is
+    spelt once. The values are what the rows store: never change one (old
+    rows keep it); add a member for a new action. Grouped by the app that
+    writes them."""
+
+    # accounts: sign-ins, passwords, addresses (audit.receivers) and the profile
+    USER_SIGNED_IN = "user_signed_in"
+    USER_SIGN_IN_FAILED = "user_sign_in_failed"
+    USER_PASSWORD_CHANGED = "user_password_changed"
+    USER_PASSWORD_SET = "user_password_set"
+    USER_PASSWORD_RESET = "user_password_reset"
+    USER_EMAIL_ADDED = "user_email_added"
+    USER_EMAIL_CONFIRMED = "user_email_confirmed"
+    USER_EMAIL_PRIMARY_CHANGED = "user_email_primary_changed"
+    USER_EMAIL_REMOVED = "user_email_removed"
+    USER_PROFILE_CHANGED = "user_profile_changed"
+    # staff in the admin (audit.admin_mixins) and its custom actions
+    ADMIN_ADDED = "admin_added"
+    ADMIN_CHANGED = "admin_changed"
+    ADMIN_DELETED = "admin_deleted"
+    ADMIN_CHANNEL_BROKEN_CLEARED = "admin_channel_broken_cleared"
+    ADMIN_DELIVERY_RETRIED = "admin_delivery_retried"
+    # commitments: creation and the moves (commitments.machine)
+    CREATED = "created"
+    DRAFT_CREATED = "draft_created"
+    DRAFT_EDITED = "draft_edited"
+    ASSIGNEE_JOINED = "assignee_joined"
+    SENT_FOR_HANDSHAKE = "sent_for_handshake"
+    ACCEPTED = "accepted"
+    DECLINED = "declined"
+    COMPLETED = "completed"
+    RENEGOTIATED = "renegotiated"
+    # commitments: what a tracker connection records, without a move
+    CLOSED_NOT_DONE = "closed_not_done"
+    SOURCE_DEADLINE_CHANGED = "source_deadline_changed"
+    EXTERNAL_REF_CHANGED = "external_ref_changed"
+    # commitments: link templates
+    LINK_TEMPLATE_ADDED = "link_template_added"
+    LINK_TEMPLATE_DELETED = "link_template_deleted"
+    # integrations: API tokens
+    API_TOKEN_MINTED = "api_token_minted"
+    API_TOKEN_REVOKED = "api_token_revoked"
+    API_TOKEN_EXPIRED = "api_token_expired"
+    # notifications: nudge channels
+    NOTIFICATION_CHANNEL_SET = "notification_channel_set"
+    NOTIFICATION_CHANNEL_BROKEN = "notification_channel_broken"
+    NOTIFICATION_TEST_SENT = "notification_test_sent"
+    # gather: model keys (stored under their former name, "provider key")
+    PROVIDER_KEY_SET = "provider_key_set"
+    PROVIDER_KEY_REPLACED = "provider_key_replaced"
+    PROVIDER_KEY_MODEL_CHANGED = "provider_key_model_changed"
+    PROVIDER_KEY_MADE_DEFAULT = "provider_key_made_default"
+    PROVIDER_KEY_DELETED = "provider_key_deleted"
+    # webhooks
+    WEBHOOK_ENDPOINT_CREATED = "webhook_endpoint_created"
+    WEBHOOK_ENDPOINT_CHANGED = "webhook_endpoint_changed"
+    WEBHOOK_ENDPOINT_PAUSED = "webhook_endpoint_paused"
+    WEBHOOK_ENDPOINT_RESUMED = "webhook_endpoint_resumed"
+    WEBHOOK_ENDPOINT_DELETED = "webhook_endpoint_deleted"
+    WEBHOOK_SECRET_ROTATED = "webhook_secret_rotated"
+    WEBHOOK_TEST_SENT = "webhook_test_sent"
+    WEBHOOK_DELIVERY_REPLAYED = "webhook_delivery_replayed"
+    # trackers: connections
+    TRACKER_CONNECTION_ADDED = "tracker_connection_added"
+    TRACKER_CONNECTION_SECRET_ROTATED = "tracker_connection_secret_rotated"
+    TRACKER_CONNECTION_SECRET_REPLACED = "tracker_connection_secret_replaced"
+    TRACKER_CONNECTION_IDENTITIES_CHANGED = "tracker_connection_identities_changed"
+    TRACKER_CONNECTION_SITE_CHANGED = "tracker_connection_site_changed"
+    TRACKER_CONNECTION_SITE_LEARNT = "tracker_connection_site_learnt"
+    TRACKER_CONNECTION_DELETED = "tracker_connection_deleted"
+
+
 class AuditEventQuerySet(models.QuerySet):
     def update(self, **kwargs):
         raise AppendOnlyError("Audit events are append-only.")

@@ -30,6 +30,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth import signals as auth_signals
 from django.http import HttpRequest
 
+from audit.models import AuditAction
 from audit.services import Actor, audit_event_record
 from lib.client_address import client_ip
 
@@ -44,7 +45,9 @@ def client_address(request: HttpRequest | None) -> str | None:
     return client_ip(request) if request is not None else None
 
 
-def _record_for_user(request: HttpRequest | None, user, action: str, **payload: Any) -> None:
+def _record_for_user(
+    request: HttpRequest | None, user, action: AuditAction, **payload: Any
+) -> None:
     audit_event_record(
         actor=Actor.for_user(user),
         subject=user,
@@ -64,7 +67,7 @@ def _account_named(login: str):
 
 def on_signed_in(sender, request: HttpRequest | None = None, user=None, **kwargs) -> None:
     if user is not None and user.pk is not None:
-        _record_for_user(request, user, "user_signed_in")
+        _record_for_user(request, user, AuditAction.USER_SIGNED_IN)
 
 
 def on_sign_in_failed(
@@ -78,29 +81,31 @@ def on_sign_in_failed(
     audit_event_record(
         actor=Actor.system(),
         subject=user,
-        action="user_sign_in_failed",
+        action=AuditAction.USER_SIGN_IN_FAILED,
         payload={"ip": client_address(request)},
     )
 
 
 def on_password_changed(sender, request=None, user=None, **kwargs) -> None:
-    _record_for_user(request, user, "user_password_changed")
+    _record_for_user(request, user, AuditAction.USER_PASSWORD_CHANGED)
 
 
 def on_password_set(sender, request=None, user=None, **kwargs) -> None:
-    _record_for_user(request, user, "user_password_set")
+    _record_for_user(request, user, AuditAction.USER_PASSWORD_SET)
 
 
 def on_password_reset(sender, request=None, user=None, **kwargs) -> None:
-    _record_for_user(request, user, "user_password_reset")
+    _record_for_user(request, user, AuditAction.USER_PASSWORD_RESET)
 
 
 def on_email_added(sender, request=None, user=None, email_address=None, **kwargs) -> None:
-    _record_for_user(request, user, "user_email_added", email=email_address.email)
+    _record_for_user(request, user, AuditAction.USER_EMAIL_ADDED, email=email_address.email)
 
 
 def on_email_confirmed(sender, request=None, email_address=None, **kwargs) -> None:
-    _record_for_user(request, email_address.user, "user_email_confirmed", email=email_address.email)
+    _record_for_user(
+        request, email_address.user, AuditAction.USER_EMAIL_CONFIRMED, email=email_address.email
+    )
 
 
 def on_email_changed(
@@ -110,14 +115,14 @@ def on_email_changed(
     _record_for_user(
         request,
         user,
-        "user_email_primary_changed",
+        AuditAction.USER_EMAIL_PRIMARY_CHANGED,
         old=from_email_address.email if from_email_address is not None else None,
         new=to_email_address.email,
     )
 
 
 def on_email_removed(sender, request=None, user=None, email_address=None, **kwargs) -> None:
-    _record_for_user(request, user, "user_email_removed", email=email_address.email)
+    _record_for_user(request, user, AuditAction.USER_EMAIL_REMOVED, email=email_address.email)
 
 
 def connect() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
 
-from audit.models import ActorKind, AuditEvent
+from audit.models import ActorKind, AuditAction, AuditEvent
 
 
 @dataclass(frozen=True)
@@ -60,11 +60,26 @@ class Actor:
         return data
 
 
+class UnknownAuditAction(ValueError):
+    """An action that is not an `AuditAction`: a programming error, raised
+    before anything is written."""
+
+
 def audit_event_build(
-    *, actor: Actor, subject: models.Model, action: str, payload: dict[str, Any] | None = None
+    *,
+    actor: Actor,
+    subject: models.Model,
+    action: AuditAction,
+    payload: dict[str, Any] | None = None,
 ) -> AuditEvent:
     """One audit event, not yet written: for a caller that writes it together
-    with the change it records (lib.db.write_together, one statement)."""
+    with the change it records (lib.db.write_together, one statement).
+    Every write passes here, so an action outside `AuditAction` (a bare
+    string typed past the type checker) is refused at once."""
+    if action not in AuditAction.values:
+        raise UnknownAuditAction(
+            f"{action!r} is not an audit action: add it to audit.models.AuditAction."
+        )
     return AuditEvent(
         actor_kind=actor.kind,
         user=actor.user,
@@ -73,13 +88,17 @@ def audit_event_build(
         token_name=actor.token_name,
         subject_type=ContentType.objects.get_for_model(subject),
         subject_id=subject.pk,
-        action=action,
+        action=AuditAction(action),
         payload=payload or {},
     )
 
 
 def audit_event_record(
-    *, actor: Actor, subject: models.Model, action: str, payload: dict[str, Any] | None = None
+    *,
+    actor: Actor,
+    subject: models.Model,
+    action: AuditAction,
+    payload: dict[str, Any] | None = None,
 ) -> AuditEvent:
     """Append one audit event. Call it inside the transaction of the change it records."""
     event = audit_event_build(actor=actor, subject=subject, action=action, payload=payload)

@@ -16,6 +16,7 @@ from urllib.parse import quote, urlsplit
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from audit.models import AuditAction
 from audit.services import Actor, audit_event_record
 from commitments.errors import LinkTemplateInvalid
 from commitments.models import (
@@ -99,7 +100,7 @@ def link_template_add(*, owner: User, system: str, template: str) -> LinkTemplat
     audit_event_record(
         actor=Actor.for_user(owner),
         subject=owner,
-        action="link_template_added",
+        action=AuditAction.LINK_TEMPLATE_ADDED,
         payload={"system": system, "template": template},
     )
     return link
@@ -116,7 +117,7 @@ def link_template_delete(*, owner: User, link_id: int) -> bool:
     audit_event_record(
         actor=Actor.for_user(owner),
         subject=owner,
-        action="link_template_deleted",
+        action=AuditAction.LINK_TEMPLATE_DELETED,
         payload={"system": link.system, "template": link.template},
     )
     return True

@@ -22,7 +22,7 @@ from django.db.models import (
 )
 from django.utils import timezone
 
-from audit.models import AuditEvent
+from audit.models import AuditAction, AuditEvent
 from audit.services import Actor
 from commitments.links import deep_link
 from commitments.machine import MOVES, may_make
@@ -161,7 +161,7 @@ def commitment_decline_reason(*, commitment: Commitment) -> str:
     """The reason the assignee gave with their latest decline ('' if none)."""
     declined = (
         AuditEvent.objects.for_object(commitment)
-        .filter(action="declined")
+        .filter(action=AuditAction.DECLINED)
         .order_by("-occurred_at", "-pk")
         .values_list("payload", flat=True)
         .first()
@@ -212,7 +212,10 @@ def commitment_deep_link(*, viewer: User, commitment: Commitment) -> str | None:
 
 
 # Audit actions that change the terms, and where their diff sits in the payload.
-_TERMS_DIFFS = {"draft_edited": None, "renegotiated": "changes"}
+_TERMS_DIFFS: dict[str, str | None] = {
+    AuditAction.DRAFT_EDITED: None,
+    AuditAction.RENEGOTIATED: "changes",
+}
 
 
 def commitment_terms_changes_since(*, commitment: Commitment, terms_version: int) -> dict[str, Any]:

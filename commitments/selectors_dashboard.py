@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
-from audit.models import AuditEvent
+from audit.models import AuditAction, AuditEvent
 from commitments.models import Commitment, Status, overdue
 from commitments.selectors import FLOW_SCORE_WINDOW, _for_pages
 
@@ -71,7 +71,7 @@ def attention_declined(*, user: User) -> list[Commitment]:
         subject_type__app_label="commitments",
         subject_type__model="commitment",
         subject_id=OuterRef("pk"),
-        action="declined",
+        action=AuditAction.DECLINED,
     ).order_by("-occurred_at", "-pk")
     rows = (
         _for_pages()

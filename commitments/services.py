@@ -22,6 +22,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.selectors import users_with_verified_primary_email
+from audit.models import AuditAction
 from audit.services import Actor, audit_event_build, audit_event_record
 from commitments.errors import (
     AddressNotAskable,
@@ -100,7 +101,7 @@ def _record(
     commitment: Commitment,
     *,
     actor: Actor,
-    action: str,
+    action: AuditAction,
     previous_status: str,
     event: str | None,
     payload: dict[str, Any] | None = None,
@@ -204,7 +205,7 @@ def _create(
     *,
     actor: Actor,
     status: str,
-    action: str,
+    action: AuditAction,
     event: str | None,
     assigner: User,
     assignee: User | None,
@@ -279,7 +280,7 @@ def commitment_create_pending(
     return _create(
         actor=actor,
         status=Status.PENDING_HANDSHAKE,
-        action="created",
+        action=AuditAction.CREATED,
         event=EventKind.HANDSHAKE_REQUESTED,
         assigner=assigner,
         assignee=assignee,
@@ -304,7 +305,7 @@ def commitment_create_draft(
     return _create(
         actor=actor,
         status=Status.DRAFT,
-        action="draft_created",
+        action=AuditAction.DRAFT_CREATED,
         event=None,
         assigner=actor.user,
         assignee=assignee,
@@ -370,7 +371,7 @@ def commitment_ask(
         return _create(
             actor=actor,
             status=Status.PENDING_HANDSHAKE if send else Status.DRAFT,
-            action="created" if send else "draft_created",
+            action=AuditAction.CREATED if send else AuditAction.DRAFT_CREATED,
             event=EventKind.HANDSHAKE_REQUESTED if send else None,
             assigner=actor.user,
             assignee=assignee,
@@ -411,7 +412,7 @@ def commitment_invitations_claim(*, user: User) -> int:
         audit_event_record(
             actor=actor,
             subject=commitment,
-            action="assignee_joined",
+            action=AuditAction.ASSIGNEE_JOINED,
             payload={"invitation": str(invitation.pk)},
         )
     invitation.claimed_by = user
@@ -469,7 +470,7 @@ def commitment_update_draft(
     audit_event_record(
         actor=actor,
         subject=commitment,
-        action="draft_edited",
+        action=AuditAction.DRAFT_EDITED,
         payload={**changes, "previous": previous, "termsVersion": commitment.terms_version},
     )
     return commitment
@@ -482,7 +483,7 @@ def _assignee_answers(
     move: str,
     to: str,
     stamp_field: str,
-    audit_action: str,
+    audit_action: AuditAction,
     event: str,
     terms_version: int | None,
     payload: dict[str, Any] | None = None,
@@ -517,7 +518,7 @@ def commitment_send_for_handshake(*, actor: Actor, commitment_id: uuid.UUID) -> 
         commitment,
         changed=changed,
         actor=actor,
-        action="sent_for_handshake",
+        action=AuditAction.SENT_FOR_HANDSHAKE,
         previous_status=previous,
         event=EventKind.HANDSHAKE_REQUESTED,
     )
@@ -537,7 +538,7 @@ def commitment_accept(
         move="accept",
         to=Status.ACTIVE,
         stamp_field="activated_at",
-        audit_action="accepted",
+        audit_action=AuditAction.ACCEPTED,
         event=EventKind.ACTIVATED,
         terms_version=terms_version,
     )
@@ -561,7 +562,7 @@ def commitment_decline(
         move="decline",
         to=Status.REFUSED,
         stamp_field="refused_at",
-        audit_action="declined",
+        audit_action=AuditAction.DECLINED,
         event=EventKind.REFUSED,
         terms_version=terms_version,
         payload={"reason": _clean_text(reason)[:DECLINE_REASON_MAX]}
@@ -607,7 +608,7 @@ def commitment_complete(
         commitment,
         changed=changed,
         actor=actor,
-        action="completed",
+        action=AuditAction.COMPLETED,
         previous_status=previous,
         event=EventKind.COMPLETED,
         payload=payload,
@@ -645,7 +646,7 @@ def commitment_renegotiate(
         commitment,
         changed=changed,
         actor=actor,
-        action="renegotiated",
+        action=AuditAction.RENEGOTIATED,
         previous_status=previous,
         event=EventKind.RENEGOTIATED,
         payload={
@@ -664,7 +665,7 @@ def _note(
     commitment: Commitment,
     *,
     actor: Actor,
-    action: str,
+    action: AuditAction,
     payload: dict[str, Any],
     fields: Sequence[str] = (),
 ) -> None:
@@ -694,7 +695,7 @@ def commitment_record_closed_not_done(
     Issue 26 (withdrawal) turns this into that move."""
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move="record_closed_not_done")
-    _note(commitment, actor=actor, action="closed_not_done", payload={"words": words})
+    _note(commitment, actor=actor, action=AuditAction.CLOSED_NOT_DONE, payload={"words": words})
     return commitment
 
 
@@ -712,7 +713,7 @@ def commitment_record_source_deadline(
     if deadline == commitment.deadline:
         raise NothingChanged("The deadline is that already.")
     payload = {"deadline": _iso(deadline), "accepted": _iso(commitment.deadline), "words": words}
-    _note(commitment, actor=actor, action="source_deadline_changed", payload=payload)
+    _note(commitment, actor=actor, action=AuditAction.SOURCE_DEADLINE_CHANGED, payload=payload)
     return commitment
 
 
@@ -743,7 +744,7 @@ def commitment_external_ref_change(
             _note(
                 commitment,
                 actor=actor,
-                action="external_ref_changed",
+                action=AuditAction.EXTERNAL_REF_CHANGED,
                 payload=payload,
                 fields=fields,
             )

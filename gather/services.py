@@ -19,6 +19,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from audit.models import AuditAction
 from audit.services import Actor, audit_event_record
 from commitments.models import Commitment
 from commitments.services import commitment_create_draft
@@ -93,7 +94,7 @@ def model_key_set(
         audit_event_record(
             actor=_actor(user, actor),
             subject=stored,
-            action="provider_key_replaced" if replaced else "provider_key_set",
+            action=AuditAction.PROVIDER_KEY_REPLACED if replaced else AuditAction.PROVIDER_KEY_SET,
             payload={"provider": provider, "model": model},
         )
     return stored
@@ -117,7 +118,7 @@ def model_key_change_model(
             audit_event_record(
                 actor=_actor(user, actor),
                 subject=stored,
-                action="provider_key_model_changed",
+                action=AuditAction.PROVIDER_KEY_MODEL_CHANGED,
                 payload={"provider": provider, "model": {"old": old, "new": model}},
             )
     return stored
@@ -135,7 +136,7 @@ def model_key_delete(*, user: User, provider: str, actor: Actor | None = None) -
         audit_event_record(
             actor=_actor(user, actor),
             subject=stored,
-            action="provider_key_deleted",
+            action=AuditAction.PROVIDER_KEY_DELETED,
             payload={"provider": provider},
         )
         was_default = stored.is_default
@@ -159,7 +160,7 @@ def model_key_make_default(*, user: User, provider: str, actor: Actor | None = N
             audit_event_record(
                 actor=_actor(user, actor),
                 subject=stored,
-                action="provider_key_made_default",
+                action=AuditAction.PROVIDER_KEY_MADE_DEFAULT,
                 payload={"provider": provider},
             )
     return stored

@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.timezones import zone_named
+from audit.models import AuditAction
 from audit.services import Actor, audit_event_record
 from integrations import tokens
 from integrations.models import SCOPES, ApiToken
@@ -136,7 +137,7 @@ def api_token_mint(
     audit_event_record(
         actor=actor or Actor.for_user(user),
         subject=token,
-        action="api_token_minted",
+        action=AuditAction.API_TOKEN_MINTED,
         payload=payload,
     )
     return MintedToken(token=token, plaintext=plaintext)
@@ -158,7 +159,9 @@ def api_token_revoke(*, actor: Actor, token: ApiToken, reason: str = "") -> bool
     payload = {"name": token.name, "prefix": token.prefix, "ownerId": str(token.user_id)}
     if reason:
         payload["reason"] = reason
-    audit_event_record(actor=actor, subject=token, action="api_token_revoked", payload=payload)
+    audit_event_record(
+        actor=actor, subject=token, action=AuditAction.API_TOKEN_REVOKED, payload=payload
+    )
     return True
 
 
@@ -186,7 +189,7 @@ def api_token_record_expiry(*, token: ApiToken) -> bool:
     audit_event_record(
         actor=Actor.system(),
         subject=token,
-        action="api_token_expired",
+        action=AuditAction.API_TOKEN_EXPIRED,
         payload={
             "name": token.name,
             "prefix": token.prefix,

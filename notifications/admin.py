@@ -14,6 +14,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from audit.admin_mixins import AuditedAdminMixin, admin_action_record
+from audit.models import AuditAction
 from lib.admin import ReadOnlyAdminMixin, ReadOnlyInlineMixin
 from notifications.models import NudgeAttempt, NudgeChannel, NudgeDelivery
 from notifications.sending import delivery_retry
@@ -63,7 +64,7 @@ class NotificationChannelAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.Mode
                 admin_action_record(
                     request,
                     channel,
-                    "admin_channel_broken_cleared",
+                    AuditAction.ADMIN_CHANNEL_BROKEN_CLEARED,
                     brokenAt=channel.broken_at.isoformat(),
                 )
                 count += 1
@@ -151,7 +152,7 @@ class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
                 admin_action_record(
                     request,
                     delivery,
-                    "admin_delivery_retried",
+                    AuditAction.ADMIN_DELIVERY_RETRIED,
                     status=delivery.status,
                     attempts=delivery.attempts,
                 )

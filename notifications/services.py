@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from audit.models import AuditAction
 from audit.services import Actor, audit_event_record
 from lib import deliveries, jobs, outbound
 from lib.text import excerpt
@@ -158,7 +159,7 @@ def notification_channel_set(
     audit_event_record(
         actor=Actor.for_user(user),
         subject=channel,
-        action="notification_channel_set",
+        action=AuditAction.NOTIFICATION_CHANNEL_SET,
         payload={"kind": kind, "urlChanged": url_changed, "reminders": channel.reminders},
     )
     return channel
@@ -181,7 +182,7 @@ def notification_channel_mark_broken(
         audit_event_record(
             actor=Actor.system(),
             subject=channel,
-            action="notification_channel_broken",
+            action=AuditAction.NOTIFICATION_CHANNEL_BROKEN,
             payload={"kind": channel.kind, "reason": channel.broken_reason},
         )
     return True
@@ -200,7 +201,7 @@ def _mark_url_lost(channel: NudgeChannel) -> None:
             audit_event_record(
                 actor=Actor.system(),
                 subject=channel,
-                action="notification_channel_broken",
+                action=AuditAction.NOTIFICATION_CHANNEL_BROKEN,
                 payload={"kind": channel.kind, "reason": LOST_URL_REASON},
             )
     channel.broken_at, channel.broken_reason = now, LOST_URL_REASON
@@ -341,7 +342,7 @@ def _record_test(
         audit_event_record(
             actor=Actor.for_user(test.user),
             subject=channel if channel is not None else test.user,
-            action="notification_test_sent",
+            action=AuditAction.NOTIFICATION_TEST_SENT,
             payload={"kind": kind, "outcome": status.value},
         )
     return status.value

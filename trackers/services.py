@@ -27,6 +27,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.timezones import zone_named
+from audit.models import AuditAction
 from audit.services import Actor, audit_event_record
 from commitments import selectors as commitment_selectors
 from commitments import services as commitment_services
@@ -210,7 +211,7 @@ def tracker_connection_add(
             audit_event_record(
                 actor=actor or Actor.for_user(owner),
                 subject=connection,
-                action="tracker_connection_added",
+                action=AuditAction.TRACKER_CONNECTION_ADDED,
                 payload={
                     "kind": kind,
                     "system": system,
@@ -229,12 +230,14 @@ def tracker_connection_rotate_secret(
 ) -> str:
     """A new secret (shown once); the old one stops verifying at once."""
     secret = secret_generate()
-    _secret_set(connection, secret, actor=actor, action="tracker_connection_secret_rotated")
+    _secret_set(
+        connection, secret, actor=actor, action=AuditAction.TRACKER_CONNECTION_SECRET_ROTATED
+    )
     return secret
 
 
 def _secret_set(
-    connection: TrackerConnection, secret: str, *, actor: Actor | None, action: str
+    connection: TrackerConnection, secret: str, *, actor: Actor | None, action: AuditAction
 ) -> None:
     connection.secret = secret
     connection.secret_rotated_at = timezone.now()
@@ -264,7 +267,9 @@ def tracker_connection_use_tracker_secret(
             "no spaces).",
             field="secret",
         )
-    _secret_set(connection, secret, actor=actor, action="tracker_connection_secret_replaced")
+    _secret_set(
+        connection, secret, actor=actor, action=AuditAction.TRACKER_CONNECTION_SECRET_REPLACED
+    )
 
 
 @transaction.atomic
@@ -277,7 +282,7 @@ def tracker_connection_set_identity_map(
     audit_event_record(
         actor=_actor(connection, actor),
         subject=connection,
-        action="tracker_connection_identities_changed",
+        action=AuditAction.TRACKER_CONNECTION_IDENTITIES_CHANGED,
         payload={"system": connection.system, "identities": len(identity_map)},
     )
     return connection
@@ -295,7 +300,7 @@ def tracker_connection_set_site(
     audit_event_record(
         actor=_actor(connection, actor),
         subject=connection,
-        action="tracker_connection_site_changed",
+        action=AuditAction.TRACKER_CONNECTION_SITE_CHANGED,
         payload={"system": connection.system, "site": site, "previous": previous},
     )
     return connection
@@ -307,7 +312,7 @@ def tracker_connection_delete(*, connection: TrackerConnection, actor: Actor | N
     audit_event_record(
         actor=_actor(connection, actor),
         subject=connection,
-        action="tracker_connection_deleted",
+        action=AuditAction.TRACKER_CONNECTION_DELETED,
         payload={"kind": connection.kind, "system": connection.system},
     )
     connection.delete()
@@ -447,7 +452,7 @@ def _site_learn(connection: TrackerConnection, host: str, *, actor: Actor) -> bo
         audit_event_record(
             actor=actor,
             subject=connection,
-            action="tracker_connection_site_learnt",
+            action=AuditAction.TRACKER_CONNECTION_SITE_LEARNT,
             payload={"system": connection.system, "site": host},
         )
     connection.site = TrackerConnection.objects.values_list("site", flat=True).get(pk=connection.pk)

@@ -9,6 +9,7 @@ import uuid
 
 from django.utils import timezone
 
+from audit.models import AuditAction
 from audit.services import Actor, audit_event_record
 from commitments.models import OutboxEvent
 from lib import deliveries
@@ -88,6 +89,6 @@ def webhook_endpoint_pause_by_service(
         audit_event_record(
             actor=Actor.system(),
             subject=endpoint,
-            action="webhook_endpoint_paused",
+            action=AuditAction.WEBHOOK_ENDPOINT_PAUSED,
             payload={"reason": reason[:500]},
         )

@@ -27,6 +27,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from audit.models import AuditAction
 from audit.services import Actor, audit_event_record
 from commitments.models import EXTERNAL_SYSTEM_MAX
 from lib import deliveries, outbound
@@ -117,7 +118,7 @@ def webhook_endpoint_create(
             audit_event_record(
                 actor=_actor(user, actor),
                 subject=endpoint,
-                action="webhook_endpoint_created",
+                action=AuditAction.WEBHOOK_ENDPOINT_CREATED,
                 payload={"externalSystem": external_system, "url": masked_url(url)},
             )
     except IntegrityError:
@@ -145,7 +146,7 @@ def webhook_endpoint_update(
         audit_event_record(
             actor=_actor(endpoint.user, actor),
             subject=endpoint,
-            action="webhook_endpoint_changed",
+            action=AuditAction.WEBHOOK_ENDPOINT_CHANGED,
             payload={
                 "url": {"old": masked_url(old), "new": masked_url(url)},
                 "changed": old != url,
@@ -166,7 +167,7 @@ def webhook_endpoint_pause(
         audit_event_record(
             actor=_actor(endpoint.user, actor),
             subject=endpoint,
-            action="webhook_endpoint_paused",
+            action=AuditAction.WEBHOOK_ENDPOINT_PAUSED,
             payload={"reason": endpoint.paused_reason},
         )
     return endpoint
@@ -179,7 +180,9 @@ def webhook_endpoint_resume(
         endpoint.paused_at, endpoint.paused_reason = None, ""
         endpoint.save(update_fields=["paused_at", "paused_reason", "updated_at"])
         audit_event_record(
-            actor=_actor(endpoint.user, actor), subject=endpoint, action="webhook_endpoint_resumed"
+            actor=_actor(endpoint.user, actor),
+            subject=endpoint,
+            action=AuditAction.WEBHOOK_ENDPOINT_RESUMED,
         )
     return endpoint
 
@@ -190,7 +193,7 @@ def webhook_endpoint_delete(*, endpoint: WebhookEndpoint, actor: Actor | None = 
         audit_event_record(
             actor=_actor(endpoint.user, actor),
             subject=endpoint,
-            action="webhook_endpoint_deleted",
+            action=AuditAction.WEBHOOK_ENDPOINT_DELETED,
             payload={
                 "externalSystem": endpoint.external_system,
                 "url": masked_url(endpoint.url),
@@ -225,7 +228,7 @@ def webhook_endpoint_rotate_secret(
         audit_event_record(
             actor=_actor(endpoint.user, actor),
             subject=endpoint,
-            action="webhook_secret_rotated",
+            action=AuditAction.WEBHOOK_SECRET_ROTATED,
             payload={"previousValidUntil": payloads.iso_millis(endpoint.previous_secret_until)}
             if endpoint.previous_secret_until
             else {},
@@ -273,7 +276,7 @@ def webhook_test_send(*, endpoint: WebhookEndpoint, actor: Actor | None = None) 
         audit_event_record(
             actor=_actor(endpoint.user, actor),
             subject=endpoint,
-            action="webhook_test_sent",
+            action=AuditAction.WEBHOOK_TEST_SENT,
             payload={"delivery": str(delivery.pk)},
         )
         webhooks_queue_on_commit([delivery.pk])
@@ -304,7 +307,7 @@ def webhook_delivery_replay(*, delivery: WebhookDelivery, actor: Actor) -> Webho
         audit_event_record(
             actor=actor,
             subject=delivery.endpoint,
-            action="webhook_delivery_replayed",
+            action=AuditAction.WEBHOOK_DELIVERY_REPLAYED,
             payload={"delivery": str(delivery.pk), "event": delivery.event_name},
         )
         webhooks_queue_on_commit([delivery.pk])

@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST, require_safe
 
 from accounts.requests import AuthenticatedRequest
-from audit.models import ActorKind
+from audit.models import ActorKind, AuditAction
 from audit.services import Actor
 from commitments import selectors, services
 from commitments.errors import CommitmentNotFound, NothingChanged, TermsChanged
@@ -30,25 +30,25 @@ from lib.forms import TextField
 
 # Audit actions as the timeline words them; anything else is shown as its name.
 TIMELINE_WORDS = {
-    "created": "Asked for a handshake",
-    "draft_created": "Drafted",
-    "draft_edited": "Edited the draft",
-    "sent_for_handshake": "Sent for handshake",
-    "accepted": "Accepted",
-    "declined": "Declined",
-    "completed": "Marked completed",
-    "renegotiated": "Renegotiated",
+    AuditAction.CREATED: "Asked for a handshake",
+    AuditAction.DRAFT_CREATED: "Drafted",
+    AuditAction.DRAFT_EDITED: "Edited the draft",
+    AuditAction.SENT_FOR_HANDSHAKE: "Sent for handshake",
+    AuditAction.ACCEPTED: "Accepted",
+    AuditAction.DECLINED: "Declined",
+    AuditAction.COMPLETED: "Marked completed",
+    AuditAction.RENEGOTIATED: "Renegotiated",
 }
 # Records of what a tracker did, worded when recorded (their payload's "words":
 # "Closed in GitHub as not planned"), with the generic words as a fallback.
 TIMELINE_WORDS_RECORDED = {
-    "closed_not_done": "Closed in the tracker without being done",
-    "source_deadline_changed": "The tracker's due date changed",
+    AuditAction.CLOSED_NOT_DONE: "Closed in the tracker without being done",
+    AuditAction.SOURCE_DEADLINE_CHANGED: "The tracker's due date changed",
 }
 
 
 def _words(event) -> str:
-    if event.action == "external_ref_changed":
+    if event.action == AuditAction.EXTERNAL_REF_CHANGED:
         old, new = event.payload.get("previousExternalId"), event.payload.get("externalId")
         return f"The issue moved: {old} → {new}"
     if event.action in TIMELINE_WORDS_RECORDED:
@@ -83,9 +83,9 @@ def _terms_diff(event) -> list[dict]:
     """What a renegotiation or a draft edit changed: old → new per term. The
     old values are in the payload's `previous`; events recorded before it was
     written say only the new value."""
-    if event.action == "renegotiated":
+    if event.action == AuditAction.RENEGOTIATED:
         new = event.payload.get("changes", {})
-    elif event.action == "draft_edited":
+    elif event.action == AuditAction.DRAFT_EDITED:
         new = event.payload
     else:
         return []
@@ -121,7 +121,9 @@ def _timeline(commitment: Commitment, *, viewer) -> list[dict]:
             "diff": _terms_diff(event),
             # The reason given with a decline (commitments.services.commitment_decline
             # keeps it on the audit row): the asker reads it here, not only in the nudge.
-            "reason": (event.payload or {}).get("reason", "") if event.action == "declined" else "",
+            "reason": (event.payload or {}).get("reason", "")
+            if event.action == AuditAction.DECLINED
+            else "",
         }
         for event in selectors.commitment_timeline(commitment=commitment)
     ]
@@ -224,7 +226,9 @@ def _render_detail(
             }
         )
     timeline = _timeline(commitment, viewer=request.user)
-    declines = [entry["reason"] for entry in timeline if entry["event"].action == "declined"]
+    declines = [
+        entry["reason"] for entry in timeline if entry["event"].action == AuditAction.DECLINED
+    ]
     status = 200
     if terms_changed is not None:
         status = 409

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from django.utils import timezone
 
-from audit.models import AuditEvent
+from audit.models import AuditAction, AuditEvent
 from audit.services import Actor, audit_event_record
 from commitments import services
 
@@ -38,7 +38,9 @@ def trail(assigner, assignee, outsider):
         deadline=None,
     )
     services.commitment_accept(actor=Actor.for_user(assignee), commitment_id=by_user.pk)
-    audit_event_record(actor=Actor.system(), subject=by_user, action="note", payload={"x": 1})
+    audit_event_record(
+        actor=Actor.system(), subject=by_user, action=AuditAction.ASSIGNEE_JOINED, payload={"x": 1}
+    )
     return {"by_token": by_token, "by_user": by_user}
 
 
@@ -57,9 +59,9 @@ def test_staff_sees_every_event(staff_client, trail):
     assert response.status_code == 200
     assert listed(response) == [
         ("accepted", "user"),
+        ("assignee_joined", "system"),
         ("created", "api_token"),
         ("created", "user"),
-        ("note", "system"),
     ]
     assert "svc_tok3n" in response.content.decode()
 
@@ -68,7 +70,7 @@ def test_staff_sees_every_event(staff_client, trail):
     ("query", "expected"),
     [
         ({"actor_kind__exact": "api_token"}, [("created", "api_token")]),
-        ({"actor_kind__exact": "system"}, [("note", "system")]),
+        ({"actor_kind__exact": "system"}, [("assignee_joined", "system")]),
         ({"action": "accepted"}, [("accepted", "user")]),
     ],
 )
@@ -95,7 +97,11 @@ def test_it_filters_by_date(staff_client, trail):
 def test_it_searches_by_commitment_id(staff_client, trail):
     response = staff_client.get(LIST, {"q": str(trail["by_user"].pk)})
 
-    assert listed(response) == [("accepted", "user"), ("created", "user"), ("note", "system")]
+    assert listed(response) == [
+        ("accepted", "user"),
+        ("assignee_joined", "system"),
+        ("created", "user"),
+    ]
 
 
 def test_it_searches_by_user_email_in_any_case(staff_client, trail):
@@ -118,7 +124,7 @@ def test_an_event_links_to_its_commitment(staff_client, trail):
 
 
 def test_it_refuses_to_add_change_or_delete(staff_client, trail):
-    event = AuditEvent.objects.get(action="note")
+    event = AuditEvent.objects.get(action="assignee_joined")
     count = AuditEvent.objects.count()
 
     assert staff_client.get(f"{LIST}add/").status_code == 403
@@ -133,12 +139,12 @@ def test_it_refuses_to_add_change_or_delete(staff_client, trail):
     staff_client.post(LIST, {"action": "delete_selected", "_selected_action": [str(event.pk)]})
 
     event.refresh_from_db()
-    assert event.action == "note"
+    assert event.action == "assignee_joined"
     assert AuditEvent.objects.count() == count
 
 
 def test_the_detail_view_is_read_only(staff_client, trail):
-    event = AuditEvent.objects.get(action="note")
+    event = AuditEvent.objects.get(action="assignee_joined")
 
     response = staff_client.get(f"{LIST}{event.pk}/change/")
 

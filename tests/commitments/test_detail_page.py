@@ -9,7 +9,7 @@ import uuid
 import pytest
 from django.test import Client
 
-from audit.models import AuditEvent
+from audit.models import AuditAction, AuditEvent
 from audit.services import Actor, audit_event_record
 from commitments import selectors, services
 from commitments.errors import CommitmentError
@@ -130,7 +130,7 @@ def test_the_timeline_names_the_token_and_the_system(client, assigner, assignee)
         external_system="jira",
         external_id="OPS-7",
     )
-    audit_event_record(actor=Actor.system(), subject=c, action="nudge_sent")
+    audit_event_record(actor=Actor.system(), subject=c, action=AuditAction.ASSIGNEE_JOINED)
     services.commitment_accept(actor=Actor.for_user(assignee), commitment_id=c.pk)
     client.force_login(assignee)
 
@@ -140,7 +140,7 @@ def test_the_timeline_names_the_token_and_the_system(client, assigner, assignee)
     assert len(rows) == 3
     assert "Asked for a handshake</strong> by Lead via API token “Jira automation”" in rows[0]
     assert "svc_Ab12" not in page  # another person's token prefix, never
-    assert "Nudge sent</strong> by the system" in rows[1]
+    assert "Assignee joined</strong> by the system" in rows[1]
     assert "Accepted</strong> by you" in rows[2]
 
 
@@ -374,7 +374,7 @@ def test_the_page_costs_a_fixed_number_of_queries(
         audit_event_record(
             actor=Actor.for_token(user=make_user(), token_id=uuid.uuid4(), token_prefix="svc_x"),
             subject=c,
-            action="noted",
+            action=AuditAction.ASSIGNEE_JOINED,
         )
     client.force_login(lead)
     client.get(detail_url(c))  # warm the content-type cache
