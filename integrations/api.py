@@ -206,18 +206,13 @@ class CommitmentDetailView(CommitmentReadView):
             pk = uuid.UUID(id)
         except ValueError:
             raise ApiError(NOT_FOUND, error="not_found", status_code=404) from None
-        commitment = commitment_selectors.commitment_get_for_reader(
+        commitment = commitment_selectors.commitment_read(
             user=self.owner(request), commitment_id=pk
         )
         if commitment is None:  # unknown, or someone else's: the same answer
             raise ApiError(NOT_FOUND, error="not_found", status_code=404)
-        link = commitment_selectors.commitment_deep_link(
-            viewer=self.owner(request), commitment=commitment
-        )
-        body = commitment_body(commitment, link=link)
-        body["history"] = history_body(
-            commitment_selectors.commitment_history(commitment=commitment)
-        )
+        body = commitment_body(commitment)
+        body["history"] = history_body(commitment.history or [])
         return conditional_json(request, body)
 
 
@@ -246,7 +241,6 @@ class CommitmentListView(CommitmentReadView):
             updated_since=data.get("updatedSince"),
             after=data.get("cursor"),
         )
-        links = commitment_selectors.commitment_deep_links(viewer=owner, commitments=page.rows)
         next_url = None
         if page.more:
             last = page.rows[-1]
@@ -254,7 +248,7 @@ class CommitmentListView(CommitmentReadView):
             params["cursor"] = cursor_for(last.updated_at, last.pk)
             next_url = request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
         body = {
-            "results": [commitment_body(row, link=links[row.pk]) for row in page.rows],
+            "results": [commitment_body(row) for row in page.rows],
             "next": next_url,
         }
         return conditional_json(request, body)

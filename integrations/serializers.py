@@ -19,8 +19,8 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
 from commitments import terms
-from commitments.models import Commitment, Status
-from commitments.selectors import READ_ROLES, StatusChange
+from commitments.models import Status
+from commitments.selectors import READ_ROLES, CommitmentRead, StatusChange
 from lib.api_errors import ErrorEnvelopeSerializer  # noqa: F401 (re-exported)
 from lib.json_api import StrictCharField
 
@@ -367,10 +367,8 @@ def _iso(moment: dt.datetime | None) -> str | None:
     return text.removesuffix("+00:00") + "Z"
 
 
-def commitment_body(commitment: Commitment, *, link: str | None) -> dict[str, Any]:
+def commitment_body(commitment: CommitmentRead) -> dict[str, Any]:
     """A commitment as the read routes answer it (`CommitmentSerializer`)."""
-    assignee = commitment.assignee
-    invitation = commitment.invitation
     return {
         "id": str(commitment.pk),
         "status": commitment.status,
@@ -378,13 +376,11 @@ def commitment_body(commitment: Commitment, *, link: str | None) -> dict[str, An
         "deadline": _iso(commitment.deadline),
         "externalSystem": commitment.external_system,
         "externalId": commitment.external_id,
-        "assignerEmail": commitment.assigner.email,
-        "assigneeEmail": assignee.email
-        if assignee is not None
-        else (invitation.email if invitation is not None else None),
+        "assignerEmail": commitment.assigner_email,
+        "assigneeEmail": commitment.assignee_email,
         "createdAt": _iso(commitment.created_at),
         "updatedAt": _iso(commitment.updated_at),
-        "link": link,
+        "link": commitment.link,
     }
 
 

@@ -422,12 +422,13 @@ def test_the_etag_is_the_readers_own(client, assigner, assignee):
 
 # --- query budgets -------------------------------------------------------------------
 
-# docs/api.md, "Query budgets": the token; the commitment with both people and
-# the invitation; the link templates (only when it has an external reference
-# without a link of its own: one fewer otherwise); the history. The list: the
-# token, one query per side (one with `role`), the link templates (likewise,
-# when a row of the page wants them). The pages asked here all hold such rows.
-DETAIL_STATEMENTS = 4
+# docs/api.md, "Query budgets": the token, then one statement for the single
+# read (the commitment, its people, the link templates and its audit rows,
+# commitments.selectors.commitment_read). The list: the token, one query per
+# side (one with `role`), the link templates (only when a row of the page
+# has an external reference without a link of its own; the pages asked here
+# all hold such rows).
+DETAIL_STATEMENTS = 2
 LIST_STATEMENTS = 4
 LIST_ONE_SIDE_STATEMENTS = 3
 
@@ -462,3 +463,109 @@ def test_the_reads_take_the_same_statements_at_10_and_10000_commitments(
             assert get(client, LIST, token, data=query).status_code == 200
     with django_assert_num_queries(LIST_STATEMENTS):
         assert get(client, LIST, token, **{"If-None-Match": '"x"'}).status_code == 200
+
+
+# --- scope, client networks, rate limit ----------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["list", "one"])
+def test_a_token_without_the_read_scope_is_refused_naming_it(client, assigner, assignee, path):
+    from integrations import services as token_services
+    from integrations.models import ApiToken
+
+    commitment = pending(assigner, assignee)
+    writer = token_services.api_token_mint(user=assigner, name="W", scopes=["inbox", "sync"])
+    url = LIST if path == "list" else one(commitment.pk)
+    body = assert_envelope(get(client, url, writer.plaintext), 403, "forbidden", details=False)
+    assert f"lacks the 'read' scope needed for {url}" in body["message"]
+    assert "(its scopes: inbox, sync)" in body["message"]
+    assert "Ship" not in str(body)
+    # Refused for the token itself: not recorded as its use.
+    assert ApiToken.objects.get(pk=writer.token.pk).last_used_at is None
+
+
+def test_a_read_only_token_reads_and_may_not_write(client, assigner, assignee):
+    from integrations import services as token_services
+
+    reader = token_services.api_token_mint(user=assigner, name="R", scopes=["read"]).plaintext
+    assert get(client, LIST, reader).status_code == 200
+    refused = post_json(client, INBOX, inbox_body(), token=reader)
+    assert "'inbox' scope" in assert_envelope(refused, 403, "forbidden")["message"]
+
+
+def test_the_reads_keep_the_tokens_client_networks(client, assigner, assignee):
+    from integrations import services as token_services
+
+    commitment = pending(assigner, assignee)
+    office = token_services.api_token_mint(
+        user=assigner, name="Office", networks=["203.0.113.0/24"]
+    ).plaintext
+    for url in (LIST, one(commitment.pk)):
+        outside = client.get(url, headers={"Authorization": f"Bearer {office}"})  # 127.0.0.1
+        body = assert_envelope(outside, 403, "forbidden")
+        assert "not accepted from 127.0.0.1" in body["message"]
+        inside = client.get(
+            url, headers={"Authorization": f"Bearer {office}"}, REMOTE_ADDR="203.0.113.9"
+        )
+        assert inside.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("header", "error"),
+    [(None, "unauthorized"), ("Bearer svc_nope", "unauthorized"), ("Basic abc", "unauthorized")],
+)
+def test_no_valid_token_is_401_with_the_challenge(client, header, error):
+    headers = {"Authorization": header} if header else {}
+    response = client.get(LIST, headers=headers)
+    assert_envelope(response, 401, error)
+    assert response["WWW-Authenticate"] == "Bearer"
+
+
+def test_the_reads_have_a_rate_bucket_of_their_own(client, assigner, assignee, token, settings):
+    settings.API_RATE_BURST = 2
+    settings.API_RATE_PER_MINUTE = 1
+    commitment = pending(assigner, assignee)
+    assert get(client, LIST, token).status_code == 200
+    assert get(client, one(commitment.pk), token, **{"If-None-Match": "*"}).status_code == 304
+    spent = get(client, LIST, token)
+    assert_envelope(spent, 429, "rate_limited")
+    assert int(spent["Retry-After"]) >= 1
+    # The writes' bucket is untouched by the reads.
+    assert post_json(client, INBOX, inbox_body(externalId="NEW-1"), token=token).status_code == 201
+
+
+def test_the_single_reads_statement_agrees_with_the_orm_reads(client, assigner, assignee, outsider):
+    """commitment_read (one statement, written out) answers as the ORM reads
+    of the pages do: visibility, both addresses, the deep link, the history."""
+    from commitments import selectors
+
+    lead = Actor.for_user(assigner)
+    links.link_template_add(owner=assigner, system="jira", template=JIRA)
+    made = [pending(assigner, assignee, external_id=f"AG-{n}") for n in range(3)]
+    accept(made[1], assignee)
+    complete(made[1], assignee)
+    made.append(pending(assigner, assignee, external_id=None))
+    made.append(services.commitment_create_draft(actor=lead, assignee=assignee, description="D"))
+    made.append(
+        services.commitment_ask(
+            actor=lead, assignee_email="nobody@example.com", description="I", deadline=None,
+            send=True,
+        )
+    )  # fmt: skip
+    Commitment.objects.filter(pk=made[2].pk).update(link_url="https://github.com/a/b/issues/1")
+    for reader in (assigner, assignee, outsider):
+        for commitment in made:
+            read = selectors.commitment_read(user=reader, commitment_id=commitment.pk)
+            row = selectors.commitment_get_visible(user=reader, commitment_id=commitment.pk)
+            assert (read is None) == (row is None), (reader, commitment)
+            if row is None:
+                continue
+            assert (read.pk, read.status, read.description, read.deadline) == (
+                row.pk, row.status, row.description, row.deadline
+            )  # fmt: skip
+            assert (read.created_at, read.updated_at) == (row.created_at, row.updated_at)
+            assert read.assigner_email == row.assigner.email
+            expected = row.assignee.email if row.assignee else row.invitation.email
+            assert read.assignee_email == expected
+            assert read.link == selectors.commitment_deep_link(viewer=reader, commitment=row)
+            assert read.history == selectors.commitment_history(commitment=row)
