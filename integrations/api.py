@@ -15,7 +15,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from django.conf import settings
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseNotModified
 from django.utils.http import parse_etags, quote_etag
 from rest_framework import permissions, status
 from rest_framework.exceptions import PermissionDenied, Throttled, ValidationError
@@ -185,9 +185,9 @@ def conditional_json(request: Request, body: Any) -> HttpResponse:
     if presented:
         wanted = {tag.removeprefix("W/") for tag in parse_etags(presented)}
         if "*" in wanted or etag in wanted:
-            response = HttpResponse(status=status.HTTP_304_NOT_MODIFIED)
-            response["ETag"] = etag
-            return response
+            not_modified = HttpResponseNotModified()  # no body, no Content-Type
+            not_modified["ETag"] = etag
+            return not_modified
     response = HttpResponse(content, content_type="application/json")
     response["ETag"] = etag
     return response

@@ -401,6 +401,7 @@ def test_an_etag_answers_304_with_no_body_until_the_answer_changes(
     again = get(client, url, token, **{"If-None-Match": etag})
     assert again.status_code == 304
     assert again.content == b""
+    assert "Content-Type" not in again
     assert again["ETag"] == etag
     for header in (f"W/{etag}", f'"nope", {etag}', "*"):
         assert get(client, url, token, **{"If-None-Match": header}).status_code == 304
