@@ -5,15 +5,19 @@ one process, with no load generator and no network between.
     python -m benchmarks.callcost --cprofile inbox      # and where inbox's time goes
 
 Each endpoint of benchmarks/run.py (the floor, the inbox, a completing sync, a
-replay) is called `--calls` times through Django's full request handler and
+replay), and the read API's two (`get`: one commitment with its history, the
+one the stage's captured inbox call made; `list`: a page of 50 of the
+assigner's commitments), is called `--calls` times through Django's full request handler and
 middleware (django.test.Client) with the benchmark's settings (production's,
 DEBUG=0, PostgreSQL, Redis), after `--warmup` calls. Printed per endpoint:
 CPU milliseconds per call (this process's time on the CPU: Python, psycopg,
 the Redis client) and wall milliseconds (plus waiting on PostgreSQL and
-Redis), and the CPU ratio to the floor: the server-core cost that the
-throughput ratios of benchmarks/run.py follow when the server's core is the
-limit. With `--cprofile NAME` the calls to NAME run again under cProfile and
-the functions with the most cumulative time are printed.
+Redis), the endpoints' calls interleaved in `--rounds` rounds so that a
+machine's busier moments weigh on each alike, and the CPU ratio to the
+floor: the server-core cost that the throughput ratios of benchmarks/run.py
+follow when the server's core is the limit. With `--cprofile NAME` the calls
+to NAME run again under cProfile and the functions with the most cumulative
+time are printed.
 
 Needs DATABASE_URL (PostgreSQL; the run makes its own database, the name
 given plus `_profile`) and REDIS_URL. See docs/benchmarks.md.
@@ -44,7 +48,9 @@ from benchmarks.harness import (
     service_env,
 )
 
-NAMES = ("floor", "inbox", "sync", "replay")
+NAMES = ("floor", "inbox", "sync", "replay", "get", "list")
+# The reads (GET, no body): their paths, `{id}` the stage's inbox commitment.
+READS = {"get": "/api/v1/commitments/{id}", "list": "/api/v1/commitments?limit=50"}
 
 
 def outer(args: argparse.Namespace) -> None:
@@ -78,6 +84,14 @@ def inner(args: argparse.Namespace) -> None:
     counters = {name: 0 for name in NAMES}
 
     def call(name: str) -> None:
+        if name in READS:
+            path = READS[name].replace("{id}", ctx["inbox_commitment_id"])
+            response = client.get(path, headers=headers)
+            if response.status_code != 200:
+                raise SystemExit(f"{name}: {response.status_code} {response.content[:300]!r}")
+            if name == "list" and len(response.json()["results"]) != 50:
+                raise SystemExit("list: the stage has fewer than 50 commitments to page")
+            return
         path, body, expected = ENDPOINTS[name]
         n = counters[name]
         counters[name] += 1
@@ -86,15 +100,25 @@ def inner(args: argparse.Namespace) -> None:
         if response.status_code not in expected:
             raise SystemExit(f"{name}: {response.status_code} {response.content[:300]!r}")
 
-    figures = {}
     for name in NAMES:
         for _ in range(args.warmup):
             call(name)
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        for _ in range(args.calls):
-            call(name)
-        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-        figures[name] = (cpu * 1000 / args.calls, wall * 1000 / args.calls)
+    # In rounds, each endpoint's share of the calls in turn, so that a machine
+    # busier in one moment than the next weighs on every endpoint alike and
+    # the ratios to the floor stay fair.
+    spent = {name: [0.0, 0.0] for name in NAMES}
+    per_round = max(1, args.calls // args.rounds)
+    for _ in range(args.rounds):
+        for name in NAMES:
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            for _ in range(per_round):
+                call(name)
+            spent[name][0] += time.process_time() - cpu0
+            spent[name][1] += time.perf_counter() - wall0
+    calls = per_round * args.rounds
+    figures = {
+        name: (cpu * 1000 / calls, wall * 1000 / calls) for name, (cpu, wall) in spent.items()
+    }
     floor_cpu = figures["floor"][0]
     print(f"{'call':8} {'cpu ms':>8} {'wall ms':>8} {'floor/cpu':>10}")
     for name, (cpu, wall) in figures.items():
@@ -114,6 +138,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=10,
+        help="Interleave the endpoints' calls in this many rounds.",
+    )
     parser.add_argument("--cprofile", choices=NAMES, help="Profile this endpoint's calls.")
     parser.add_argument("--top", type=int, default=45, help="Functions printed by --cprofile.")
     parser.add_argument("--inner", help=argparse.SUPPRESS)

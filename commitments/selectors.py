@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import uuid
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.contrib.auth import get_user_model
+from django.contrib.contenttypes.models import ContentType
+from django.db import connection
 from django.db.models import (
     BooleanField,
     Count,
@@ -21,14 +25,16 @@ from django.db.models import (
     UUIDField,
 )
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
-from audit.models import AuditAction, AuditEvent
+from audit.models import ActorKind, AuditAction, AuditEvent
 from audit.services import Actor
 from commitments.links import deep_link
 from commitments.machine import MOVES, may_make
 from commitments.models import (
     AccordVisit,
     Commitment,
+    Invitation,
     LinkTemplate,
     OutboxEvent,
     Status,
@@ -194,21 +200,58 @@ def commitment_deep_link(*, viewer: User, commitment: Commitment) -> str | None:
     neither has one, or the commitment has no external reference. One query.
     A commitment that carries its own link (a tracker connection's issue URL,
     `link_url`) is linked there, with no query."""
-    if commitment.link_url:
-        return commitment.link_url
-    if not commitment.has_external_ref:
-        return None
-    owners = {viewer.pk, commitment.assigner_id}
-    templates = {
-        owner_id: template
-        for owner_id, template in LinkTemplate.objects.filter(
-            system=commitment.external_system, owner_id__in=owners
-        ).values_list("owner_id", "template")
+    return commitment_deep_links(viewer=viewer, commitments=[commitment])[commitment.pk]
+
+
+class Linkable(Protocol):
+    """What a deep link is made from: a Commitment, or a CommitmentRead."""
+
+    @property
+    def pk(self) -> Any: ...
+    @property
+    def link_url(self) -> str | None: ...
+    @property
+    def external_system(self) -> str | None: ...
+    @property
+    def external_id(self) -> str | None: ...
+    @property
+    def assigner_id(self) -> Any: ...
+
+
+def commitment_deep_links(
+    *, viewer: User, commitments: Sequence[Linkable]
+) -> dict[uuid.UUID, str | None]:
+    """`commitment_deep_link` of each of `commitments`, by id, in one query
+    at most (none when no commitment needs a template): the read API's list."""
+    links: dict[uuid.UUID, str | None] = {}
+    wanting: list[Linkable] = []
+    for commitment in commitments:
+        if commitment.link_url:
+            links[commitment.pk] = commitment.link_url
+        elif commitment.external_system is not None:
+            wanting.append(commitment)
+        else:
+            links[commitment.pk] = None
+    if not wanting:
+        return links
+    owners = {viewer.pk} | {commitment.assigner_id for commitment in wanting}
+    systems = {commitment.external_system for commitment in wanting}
+    templates: dict[tuple[Any, str | None], str] = {
+        (owner_id, system): template
+        for owner_id, system, template in LinkTemplate.objects.filter(
+            system__in=systems, owner_id__in=owners
+        ).values_list("owner_id", "system", "template")
     }
-    template = templates.get(viewer.pk) or templates.get(commitment.assigner_id)
-    if template is None or commitment.external_id is None:  # has_external_ref: it is set
-        return None
-    return deep_link(template, commitment.external_id)
+    for commitment in wanting:
+        system = commitment.external_system
+        template = templates.get((viewer.pk, system)) or templates.get(
+            (commitment.assigner_id, system)
+        )
+        external_id = commitment.external_id
+        links[commitment.pk] = (
+            deep_link(template, external_id) if template and external_id is not None else None
+        )
+    return links
 
 
 # Audit actions that change the terms, and where their diff sits in the payload.
@@ -327,3 +370,285 @@ def commitments_for_external_item(
         .select_related("assignee")
         .order_by("created_at")
     )
+
+
+# --- the read API (GET /api/v1/commitments, integrations.api) ------------------
+
+READ_ROLES = ("assigner", "assignee")
+
+
+def public_actor_kind(actor_kind: str) -> str:
+    """An actor kind as the contract names it: `user`, `api_token` or
+    `system`. A tracker connection (the owner's credential on the inbound
+    API, like a token) reads as `api_token`: the outbound webhooks'
+    envelope and the read API's history say it alike (docs/trackers.md)."""
+    return ActorKind.API_TOKEN.value if actor_kind == ActorKind.TRACKER else actor_kind
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """One status change of a commitment, from its audit trail (the facts
+    its page's timeline shows): the status it reached, the one it left (None
+    for the creation), when, and the kind of actor (`public_actor_kind`)."""
+
+    status: str
+    previous_status: str | None
+    at: dt.datetime
+    actor_kind: str
+
+
+def commitment_history(*, commitment: Commitment) -> list[StatusChange]:
+    """The commitment's status changes, oldest first: its creation and every
+    move that changed its status. An audit row of a move carries `from` and
+    `to` (commitments.services._record); a row whose status stayed (a draft
+    edit, a renegotiation still waiting for the handshake, a tracker's
+    record) is no status change. One query."""
+    rows = (
+        AuditEvent.objects.for_object(commitment)
+        .order_by("occurred_at", "id")
+        .values_list("occurred_at", "actor_kind", "payload")
+    )
+    return [change for row in rows if (change := _change(*row))]
+
+
+@dataclass(frozen=True)
+class CommitmentRead:
+    """A commitment as the read API gives it: the stored facts, both
+    addresses (the assignee's, or the invited address), its deep link for
+    the reader, and, in a single read, its status changes."""
+
+    pk: uuid.UUID
+    status: str
+    description: str
+    deadline: dt.datetime | None
+    external_system: str | None
+    external_id: str | None
+    assigner_id: Any
+    assigner_email: str
+    assignee_email: str
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    link_url: str | None
+    link: str | None = None
+    history: list[StatusChange] | None = None
+
+
+def _moment(value: Any) -> dt.datetime:
+    """A timestamp read by hand: SQLite's are naive UTC (or text)."""
+    moment = parse_datetime(value) if isinstance(value, str) else value
+    assert isinstance(moment, dt.datetime)  # the database's own format
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+
+
+def _change(occurred_at: Any, actor_kind: str, payload: Any) -> StatusChange | None:
+    """The status change an audit row of a move records, or None (see
+    commitment_history)."""
+    if isinstance(payload, str):
+        payload = json.loads(payload)
+    to = (payload or {}).get("to")
+    previous = (payload or {}).get("from")
+    if to is None or to == previous:
+        return None
+    return StatusChange(
+        status=to,
+        previous_status=previous,
+        at=_moment(occurred_at),
+        actor_kind=public_actor_kind(actor_kind),
+    )
+
+
+@cache
+def _reader_sql() -> str:
+    """The single read, written out: the commitment, its people's addresses,
+    the reader's and the assigner's link templates for its system, and its
+    audit rows, in one statement (a row per audit row). It runs on every
+    GET /api/v1/commitments/{id}, where four ORM queries cost more than the
+    rest of the call together (docs/benchmarks.md); the same answers as
+    `commitment_get_visible`, `commitment_deep_link` and `commitment_history`,
+    which tests/integrations/test_read_api.py holds it to. Standard SQL, the
+    same on PostgreSQL and SQLite."""
+    quote = connection.ops.quote_name
+    c, u = Commitment._meta, get_user_model()._meta
+    i, t, e = Invitation._meta, LinkTemplate._meta, AuditEvent._meta
+
+    def template_of(owner: str) -> str:
+        return (
+            f"(SELECT t.{quote('template')} FROM {quote(t.db_table)} t"  # noqa: S608
+            f" WHERE t.{quote('owner_id')} = {owner}"
+            f" AND t.{quote('system')} = c.{quote('external_system')})"
+        )
+
+    columns = ", ".join(
+        f"c.{quote(name)}"
+        for name in (
+            "id",
+            "status",
+            "description",
+            "deadline",
+            "external_system",
+            "external_id",
+            "assigner_id",
+            "created_at",
+            "updated_at",
+            "link_url",
+        )
+    )
+    # Only names from the models' metadata and placeholders: no input.
+    return (
+        f"SELECT {columns}, a.{quote('email')}, b.{quote('email')}, i.{quote('email')},"  # noqa: S608
+        f" {template_of('%s')}, {template_of('c.' + quote('assigner_id'))},"
+        f" e.{quote('occurred_at')}, e.{quote('actor_kind')}, e.{quote('payload')}"
+        f" FROM {quote(c.db_table)} c"
+        f" INNER JOIN {quote(u.db_table)} a ON a.{quote(u.pk.column)} = c.{quote('assigner_id')}"
+        f" LEFT JOIN {quote(u.db_table)} b ON b.{quote(u.pk.column)} = c.{quote('assignee_id')}"
+        f" LEFT JOIN {quote(i.db_table)} i ON i.{quote('id')} = c.{quote('invitation_id')}"
+        f" LEFT JOIN {quote(e.db_table)} e ON e.{quote('subject_type_id')} = %s"
+        f" AND e.{quote('subject_id')} = c.{quote('id')}"
+        f" WHERE c.{quote('id')} = %s AND (c.{quote('assigner_id')} = %s"
+        f" OR (c.{quote('assignee_id')} = %s AND c.{quote('status')} <> %s))"
+        f" ORDER BY e.{quote('occurred_at')}, e.{quote('id')}"
+    )
+
+
+def commitment_read(*, user: User, commitment_id: uuid.UUID) -> CommitmentRead | None:
+    """One commitment `user` asked or was asked (drafts only to the
+    assigner, as on the pages), with its deep link for `user` and its
+    history; None for anyone else's or an unknown id. One query."""
+    field = Commitment._meta.pk
+    assert field is not None
+    commitment_key = field.get_db_prep_value(commitment_id, connection)
+    user_id = get_user_model()._meta.pk.get_db_prep_value(user.pk, connection)
+    subject_type = ContentType.objects.get_for_model(Commitment).pk  # cached after the first
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _reader_sql(),
+            [user_id, subject_type, commitment_key, user_id, user_id, Status.DRAFT.value],
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        return None
+    (pk, status, description, deadline, system, external_id, assigner_id, created, updated,
+     link_url, assigner_email, assignee_email, invited, mine, assigners) = rows[0][:15]  # fmt: skip
+    template = mine or assigners
+    if link_url:
+        link = link_url
+    elif template and external_id is not None:
+        link = deep_link(template, external_id)
+    else:
+        link = None
+    history = [
+        change
+        for occurred_at, actor_kind, payload in (row[15:] for row in rows)
+        if occurred_at is not None and (change := _change(occurred_at, actor_kind, payload))
+    ]
+    return CommitmentRead(
+        pk=pk if isinstance(pk, uuid.UUID) else uuid.UUID(str(pk)),
+        status=status,
+        description=description,
+        deadline=_moment(deadline) if deadline is not None else None,
+        external_system=system,
+        external_id=external_id,
+        assigner_id=assigner_id,
+        assigner_email=assigner_email,
+        assignee_email=assignee_email or invited,
+        created_at=_moment(created),
+        updated_at=_moment(updated),
+        link_url=link_url,
+        link=link,
+        history=history,
+    )
+
+
+_LIST_COLUMNS = (
+    "id",
+    "status",
+    "description",
+    "deadline",
+    "external_system",
+    "external_id",
+    "assigner_id",
+    "assigner__email",
+    "assignee__email",
+    "invitation__email",
+    "created_at",
+    "updated_at",
+    "link_url",
+)
+
+
+@dataclass(frozen=True)
+class CommitmentPage:
+    """A page of the read API's list: its rows, newest change first, and
+    whether more follow (then the last row is where the next page starts)."""
+
+    rows: list[CommitmentRead]
+    more: bool
+
+
+def commitment_page_for(
+    *,
+    user: User,
+    limit: int,
+    role: str | None = None,
+    status: str | None = None,
+    external_system: str | None = None,
+    external_id: str | None = None,
+    updated_since: dt.datetime | None = None,
+    after: tuple[dt.datetime, uuid.UUID] | None = None,
+) -> CommitmentPage:
+    """`user`'s commitments as assigner and as assignee (`role` narrows to one
+    side; drafts are the assigner's only), newest change first (`updated_at`,
+    then id), at most `limit`, after the keyset `after` (the last row of the
+    previous page), each with its deep link for `user`. Filters: `status`;
+    `external_system` and `external_id` (each alone, or both: one external
+    reference); changed at or after `updated_since`.
+
+    Each side is one query, read in index order and cut at `limit` + 1 rows
+    (migration commitments 0007; a side's rows are never the other's: the
+    assignee side leaves out what `user` also asked), and the two are merged
+    here; then the link templates, when a row wants them. At most three
+    queries (two with `role`), whatever the number of commitments."""
+    sides: list[QuerySet[Commitment]] = []
+    if role in (None, "assigner"):
+        sides.append(Commitment.objects.filter(assigner=user))
+    if role in (None, "assignee"):
+        asked = Commitment.objects.filter(assignee=user).exclude(status=Status.DRAFT)
+        sides.append(asked.exclude(assigner=user) if role is None else asked)
+    rows: list[CommitmentRead] = []
+    for side in sides:
+        if status is not None:
+            side = side.filter(status=status)
+        if external_system is not None:
+            side = side.filter(external_system=external_system)
+        if external_id is not None:
+            side = side.filter(external_id=external_id)
+        if updated_since is not None:
+            side = side.filter(updated_at__gte=updated_since)
+        if after is not None:
+            at, pk = after
+            # The first condition bounds the index range; the second breaks ties.
+            side = side.filter(updated_at__lte=at).filter(Q(updated_at__lt=at) | Q(id__lt=pk))
+        for values in side.order_by("-updated_at", "-id").values_list(*_LIST_COLUMNS)[: limit + 1]:
+            (pk, state, description, deadline, system, ext_id, assigner_id, assigner_email,
+             assignee_email, invited, created, updated, link_url) = values  # fmt: skip
+            rows.append(
+                CommitmentRead(
+                    pk=pk,
+                    status=state,
+                    description=description,
+                    deadline=deadline,
+                    external_system=system,
+                    external_id=ext_id,
+                    assigner_id=assigner_id,
+                    assigner_email=assigner_email,
+                    assignee_email=assignee_email or invited,
+                    created_at=created,
+                    updated_at=updated,
+                    link_url=link_url,
+                )
+            )
+    rows.sort(key=lambda row: (row.updated_at, row.pk), reverse=True)
+    page = rows[:limit]
+    links = commitment_deep_links(viewer=user, commitments=page)
+    page = [replace(row, link=links[row.pk]) for row in page]
+    return CommitmentPage(rows=page, more=len(rows) > limit)

@@ -10,7 +10,7 @@ import yaml
 from django.contrib.staticfiles import finders
 from openapi_spec_validator import validate
 
-from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, EXTERNAL_SYSTEM_MAX
+from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, EXTERNAL_SYSTEM_MAX, Status
 from integrations.serializers import InboxSerializer, SyncSerializer
 from lib.text import TEXT_PATTERN
 
@@ -216,3 +216,101 @@ def test_try_it_out_sends_the_csrf_header_from_the_cookie(client, db):
     assert 'request.headers["X-CSRFTOKEN"] = csrfCookie()' in script
     assert 'const prefix = "csrftoken=";' in script
     assert "sameOrigin" in script
+
+
+# --- the read API ---------------------------------------------------------------------
+
+READS = {
+    ("/api/v1/commitments", "commitments_list"): {"200", "304", "400", "401", "403", "429", "500"},
+    ("/api/v1/commitments/{id}", "commitments_retrieve"): {
+        "200",
+        "304",
+        "400",
+        "401",
+        "403",
+        "404",
+        "429",
+        "500",
+    },
+}
+
+
+@pytest.mark.parametrize(("path", "operation_id"), list(READS))
+def test_each_read_is_documented_with_its_answers_etag_and_stable_names(
+    document, path, operation_id
+):
+    operation = document["paths"][path]["get"]
+    assert operation["operationId"] == operation_id
+    assert operation["tags"] == ["Read API"]
+    assert operation["security"] == [{"bearerAuth": []}]
+    assert "requestBody" not in operation
+    assert set(operation["responses"]) == READS[(path, operation_id)]
+    for status, response in operation["responses"].items():
+        if status == "304":
+            assert "content" not in response  # no body
+            continue
+        content = response["content"]["application/json"]
+        assert content["examples"], f"{status} has no example"
+        if status.startswith(("4", "5")):
+            assert content["schema"] == {"$ref": "#/components/schemas/ErrorEnvelope"}
+            for example in content["examples"].values():
+                assert f"`{example['value']['error']}`" in response["description"]
+    assert operation["responses"]["200"]["headers"]["ETag"]["required"] is True
+    assert operation["responses"]["304"]["headers"]["ETag"]["required"] is True
+    assert operation["responses"]["429"]["headers"]["Retry-After"]["required"] is True
+    parameters = {(p["in"], p["name"]) for p in operation["parameters"]}
+    assert ("header", "If-None-Match") in parameters
+    forbidden = operation["responses"]["403"]["content"]["application/json"]["examples"]
+    assert any("'read' scope" in e["value"]["message"] for e in forbidden.values())
+
+
+def test_the_read_schemas_have_the_names_a_client_is_generated_from(document):
+    schemas = document["components"]["schemas"]
+    ok = document["paths"]["/api/v1/commitments/{id}"]["get"]["responses"]["200"]
+    assert ok["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/CommitmentDetail"
+    }
+    page = document["paths"]["/api/v1/commitments"]["get"]["responses"]["200"]
+    assert page["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/CommitmentPage"
+    }
+    fields = {
+        "id", "status", "description", "deadline", "externalSystem", "externalId",
+        "assignerEmail", "assigneeEmail", "createdAt", "updatedAt", "link",
+    }  # fmt: skip
+    assert set(schemas["Commitment"]["properties"]) == fields
+    assert set(schemas["CommitmentDetail"]["properties"]) == fields | {"history"}
+    assert set(schemas["CommitmentPage"]["properties"]) == {"results", "next"}
+    assert set(schemas["HistoryEntry"]["properties"]) == {
+        "status", "previousStatus", "at", "actorKind"
+    }  # fmt: skip
+    assert schemas["ActorKindEnum"]["enum"] == ["user", "api_token", "system"]
+    # The statuses are the enumeration's, whatever it holds.
+    assert schemas["CommitmentStatusEnum"]["enum"] == [s.value for s in Status]
+    assert "NullEnum" not in schemas
+    for name in ("deadline", "externalSystem", "externalId", "link"):
+        assert schemas["Commitment"]["properties"][name]["nullable"] is True
+
+
+def test_the_list_parameters_and_the_path_id_are_documented(document):
+    listed = document["paths"]["/api/v1/commitments"]["get"]["parameters"]
+    query = {p["name"]: p["schema"] for p in listed if p["in"] == "query"}
+    assert set(query) == {
+        "role", "status", "externalSystem", "externalId", "updatedSince", "limit", "cursor"
+    }  # fmt: skip
+    assert (query["limit"]["minimum"], query["limit"]["maximum"]) == (1, 100)
+    assert query["limit"]["default"] == 50
+    assert query["role"]["enum"] == ["assigner", "assignee"]
+    assert query["updatedSince"]["format"] == "date-time"
+    one = document["paths"]["/api/v1/commitments/{id}"]["get"]["parameters"]
+    (path_id,) = [p for p in one if p["in"] == "path"]
+    assert path_id["name"] == "id" and path_id["schema"]["format"] == "uuid"
+
+
+def test_the_description_names_what_was_added_and_the_version_stays(document):
+    assert document["info"]["version"] == "1.0.0" and document["openapi"] == "3.0.3"
+    info = document["info"]["description"]
+    assert "`GET /api/v1/commitments`" in info and "`GET /api/v1/commitments/{id}`" in info
+    assert "`read` scope" in info
+    scheme = document["components"]["securitySchemes"]["bearerAuth"]["description"]
+    assert "`read`" in scheme
