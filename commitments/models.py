@@ -124,6 +124,24 @@ class Commitment(models.Model):
             models.Index(
                 fields=["assigner", "status", "-created_at"], name="commitment_assigner_idx"
             ),
+            # The read API's list (commitments.selectors.commitment_page_for):
+            # newest change first, keyset-paged on (updated_at, id), one side
+            # (assigner or assignee) at a time, with or without a status. The
+            # external reference is found through the unique constraint above.
+            models.Index(
+                fields=["assigner", "-updated_at", "-id"], name="cmt_assigner_changed_idx"
+            ),
+            models.Index(
+                fields=["assignee", "-updated_at", "-id"], name="cmt_assignee_changed_idx"
+            ),
+            models.Index(
+                fields=["assigner", "status", "-updated_at", "-id"],
+                name="cmt_assigner_st_changed_idx",
+            ),
+            models.Index(
+                fields=["assignee", "status", "-updated_at", "-id"],
+                name="cmt_assignee_st_changed_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ from django.db.models import (
 )
 from django.utils import timezone
 
-from audit.models import AuditAction, AuditEvent
+from audit.models import ActorKind, AuditAction, AuditEvent
 from audit.services import Actor
 from commitments.links import deep_link
 from commitments.machine import MOVES, may_make
@@ -194,21 +194,43 @@ def commitment_deep_link(*, viewer: User, commitment: Commitment) -> str | None:
     neither has one, or the commitment has no external reference. One query.
     A commitment that carries its own link (a tracker connection's issue URL,
     `link_url`) is linked there, with no query."""
-    if commitment.link_url:
-        return commitment.link_url
-    if not commitment.has_external_ref:
-        return None
-    owners = {viewer.pk, commitment.assigner_id}
-    templates = {
-        owner_id: template
-        for owner_id, template in LinkTemplate.objects.filter(
-            system=commitment.external_system, owner_id__in=owners
-        ).values_list("owner_id", "template")
+    return commitment_deep_links(viewer=viewer, commitments=[commitment])[commitment.pk]
+
+
+def commitment_deep_links(
+    *, viewer: User, commitments: Sequence[Commitment]
+) -> dict[uuid.UUID, str | None]:
+    """`commitment_deep_link` of each of `commitments`, by id, in one query
+    at most (none when no commitment needs a template): the read API's list."""
+    links: dict[uuid.UUID, str | None] = {}
+    wanting: list[Commitment] = []
+    for commitment in commitments:
+        if commitment.link_url:
+            links[commitment.pk] = commitment.link_url
+        elif commitment.has_external_ref:
+            wanting.append(commitment)
+        else:
+            links[commitment.pk] = None
+    if not wanting:
+        return links
+    owners = {viewer.pk} | {commitment.assigner_id for commitment in wanting}
+    systems = {commitment.external_system for commitment in wanting}
+    templates: dict[tuple[Any, str | None], str] = {
+        (owner_id, system): template
+        for owner_id, system, template in LinkTemplate.objects.filter(
+            system__in=systems, owner_id__in=owners
+        ).values_list("owner_id", "system", "template")
     }
-    template = templates.get(viewer.pk) or templates.get(commitment.assigner_id)
-    if template is None or commitment.external_id is None:  # has_external_ref: it is set
-        return None
-    return deep_link(template, commitment.external_id)
+    for commitment in wanting:
+        system = commitment.external_system
+        template = templates.get((viewer.pk, system)) or templates.get(
+            (commitment.assigner_id, system)
+        )
+        external_id = commitment.external_id
+        links[commitment.pk] = (
+            deep_link(template, external_id) if template and external_id is not None else None
+        )
+    return links
 
 
 # Audit actions that change the terms, and where their diff sits in the payload.
@@ -327,3 +349,128 @@ def commitments_for_external_item(
         .select_related("assignee")
         .order_by("created_at")
     )
+
+
+# --- the read API (GET /api/v1/commitments, integrations.api) ------------------
+
+READ_ROLES = ("assigner", "assignee")
+
+
+def public_actor_kind(actor_kind: str) -> str:
+    """An actor kind as the contract names it: `user`, `api_token` or
+    `system`. A tracker connection (the owner's credential on the inbound
+    API, like a token) reads as `api_token`: the outbound webhooks'
+    envelope and the read API's history say it alike (docs/trackers.md)."""
+    return ActorKind.API_TOKEN.value if actor_kind == ActorKind.TRACKER else actor_kind
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """One status change of a commitment, from its audit trail (the facts
+    its page's timeline shows): the status it reached, the one it left (None
+    for the creation), when, and the kind of actor (`public_actor_kind`)."""
+
+    status: str
+    previous_status: str | None
+    at: dt.datetime
+    actor_kind: str
+
+
+def commitment_history(*, commitment: Commitment) -> list[StatusChange]:
+    """The commitment's status changes, oldest first: its creation and every
+    move that changed its status. An audit row of a move carries `from` and
+    `to` (commitments.services._record); a row whose status stayed (a draft
+    edit, a renegotiation still waiting for the handshake, a tracker's
+    record) is no status change. One query."""
+    rows = (
+        AuditEvent.objects.for_object(commitment)
+        .order_by("occurred_at", "id")
+        .values_list("occurred_at", "actor_kind", "payload")
+    )
+    changes = []
+    for occurred_at, actor_kind, payload in rows:
+        to = (payload or {}).get("to")
+        previous = (payload or {}).get("from")
+        if to is None or to == previous:
+            continue
+        changes.append(
+            StatusChange(
+                status=to,
+                previous_status=previous,
+                at=occurred_at,
+                actor_kind=public_actor_kind(actor_kind),
+            )
+        )
+    return changes
+
+
+def commitment_get_for_reader(*, user: User, commitment_id: uuid.UUID) -> Commitment | None:
+    """One commitment `user` asked or was asked (drafts only to the
+    assigner, as on the pages), with both people and the invitation. One
+    query; None for anyone else's or an unknown id."""
+    return (
+        Commitment.objects.select_related("assigner", "assignee", "invitation")
+        .filter(pk=commitment_id)
+        .filter(Q(assigner=user) | (Q(assignee=user) & ~Q(status=Status.DRAFT)))
+        .first()
+    )
+
+
+@dataclass(frozen=True)
+class CommitmentPage:
+    """A page of the read API's list: its rows, newest change first, and
+    whether more follow (then the last row is where the next page starts)."""
+
+    rows: list[Commitment]
+    more: bool
+
+
+def commitment_page_for(
+    *,
+    user: User,
+    limit: int,
+    role: str | None = None,
+    status: str | None = None,
+    external_system: str | None = None,
+    external_id: str | None = None,
+    updated_since: dt.datetime | None = None,
+    after: tuple[dt.datetime, uuid.UUID] | None = None,
+) -> CommitmentPage:
+    """`user`'s commitments as assigner and as assignee (`role` narrows to one
+    side; drafts are the assigner's only), newest change first (`updated_at`,
+    then id), at most `limit`, after the keyset `after` (the last row of the
+    previous page). Filters: `status`; `external_system` and `external_id`
+    (each alone, or both: one external reference); changed at or after
+    `updated_since`.
+
+    Each side is one query, read in index order and cut at `limit` + 1 rows
+    (migration commitments 0007; a side's rows are never the other's: the
+    assignee side leaves out what `user` also asked), and the two are merged
+    here: two queries, one with `role`, whatever the number of commitments."""
+    sides: list[QuerySet[Commitment]] = []
+    if role in (None, "assigner"):
+        sides.append(Commitment.objects.filter(assigner=user))
+    if role in (None, "assignee"):
+        asked = Commitment.objects.filter(assignee=user).exclude(status=Status.DRAFT)
+        sides.append(asked.exclude(assigner=user) if role is None else asked)
+    rows: list[Commitment] = []
+    for side in sides:
+        if status is not None:
+            side = side.filter(status=status)
+        if external_system is not None:
+            side = side.filter(external_system=external_system)
+        if external_id is not None:
+            side = side.filter(external_id=external_id)
+        if updated_since is not None:
+            side = side.filter(updated_at__gte=updated_since)
+        if after is not None:
+            at, pk = after
+            # The first condition bounds the index range; the second breaks ties.
+            side = side.filter(updated_at__lte=at).filter(Q(updated_at__lt=at) | Q(id__lt=pk))
+        rows.extend(
+            side.select_related("assigner", "assignee", "invitation").order_by(
+                "-updated_at", "-id"
+            )[: limit + 1]
+        )
+    rows.sort(key=lambda row: (row.updated_at, row.id), reverse=True)
+    return CommitmentPage(rows=rows[:limit], more=len(rows) > limit)

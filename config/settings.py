@@ -358,6 +358,11 @@ SPECTACULAR_SETTINGS = {
         "A tracker connection's receiving URL, `POST /api/v1/hooks/{hook_id}`, takes GitHub's, "
         "GitLab's, Linear's or Jira's own webhook, authenticated by that tracker's signature "
         "rather than a token.\n\n"
+        "Added in 1.0.0, without changing the routes above: the read API, "
+        "`GET /api/v1/commitments` (the token owner's commitments, filtered, newest change "
+        "first, in cursor pages) and `GET /api/v1/commitments/{id}` (one, with its history of "
+        "status changes), for tokens with the `read` scope, with `ETag` and "
+        "`If-None-Match`.\n\n"
         "`POST /api/gather` (the capture surface) takes the session cookie of a signed-in "
         "user and the CSRF header, never a token, and turns pasted text into draft "
         "commitments with the user's own OpenAI or Anthropic key: each call, *Try it out* "
@@ -377,7 +382,12 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "CommitmentStatusEnum": "commitments.models.Status",
         "SyncTargetStatusEnum": ["Completed"],
+        "ActorKindEnum": "integrations.serializers.ACTOR_KINDS",
     },
+    # A nullable enum (the read API's history `previousStatus`) is the enum's
+    # $ref marked `nullable`, not a oneOf with a `NullEnum` of `[null]`, which
+    # generated clients read poorly.
+    "ENUM_ADD_EXPLICIT_BLANK_NULL_CHOICE": False,
 }
 
 # --- Gather ---------------------------------------------------------------------

@@ -10,9 +10,13 @@ reasons too; the operations' OpenAPI descriptions say it to integrators).
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+import hashlib
+import uuid
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from django.conf import settings
+from django.http import HttpResponse
+from django.utils.http import parse_etags, quote_etag
 from rest_framework import permissions, status
 from rest_framework.exceptions import PermissionDenied, Throttled, ValidationError
 from rest_framework.parsers import JSONParser
@@ -24,32 +28,52 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from audit.services import Actor
+from commitments import selectors as commitment_selectors
 from commitments import services
 from integrations import selectors
-from integrations.api_docs import ASSIGNEE_UNKNOWN, inbox_schema, sync_schema, token_api_schema
+from integrations.api_docs import (
+    ASSIGNEE_UNKNOWN,
+    commitment_list_schema,
+    commitment_retrieve_schema,
+    inbox_schema,
+    sync_schema,
+    token_api_schema,
+)
 from integrations.authentication import BearerTokenAuthentication, TokenMayCall, record_use
 from integrations.models import ApiToken
 from integrations.serializers import (
+    CommitmentListQuerySerializer,
     InboxCreatedSerializer,
     InboxSerializer,
     SyncResultSerializer,
     SyncSerializer,
+    commitment_body,
+    cursor_for,
+    history_body,
 )
+from lib.api_errors import ApiError, flatten_errors
 from lib.json_api import JsonOnlyNegotiation, validated_body
 from ratelimits.buckets import take
+
+if TYPE_CHECKING:
+    from accounts.models import User
 
 
 class TokenRateThrottle(BaseThrottle):
     """API_RATE_BURST calls at once per token, refilled at API_RATE_PER_MINUTE;
-    off (no query, no Redis command) while API_RATE_BURST is 0."""
+    off (no query, no Redis command) while API_RATE_BURST is 0. The writes
+    (inbox, sync) share one bucket per token; the reads have another of the
+    same size (`rate_bucket`), so polling never spends the calls a token's
+    writes need (docs/api.md, "Rate limit of the token API")."""
 
     retry_after = 0
 
     def allow_request(self, request: Request, view: APIView) -> bool:
         if not settings.API_RATE_BURST:
             return True
+        bucket = getattr(view, "rate_bucket", "api-token")
         allowed, self.retry_after = take(
-            f"api-token:{request.auth.pk}",
+            f"{bucket}:{request.auth.pk}",
             burst=settings.API_RATE_BURST,
             per_second=settings.API_RATE_PER_MINUTE / 60,
         )
@@ -85,6 +109,12 @@ class TokenApiView(APIView):
         return Actor.for_token(
             user=request.user, token_id=token.id, token_prefix=token.prefix, token_name=token.name
         )
+
+    def owner(self, request: Request) -> User:
+        """The token's owner (authentication put the token on the request)."""
+        token = request.auth
+        assert isinstance(token, ApiToken)  # BearerTokenAuthentication's
+        return token.user
 
     def validated(self, request: Request, serializer_class: type[Serializer]) -> dict[str, Any]:
         return validated_body(request, serializer_class)
@@ -138,3 +168,93 @@ class SyncView(TokenApiView):
             }
         ).data
         return Response(body, status=status.HTTP_200_OK)
+
+
+# --- reads: GET /api/v1/commitments and /api/v1/commitments/{id} -------------------
+
+NOT_FOUND = "No such commitment."
+
+
+def conditional_json(request: Request, body: Any) -> HttpResponse:
+    """`body` as JSON with a strong ETag (a digest of the bytes, so it changes
+    exactly when the answer does); `304` with no body when `If-None-Match`
+    names it (weak comparison, RFC 9110 13.1.2) or is `*`."""
+    content = JSONRenderer().render(body)
+    etag = quote_etag(hashlib.sha256(content).hexdigest()[:32])
+    presented = request.headers.get("If-None-Match")
+    if presented:
+        wanted = {tag.removeprefix("W/") for tag in parse_etags(presented)}
+        if "*" in wanted or etag in wanted:
+            response = HttpResponse(status=status.HTTP_304_NOT_MODIFIED)
+            response["ETag"] = etag
+            return response
+    response = HttpResponse(content, content_type="application/json")
+    response["ETag"] = etag
+    return response
+
+
+class CommitmentReadView(TokenApiView):
+    required_scope = "read"
+    # Reads take from a bucket of their own (TokenRateThrottle).
+    rate_bucket = "api-token-read"
+
+
+class CommitmentDetailView(CommitmentReadView):
+    @commitment_retrieve_schema
+    def get(self, request: Request, id: str) -> HttpResponse:
+        try:
+            pk = uuid.UUID(id)
+        except ValueError:
+            raise ApiError(NOT_FOUND, error="not_found", status_code=404) from None
+        commitment = commitment_selectors.commitment_get_for_reader(
+            user=self.owner(request), commitment_id=pk
+        )
+        if commitment is None:  # unknown, or someone else's: the same answer
+            raise ApiError(NOT_FOUND, error="not_found", status_code=404)
+        link = commitment_selectors.commitment_deep_link(
+            viewer=self.owner(request), commitment=commitment
+        )
+        body = commitment_body(commitment, link=link)
+        body["history"] = history_body(
+            commitment_selectors.commitment_history(commitment=commitment)
+        )
+        return conditional_json(request, body)
+
+
+class CommitmentListView(CommitmentReadView):
+    @commitment_list_schema
+    def get(self, request: Request) -> HttpResponse:
+        # A plain dict, not the QueryDict: an empty `status=` is a bad value
+        # here, not an absent one (DRF reads form input that way).
+        query = CommitmentListQuerySerializer(data=request.query_params.dict())
+        if not query.is_valid():
+            raise ApiError(
+                "The query failed validation.",
+                error="invalid_payload",
+                status_code=400,
+                details=flatten_errors(query.errors),
+            )
+        data = query.validated_data
+        owner = self.owner(request)
+        page = commitment_selectors.commitment_page_for(
+            user=owner,
+            limit=data["limit"],
+            role=data.get("role"),
+            status=data.get("status"),
+            external_system=data.get("externalSystem"),
+            external_id=data.get("externalId"),
+            updated_since=data.get("updatedSince"),
+            after=data.get("cursor"),
+        )
+        links = commitment_selectors.commitment_deep_links(viewer=owner, commitments=page.rows)
+        next_url = None
+        if page.more:
+            last = page.rows[-1]
+            params = request.query_params.copy()
+            params["cursor"] = cursor_for(last.updated_at, last.pk)
+            next_url = request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
+        body = {
+            "results": [commitment_body(row, link=links[row.pk]) for row in page.rows],
+            "next": next_url,
+        }
+        return conditional_json(request, body)

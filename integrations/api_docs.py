@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
@@ -16,6 +17,10 @@ from drf_spectacular.utils import (
 )
 
 from integrations.serializers import (
+    LIMIT_MAX,
+    CommitmentDetailSerializer,
+    CommitmentListQuerySerializer,
+    CommitmentPageSerializer,
     InboxCreatedSerializer,
     InboxSerializer,
     SyncResultSerializer,
@@ -37,8 +42,10 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
                 "`Authorization: Bearer <API token>`. Mint a token on Settings, API Tokens; "
                 "its plaintext (`svc_` followed by 36 letters and digits) is shown once.\n\n"
                 "A token has scopes, the operations it may call: `inbox` "
-                "(`POST /api/v1/inbox`) and `sync` (`POST /api/v1/sync`), both unless its owner "
-                "chose fewer. It may also be limited to client networks (CIDR, IPv4 or IPv6), "
+                "(`POST /api/v1/inbox`), `sync` (`POST /api/v1/sync`) and `read` "
+                "(`GET /api/v1/commitments` and `GET /api/v1/commitments/{id}`): all three unless "
+                "its owner chose fewer (tokens minted before `read` existed keep the scopes they "
+                "had). It may also be limited to client networks (CIDR, IPv4 or IPv6), "
                 "the client's address taken as the service's trusted-proxy settings say. A call "
                 "outside its scopes or from another address is `403 forbidden`, the message "
                 "naming the missing scope or the refused address; nothing is done, and the "
@@ -356,6 +363,196 @@ sync_schema = extend_schema(
         ),
         413: PAYLOAD_TOO_LARGE,
         429: RATE_LIMITED,
+        500: INTERNAL_ERROR,
+    },
+)
+
+
+# --- GET /api/v1/commitments/{id} and GET /api/v1/commitments ---------------------
+
+READ_TAG = "Read API"
+EXAMPLE_ID = "6f1c2f0e-8a51-4c1e-9a8e-2b1d4f3c5a7b"
+EXAMPLE_COMMITMENT = {
+    "id": EXAMPLE_ID,
+    "status": "Active",
+    "description": "Ship the quarterly report",
+    "deadline": "2030-03-01T17:00:00Z",
+    "externalSystem": "jira",
+    "externalId": "OPS-42",
+    "assignerEmail": "assigner@example.com",
+    "assigneeEmail": "assignee@example.com",
+    "createdAt": "2030-02-20T09:15:02.118000Z",
+    "updatedAt": "2030-02-20T10:03:44.530000Z",
+    "link": "https://example.atlassian.net/browse/OPS-42",
+}
+EXAMPLE_HISTORY = [
+    {
+        "status": "Pending_Handshake",
+        "previousStatus": None,
+        "at": "2030-02-20T09:15:02.120000Z",
+        "actorKind": "api_token",
+    },
+    {
+        "status": "Active",
+        "previousStatus": "Pending_Handshake",
+        "at": "2030-02-20T10:03:44.531000Z",
+        "actorKind": "user",
+    },
+]
+
+ETAG = OpenApiParameter(
+    "ETag",
+    type={"type": "string", "example": '"3f1a9c0d5e7b2a4c6d8e0f1a2b3c4d5e"'},
+    location=OpenApiParameter.HEADER,
+    required=True,
+    description="The answer's version: send it back as `If-None-Match` to be told `304` while "
+    "it is unchanged.",
+    response=[200, 304],
+)
+IF_NONE_MATCH = OpenApiParameter(
+    "If-None-Match",
+    type=str,
+    location=OpenApiParameter.HEADER,
+    required=False,
+    description="An `ETag` this route gave (or `*`): when the answer would be the same, it is "
+    "`304 Not Modified` with no body.",
+)
+NOT_MODIFIED = OpenApiResponse(
+    description="Not modified: the answer is the one whose `ETag` was sent in `If-None-Match`. "
+    "No body."
+)
+READ_RATE_LIMITED = error_response(
+    "`rate_limited`: this token has spent its read calls for now (the per-token limit of "
+    "`API_RATE_BURST` and `API_RATE_PER_MINUTE`, off unless the operator sets them; the reads "
+    "have a bucket of their own, apart from the inbox's and sync's). Wait `Retry-After` "
+    "seconds and ask again.",
+    error_example(
+        "Too many calls",
+        "rate_limited",
+        "Too many requests with this token. Expected available in 12 seconds.",
+    ),
+)
+READ_FORBIDDEN = error_response(
+    TOKEN_FORBIDDEN_DESCRIPTION.format(scope="`read`")
+    + " `https_required`: plain HTTP to a non-loopback host in production.",
+    OUTSIDE_NETWORKS,
+    missing_scope("read", "/api/v1/commitments", "inbox, sync"),
+    HTTPS_REQUIRED,
+)
+READ_ORDER = (
+    "Checks run in this order, the first failure answering: token (401); the token's client "
+    "networks and its `read` scope (403); the token's rate limit, when the operator set one "
+    "(429); "
+)
+
+commitment_retrieve_schema = extend_schema(
+    operation_id="commitments_retrieve",
+    tags=[READ_TAG],
+    summary="Read one commitment",
+    description=(
+        "One commitment the token's owner asked (assigner) or was asked (assignee), with its "
+        "`history`: each status change, oldest first, from its creation, with when and what "
+        "kind of actor made it (the facts its timeline shows; a renegotiation that leaves the "
+        "status as it was is not a status change). A draft is its assigner's only. Take the "
+        "`id` from the inbox's answer or from the list.\n\n"
+        "Anyone else's commitment, and an unknown or malformed id, is `404 not_found`: the "
+        "answer does not tell them apart.\n\n"
+        "The answer carries an `ETag`; sent back as `If-None-Match`, it is answered `304` "
+        "with no body while the commitment reads the same.\n\n" + READ_ORDER + "the id (404)."
+    ),
+    parameters=[
+        OpenApiParameter(
+            "id",
+            OpenApiTypes.UUID,
+            OpenApiParameter.PATH,
+            description="The commitment's id.",
+        ),
+        IF_NONE_MATCH,
+        ETAG,
+    ],
+    responses={
+        200: OpenApiResponse(
+            response=CommitmentDetailSerializer,
+            description="The commitment, with its history.",
+            examples=[
+                OpenApiExample(
+                    "Accepted",
+                    value={**EXAMPLE_COMMITMENT, "history": EXAMPLE_HISTORY},
+                    response_only=True,
+                )
+            ],
+        ),
+        304: NOT_MODIFIED,
+        400: error_response(
+            BAD_HOST_DESCRIPTION.strip(),
+            BAD_HOST,
+        ),
+        401: UNAUTHORIZED,
+        403: READ_FORBIDDEN,
+        404: error_response(
+            "`not_found`: no commitment of the token owner (as assigner or assignee) has this "
+            "id, whether it is unknown or someone else's.",
+            error_example("Unknown id", "not_found", "No such commitment."),
+        ),
+        429: READ_RATE_LIMITED,
+        500: INTERNAL_ERROR,
+    },
+)
+
+commitment_list_schema = extend_schema(
+    operation_id="commitments_list",
+    tags=[READ_TAG],
+    summary="List commitments",
+    description=(
+        "The commitments the token's owner asked (assigner) or was asked (assignee; drafts "
+        "are their assigner's only), newest change (`updatedAt`) first, in pages: "
+        '`{"results": [...], "next": <URL>}`. Follow `next` as given until it is null; '
+        "it keeps the filters and the `limit`. A commitment that changes while you page "
+        "moves to the front, so a later pass with `updatedSince` finds it.\n\n"
+        "Filters, all optional and combined: `role`, `status`, `externalSystem`, `externalId` "
+        "(both: the commitments of one external reference), `updatedSince` (at or after, "
+        "inclusive). `limit`: 1.."
+        f"{LIMIT_MAX}, 50 by default. Unknown parameters are ignored; a bad value is "
+        "`400 invalid_payload` with `details` naming each parameter.\n\n"
+        "The answer carries an `ETag`; sent back as `If-None-Match`, it is answered `304` "
+        "with no body while the page reads the same.\n\n" + READ_ORDER + "the parameters (400)."
+    ),
+    parameters=[CommitmentListQuerySerializer, IF_NONE_MATCH, ETAG],
+    responses={
+        200: OpenApiResponse(
+            response=CommitmentPageSerializer,
+            description="A page of commitments.",
+            examples=[
+                OpenApiExample(
+                    "A page with more after it",
+                    value={
+                        "results": [EXAMPLE_COMMITMENT],
+                        "next": "https://commitments.example.com/api/v1/commitments?limit=1"
+                        "&cursor=1897638224530000.6f1c2f0e8a514c1e9a8e2b1d4f3c5a7b",
+                    },
+                    response_only=True,
+                ),
+                OpenApiExample(
+                    "The last page", value={"results": [], "next": None}, response_only=True
+                ),
+            ],
+        ),
+        304: NOT_MODIFIED,
+        400: error_response(
+            "`invalid_payload`: a query parameter has a bad value; `details` maps each such "
+            "parameter to a message." + BAD_HOST_DESCRIPTION,
+            error_example(
+                "Bad filters",
+                "invalid_payload",
+                "The query failed validation.",
+                status='"Done" is not a valid choice.',
+                limit="Ensure this value is less than or equal to 100.",
+            ),
+            BAD_HOST,
+        ),
+        401: UNAUTHORIZED,
+        403: READ_FORBIDDEN,
+        429: READ_RATE_LIMITED,
         500: INTERNAL_ERROR,
     },
 )

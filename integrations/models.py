@@ -8,16 +8,27 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-__all__ = ["SCOPES", "ApiToken", "default_scopes"]
+__all__ = ["SCOPES", "SCOPES_BEFORE_READ", "ApiToken", "default_scopes", "scopes_before_read"]
 
-# What a token may call: one scope per operation of the inbound API.
-SCOPES = ("inbox", "sync")
+# What a token may call: `inbox` (POST /api/v1/inbox), `sync` (POST
+# /api/v1/sync) and `read` (GET /api/v1/commitments and .../{id}).
+SCOPES = ("inbox", "sync", "read")
+# The scopes before `read` existed: what tokens minted before scopes existed
+# were given (migration 0006). Frozen, so that migration never widens a token.
+SCOPES_BEFORE_READ = ("inbox", "sync")
 
 
 def default_scopes() -> list[str]:
-    """Every scope: what a token has unless its owner chose fewer (and what
-    tokens minted before scopes existed were given)."""
+    """Every scope: what a token minted now has unless its owner chose fewer.
+    Tokens minted before `read` existed keep what they had (no migration
+    widens a stored token)."""
     return list(SCOPES)
+
+
+def scopes_before_read() -> list[str]:
+    """The default of migration 0006, which gave tokens minted before scopes
+    existed both scopes of the time: never more, whatever SCOPES becomes."""
+    return list(SCOPES_BEFORE_READ)
 
 
 class ApiToken(models.Model):

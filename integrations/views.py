@@ -54,6 +54,7 @@ class TokenForm(forms.Form):
         choices=[
             ("inbox", "inbox: create commitments (POST /api/v1/inbox)"),
             ("sync", "sync: complete them (POST /api/v1/sync)"),
+            ("read", "read: read your commitments (GET /api/v1/commitments)"),
         ],
         initial=list(SCOPES),
         widget=forms.CheckboxSelectMultiple,

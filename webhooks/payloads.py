@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from commitments.models import EventKind, OutboxEvent
+from commitments.selectors import public_actor_kind
 
 # Which outbox events become webhook events, and the timestamp field of each.
 EVENT_NAMES: dict[str, str] = {
@@ -43,7 +44,7 @@ def event_envelope(event: OutboxEvent, *, event_name: str) -> dict[str, Any]:
     # The contract's kinds are user, api_token and system: a tracker connection
     # (the owner's credential on the inbound API, like a token) is reported as
     # `api_token` with the connection's id as tokenId (docs/trackers.md).
-    kind = "api_token" if event.actor_kind == "tracker" else event.actor_kind
+    kind = public_actor_kind(event.actor_kind)
     actor: dict[str, Any] = {
         "kind": kind,
         "userId": str(event.actor_user_id) if event.actor_user_id else None,

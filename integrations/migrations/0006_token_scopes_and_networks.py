@@ -1,6 +1,8 @@
 """Token scopes and client networks. Every token that exists keeps working as
 before: AddField fills the existing rows with the default, both scopes and no
-network limit."""
+network limit (integrations.models.scopes_before_read: frozen, so a database
+that applies this migration after `read` was added does not give old tokens
+`read` too; 0007 sets the default of tokens minted from then on)."""
 
 import integrations.models
 from django.db import migrations, models
@@ -21,6 +23,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='apitoken',
             name='scopes',
-            field=models.JSONField(default=integrations.models.default_scopes),
+            field=models.JSONField(default=integrations.models.scopes_before_read),
         ),
     ]

@@ -39,6 +39,7 @@ def test_a_token_limited_to_one_scope_and_its_networks(page, sign_in, make_user,
     page.get_by_label("Name").fill("Office sync")
     assert page.get_by_label("sync: complete them").is_checked()
     page.get_by_label("inbox: create commitments").uncheck()
+    page.get_by_label("read: read your commitments").uncheck()
     page.get_by_label("Allowed client networks").fill("203.0.113.0/24\n2001:DB8::/32")
     page.get_by_role("button", name="Create token").click()
 
@@ -49,6 +50,48 @@ def test_a_token_limited_to_one_scope_and_its_networks(page, sign_in, make_user,
     assert row.locator(".token-scopes").inner_text() == "sync"
     assert "2001:db8::/32" in row.inner_text()
     check_page(page, "token-limited")
+
+
+def test_a_read_only_token_reads_and_may_not_create(
+    page, sign_in, make_user, check_page, live_server
+):
+    import json
+    import urllib.error
+    import urllib.request
+
+    person = make_user("ada@example.com", display_name="Ada")
+    sign_in(page, person)
+    page.goto("/settings/tokens/")
+    page.get_by_label("Name").fill("Dashboard reader")
+    for scope in ("inbox", "sync", "read"):  # every scope, as the form comes
+        assert page.get_by_role("checkbox", name=f"{scope}: ").is_checked()
+    page.get_by_label("inbox: create commitments").uncheck()
+    page.get_by_label("sync: complete them").uncheck()
+    page.get_by_role("button", name="Create token").click()
+
+    plaintext = page.locator("#new-token").inner_text()
+    token = ApiToken.objects.get(user=person)
+    assert token.scopes == ["read"]
+    row = page.locator("tr").filter(has_text="Dashboard reader")
+    assert row.locator(".token-scopes").inner_text() == "read"
+    check_page(page, "token-read-only")
+
+    def call(path: str, body: bytes | None = None) -> tuple[int, dict]:
+        request = urllib.request.Request(
+            live_server.url + path,
+            data=body,
+            headers={"Authorization": f"Bearer {plaintext}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request) as response:
+                return response.status, json.load(response)
+        except urllib.error.HTTPError as refused:
+            return refused.code, json.load(refused)
+
+    assert call("/api/v1/commitments") == (200, {"results": [], "next": None})
+    status, answer = call("/api/v1/inbox", b"{}")
+    assert (status, answer["error"]) == (403, "forbidden")
+    assert "'inbox' scope" in answer["message"]
 
 
 def test_the_chat_url_field_is_there_only_for_chat_channels(

@@ -102,13 +102,19 @@ def assert_refused(client, path, body, token, *, names: str, **headers) -> dict:
 # --- the defaults --------------------------------------------------------------------
 
 
-def test_a_new_token_has_both_scopes_and_no_network_limit(client, assigner, assignee, active):
+def test_a_new_token_has_every_scope_and_no_network_limit(client, assigner, assignee, active):
     token = limited(assigner)
     stored = ApiToken.objects.get()
-    assert (stored.scopes, stored.networks) == (["inbox", "sync"], [])
+    assert (stored.scopes, stored.networks) == (["inbox", "sync", "read"], [])
     assert post(client, INBOX, inbox_body(), token, REMOTE_ADDR=OUTSIDE).status_code == 201
     response = post(client, SYNC, SYNC_BODY, token, REMOTE_ADDR="2001:db8::1")
     assert response.status_code == 200 and response.json()["changed"] is True
+    read = client.get(
+        f"/api/v1/commitments/{active.pk}",
+        headers={"Authorization": f"Bearer {token}"},
+        REMOTE_ADDR=OUTSIDE,
+    )
+    assert read.status_code == 200
 
 
 BEFORE_SCOPES = [("integrations", "0005_token_expiry_and_unique_live_names")]
@@ -133,6 +139,7 @@ def test_a_token_minted_before_scopes_existed_keeps_working(client, make_user):
             MigrationExecutor(connection).loader.graph.leaf_nodes()
         )
     token = ApiToken.objects.get(name="From before")
+    # Both scopes of the time, and not `read`: migrating never widens a token.
     assert (token.scopes, token.networks) == (["inbox", "sync"], [])
 
     make_user("knight@example.com")
@@ -473,7 +480,7 @@ def test_mint_token_without_limits_prints_what_it_always_did(assigner):
     out, err = io.StringIO(), io.StringIO()
     call_command("mint_token", "lead@example.com", "--name", "CI", stdout=out, stderr=err)
     token = ApiToken.objects.get()
-    assert (token.scopes, token.networks) == (["inbox", "sync"], [])
+    assert (token.scopes, token.networks) == (["inbox", "sync", "read"], [])
     assert err.getvalue().strip() == (
         f"Minted token “CI” ({token.prefix}…, id {token.id}) for lead@example.com. "
         "Store it now: it is not shown again."

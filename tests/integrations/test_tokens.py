@@ -108,7 +108,7 @@ def test_minting_is_audited_without_the_plaintext(assigner):
         "name": "Jira",
         "prefix": minted.token.prefix,
         "ownerId": str(assigner.pk),
-        "scopes": ["inbox", "sync"],
+        "scopes": ["inbox", "sync", "read"],
         "networks": [],
     }
 

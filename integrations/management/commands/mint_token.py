@@ -1,11 +1,11 @@
 """python manage.py mint_token EMAIL --name NAME [--expires YYYY-MM-DD]
-    [--scope inbox|sync ...] [--network CIDR ...]
+    [--scope inbox|sync|read ...] [--network CIDR ...]
 
 Mints an API token for the user with EMAIL and prints its plaintext as the
 last line of the output, so scripts can take it with `tail -n 1`. The
 plaintext is printed once and stored nowhere. With --expires the token is
 refused once that day (in the user's time zone) is over. --scope (repeatable;
-default both) limits what it may call, --network (repeatable, CIDR or one
+default all three) limits what it may call, --network (repeatable, CIDR or one
 address, IPv4 or IPv6; default any) where it may call from.
 """
 
