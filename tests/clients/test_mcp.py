@@ -6,7 +6,6 @@ what they do is in the database exactly as an inbox or sync call leaves it."""
 from __future__ import annotations
 
 import pytest
-from commitments_mcp import schemas
 
 from audit.models import AuditEvent
 from audit.services import Actor
@@ -20,15 +19,15 @@ from tests.harness.api import inbox_body
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
-TOOLS = {"create_commitment", "complete_commitment"}
+TOOLS = {"list_commitments", "get_commitment", "create_commitment", "complete_commitment"}
 
 
 def token_with(user, *scopes: str) -> str:
     return token_services.api_token_mint(user=user, name="Assistant", scopes=scopes).plaintext
 
 
-def create_and_complete(session, assigner, assignee) -> None:
-    """The tools' round: create (with its audit row and nudge), then complete."""
+def the_round(session, assigner, assignee) -> None:
+    """The tools' round: create (with its audit row and nudge), get, list, complete."""
     answer = session.answer("create_commitment", inbox_body(externalId="OPS-7"))
     commitment = Commitment.objects.get(pk=answer["id"])
     assert (commitment.assigner, commitment.assignee) == (assigner, assignee)
@@ -47,6 +46,20 @@ def create_and_complete(session, assigner, assignee) -> None:
     assert "'jira'" in duplicate and "'OPS-7'" in duplicate
     assert "do not create it again" in duplicate
 
+    got = session.answer("get_commitment", {"id": answer["id"]})
+    assert got["id"] == answer["id"] and got["status"] == "Pending_Handshake"
+    assert (got["assignerEmail"], got["assigneeEmail"]) == (
+        "lead@example.com",
+        "knight@example.com",
+    )
+    assert (got["externalSystem"], got["externalId"]) == ("jira", "OPS-7")
+    assert [entry["status"] for entry in got["history"]] == ["Pending_Handshake"]
+    assert got["history"][0]["actorKind"] == "api_token"
+
+    listed = session.answer("list_commitments", {"externalSystem": "jira", "externalId": "OPS-7"})
+    assert [row["id"] for row in listed["results"]] == [answer["id"]]
+    assert listed["next"] is None and listed["nextCursor"] is None
+
     # Not accepted yet: completing says why and what comes first.
     reference = {"externalSystem": "jira", "externalId": "OPS-7"}
     early = session.refusal("complete_commitment", reference)
@@ -59,52 +72,71 @@ def create_and_complete(session, assigner, assignee) -> None:
     assert done["id"] == str(commitment.pk) and done["status"] == "Completed"
     commitment.refresh_from_db()
     assert commitment.status == Status.COMPLETED
+    listed = session.answer("list_commitments", {"status": "Completed", "role": "assigner"})
+    assert [row["id"] for row in listed["results"]] == [answer["id"]]
 
 
-def test_over_stdio_the_tools_create_and_complete(live_server, assigner, assignee):
-    token = token_with(assigner, "inbox", "sync")
+def test_over_stdio_the_four_tools_create_get_list_and_complete(live_server, assigner, assignee):
+    token = token_with(assigner, "inbox", "sync", "read")
     with mcp.session(mcp.stdio_server(live_server.url, token)) as session:
         tools = session.tools()
         assert set(tools) == TOOLS
-        create_and_complete(session, assigner, assignee)
+        assert tools["list_commitments"].annotations.read_only_hint is True
+        the_round(session, assigner, assignee)
 
 
-def test_the_input_schemas_are_the_apis(live_server, assigner):
-    """Each tool's schema is the operation's own, from the served document."""
-    token = token_with(assigner, "inbox", "sync")
+def test_a_read_only_token_lists_and_gets_and_its_create_is_refused_naming_the_scope(
+    live_server, assigner, assignee
+):
+    mine = commitment_services.commitment_create_pending(
+        actor=Actor.for_user(assigner),
+        assigner=assigner,
+        assignee=assignee,
+        description="Water the plants",
+        deadline=None,
+    )
+    token = token_with(assigner, "read")
     with mcp.session(mcp.stdio_server(live_server.url, token)) as session:
-        tools = session.tools()
-    create = tools["create_commitment"].input_schema
-    assert create == schemas.request_body("inbox_create")
-    assert set(create["required"]) == set(inbox_body())
-    assert create["properties"]["deadline"]["type"] == ["string", "null"]
-    complete = tools["complete_commitment"].input_schema
-    assert set(complete["properties"]) == {"externalSystem", "externalId"}
-    for tool in tools.values():
-        assert tool.description and len(tool.description) > 80
-
-
-def test_a_token_without_the_scope_is_refused_with_the_scope_named(live_server, assigner, assignee):
-    token = token_with(assigner, "sync")
-    with mcp.session(mcp.stdio_server(live_server.url, token)) as session:
+        listed = session.answer("list_commitments", {})
+        got = session.answer("get_commitment", {"id": str(mine.pk)})
         text = session.refusal("create_commitment", inbox_body())
-    assert "403 forbidden" in text
-    assert "`inbox` scope" in text and "Settings, API tokens" in text
-    assert not Commitment.objects.exists()
+        done = session.refusal("complete_commitment", {"externalSystem": "j", "externalId": "1"})
+    assert [row["id"] for row in listed["results"]] == [str(mine.pk)]
+    assert got["description"] == "Water the plants" and got["externalId"] is None
+    assert "403 forbidden" in text and "'inbox' scope" in text  # the API's own words
+    assert "create_commitment needs a token with the `inbox` scope" in text
+    assert "Settings, API tokens" in text
+    assert "`sync` scope" in done
+    assert Commitment.objects.count() == 1
 
 
-def test_bad_arguments_are_refused_before_any_call_naming_the_field(live_server, assigner):
-    token = token_with(assigner, "inbox", "sync")
+def test_bad_arguments_are_refused_naming_the_field(live_server, assigner, outsider):
+    theirs = commitment_services.commitment_create_pending(
+        actor=Actor.for_user(outsider),
+        assigner=outsider,
+        assignee=outsider,
+        description="Not yours",
+        deadline=None,
+    )
+    token = token_with(assigner, "inbox", "sync", "read")
     with mcp.session(mcp.stdio_server(live_server.url, token)) as session:
         text = session.refusal("create_commitment", inbox_body(description=""))
         api = session.refusal("create_commitment", inbox_body(assigneeEmail="nobody@example.com"))
+        limit = session.refusal("list_commitments", {"limit": 500})
+        unknown = session.refusal("list_commitments", {"colour": "red"})
+        bad_id = session.refusal("get_commitment", {"id": "OPS-7"})
+        not_mine = session.refusal("get_commitment", {"id": str(theirs.pk)})
     assert "- description:" in text and "fix these arguments" in text
     assert "400 invalid_payload" in api and "- assigneeEmail:" in api
-    assert not Commitment.objects.exists()
+    assert "- limit:" in limit and "100" in limit
+    assert "colour" in unknown
+    assert "`id` must be a commitment's id" in bad_id
+    assert "404 not_found" in not_mine and "list_commitments" in not_mine
+    assert Commitment.objects.count() == 1
 
 
 def test_over_streamable_http_too(live_server, assigner, assignee):
-    token = token_with(assigner, "inbox", "sync")
+    token = token_with(assigner, "inbox", "sync", "read")
     with mcp.http_server(live_server.url, token) as url, mcp.session(url) as session:
         assert set(session.tools()) == TOOLS
-        create_and_complete(session, assigner, assignee)
+        the_round(session, assigner, assignee)

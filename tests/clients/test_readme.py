@@ -13,7 +13,7 @@ import pytest
 from audit.services import Actor
 from commitments import services as commitment_services
 from commitments.models import Commitment, Status
-from tests.harness.api import mint
+from integrations import services as token_services
 from tests.harness.tree import ROOT
 
 README = ROOT / "clients" / "python" / "README.md"
@@ -33,7 +33,14 @@ def examples() -> list[tuple[str, str]]:
 
 def test_the_readme_has_an_example_for_each_thing_it_shows():
     sections = [section for section, _ in examples()]
-    for wanted in ("Connect", "Create a commitment", "Complete it", "Errors"):
+    for wanted in (
+        "Connect",
+        "Create a commitment",
+        "Complete it",
+        "Get one",
+        "List, page by page",
+        "Errors",
+    ):
         assert wanted in sections, sections
 
 
@@ -42,7 +49,12 @@ def test_every_example_runs_against_the_live_server(
     live_server, assigner, assignee, monkeypatch, capsys
 ):
     monkeypatch.setenv("COMMITMENTS_URL", live_server.url)
-    monkeypatch.setenv("COMMITMENTS_TOKEN", mint(assigner))
+    monkeypatch.setenv(
+        "COMMITMENTS_TOKEN",
+        token_services.api_token_mint(
+            user=assigner, name="README", scopes=["inbox", "sync", "read"]
+        ).plaintext,
+    )
     namespace: dict = {"__name__": "readme"}
     for section, code in examples():
         exec(compile(code, f"{README}: {section}", "exec"), namespace)
@@ -55,7 +67,26 @@ def test_every_example_runs_against_the_live_server(
             )
         if section == "Complete it":
             assert Commitment.objects.get(external_id="OPS-42").status == Status.COMPLETED
+        if section == "Get one":
+            assert namespace["commitment"].id == namespace["created"].id
+            # Two more, made in the web interface, for the list to page through.
+            for description in ("Water the plants", "Book the venue"):
+                commitment_services.commitment_create_pending(
+                    actor=Actor.for_user(assigner),
+                    assigner=assigner,
+                    assignee=assignee,
+                    description=description,
+                    deadline=None,
+                )
+        if section == "List, page by page":
+            assert [c.description for c in namespace["mine"]] == [
+                "Book the venue",
+                "Water the plants",
+                "Ship the quarterly report",
+            ]
     out = capsys.readouterr().out
     assert "409 duplicate_external_ref" in out
     assert "assigneeEmail:" in out and "unreachable: ConnectError" in out
-    assert Commitment.objects.count() == 1
+    assert "Completed jira OPS-42" in out and "Pending_Handshake -> Active user" in out
+    assert "3 commitments" in out
+    assert Commitment.objects.count() == 3

@@ -6,7 +6,9 @@ what to change."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -15,8 +17,15 @@ from typing import Any
 import httpx
 from commitments_client import AuthenticatedClient
 from commitments_client.api.inbound_api import inbox_create, sync_status
-from commitments_client.models import InboxRequest, SyncRequest, SyncTargetStatusEnum
-from commitments_client.types import Response
+from commitments_client.api.read_api import commitments_list, commitments_retrieve
+from commitments_client.models import (
+    CommitmentsListRole,
+    CommitmentsListStatus,
+    InboxRequest,
+    SyncRequest,
+    SyncTargetStatusEnum,
+)
+from commitments_client.types import UNSET, Response, Unset
 from jsonschema import Draft202012Validator
 from mcp_types import ToolAnnotations
 
@@ -73,11 +82,91 @@ async def _complete(client: AuthenticatedClient, arguments: JsonObject) -> Respo
     return await sync_status.asyncio_detailed(client=client, body=body)
 
 
+async def _get(client: AuthenticatedClient, arguments: JsonObject) -> Response[Any]:
+    try:
+        commitment_id = uuid.UUID(arguments["id"])
+    except ValueError as exc:
+        raise ToolFailure(
+            "get_commitment was not called: `id` must be a commitment's id (a UUID, as "
+            "create_commitment and list_commitments answer it)."
+        ) from exc
+    return await commitments_retrieve.asyncio_detailed(commitment_id, client=client)
+
+
+def _moment(text: str) -> dt.datetime:
+    try:
+        return dt.datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise ToolFailure(
+            "list_commitments was not called: `updatedSince` must be an ISO-8601 date and "
+            "time with `Z` or an offset, e.g. 2026-11-01T00:00:00Z."
+        ) from exc
+
+
+async def _list(client: AuthenticatedClient, arguments: JsonObject) -> Response[Any]:
+    given = arguments.get
+    role: CommitmentsListRole | Unset = UNSET
+    status: CommitmentsListStatus | Unset = UNSET
+    if "role" in arguments:
+        role = CommitmentsListRole(arguments["role"])
+    if "status" in arguments:
+        status = CommitmentsListStatus(arguments["status"])
+    return await commitments_list.asyncio_detailed(
+        client=client,
+        role=role,
+        status=status,
+        external_system=given("externalSystem", UNSET),
+        external_id=given("externalId", UNSET),
+        updated_since=(
+            _moment(arguments["updatedSince"]) if "updatedSince" in arguments else UNSET
+        ),
+        limit=given("limit", UNSET),
+        cursor=given("cursor", UNSET),
+    )
+
+
 # --- the tools ----------------------------------------------------------------------
 
 
 def _tools() -> list[ToolSpec]:
     return [
+        ToolSpec(
+            name="list_commitments",
+            title="List commitments",
+            description=(
+                "List the commitments of this token's owner, as the one who asked (role "
+                "`assigner`) or the one asked (role `assignee`), newest change first "
+                "(GET /api/v1/commitments). Every filter is optional and they combine: role, "
+                "status (`Pending_Handshake` waits for the assignee to accept, `Active` is "
+                "accepted, then `Completed`; `Refused` is declined), externalSystem with "
+                "externalId (the commitments of one external reference, e.g. jira / OPS-42), "
+                "updatedSince (ISO-8601 with `Z` or an offset). Answers `results` and, when "
+                "there are more, `nextCursor`: call again with the same filters and "
+                "`cursor` set to it for the next page (null on the last page). `limit` is "
+                "1..100 rows a page, 50 by default. Needs the token's `read` scope."
+            ),
+            operation_id="commitments_list",
+            scope="read",
+            input_schema=schemas.parameters("commitments_list"),
+            annotations=ToolAnnotations(read_only_hint=True),
+            call=_list,
+        ),
+        ToolSpec(
+            name="get_commitment",
+            title="Get one commitment",
+            description=(
+                "Read one commitment of this token's owner by its id (as create_commitment "
+                "or list_commitments answer it), with its status, deadline, external "
+                "reference, both people's addresses and its `history`: each status change "
+                "with when and what kind of actor made it (GET /api/v1/commitments/{id}). "
+                "Someone else's commitment is not found. Needs the token's `read` scope."
+            ),
+            operation_id="commitments_retrieve",
+            scope="read",
+            input_schema=schemas.parameters("commitments_retrieve"),
+            annotations=ToolAnnotations(read_only_hint=True),
+            call=_get,
+        ),
         ToolSpec(
             name="create_commitment",
             title="Create a commitment",
@@ -200,4 +289,14 @@ async def run(tool: ToolSpec, client: AuthenticatedClient, arguments: JsonObject
     if int(response.status_code) >= 400:
         raise ToolFailure(explain(tool, arguments, response))
     body = _body(response)
-    return body if isinstance(body, dict) else {"result": body}
+    answer: JsonObject = body if isinstance(body, dict) else {"result": body}
+    if "next" in answer:  # a page: the cursor to pass back for the next one
+        answer["nextCursor"] = _cursor(answer["next"])
+    return answer
+
+
+def _cursor(next_url: Any) -> str | None:
+    if not isinstance(next_url, str):
+        return None
+    values = httpx.URL(next_url).params.get_list("cursor")
+    return values[0] if values else None
