@@ -29,3 +29,21 @@ ensure_venv() {
         echo "$want" > "$stamp"
     fi
 }
+
+# The Python client and MCP server of clients/python, installed editable into
+# the dev venv (scripts/test), so a regenerated client is the one the tests
+# import: its dependencies are in requirements-dev.lock (--no-deps), and the
+# venv's own setuptools and the lock's wheel build it (no download). Again
+# only when its pyproject.toml changed or it is missing.
+ensure_client() {
+    local stamp=".venv/.installed-client"
+    local want
+    want=$(sha256sum clients/python/pyproject.toml | cut -d' ' -f1)
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] \
+        || ! .venv/bin/python -c 'import commitments_client, commitments_mcp' 2>/dev/null; then
+        echo "Installing clients/python (editable) ..."
+        .venv/bin/python -m pip install --quiet --disable-pip-version-check \
+            --no-deps --no-build-isolation --editable clients/python
+        echo "$want" > "$stamp"
+    fi
+}

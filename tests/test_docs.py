@@ -112,7 +112,9 @@ def _resolves(name: str) -> bool:
 DOCUMENTS = [ROOT / "README.md", *DOCS.rglob("*.md")]
 NAMED = "|".join(APPS)
 DOTTED = re.compile(rf"`((?:{NAMED})(?:\.[A-Za-z_]\w*)+)`")
-PATH = re.compile(rf"`((?:{NAMED}|templates|static|tests|scripts|benchmarks)/[\w/.-]+\.\w+)`")
+PATH = re.compile(
+    rf"`((?:{NAMED}|templates|static|tests|scripts|benchmarks|clients)/[\w/.-]+\.\w+)`"
+)
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))

@@ -1,0 +1,10 @@
+from enum import StrEnum
+
+
+class ConfidenceEnum(StrEnum):
+    HIGH = "high"
+    LOW = "low"
+    MEDIUM = "medium"
+
+    def __str__(self) -> str:
+        return str(self.value)

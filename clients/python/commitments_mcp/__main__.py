@@ -1,0 +1,3 @@
+from commitments_mcp.server import main
+
+main()
