@@ -63,7 +63,7 @@ def test_it_reads_the_key_from_stdin_and_confirms_with_the_last_four(assigner, r
     stored = ModelKey.objects.get(user=assigner)
     assert (stored.provider, stored.key, stored.is_default) == ("anthropic", KEY, True)
     assert "…WXYZ" in out and KEY not in out + err
-    assert AuditEvent.objects.get(action="provider_key_set").actor_kind == "system"
+    assert AuditEvent.objects.get(action="model_key_set").actor_kind == "system"
 
 
 def test_there_is_no_option_for_the_key_on_the_command_line(assigner, run):
