@@ -111,7 +111,7 @@ def test_a_write_of_an_action_outside_the_enumeration_is_refused(assigner):
         audit_event_record(
             actor=Actor.for_user(assigner),
             subject=assigner,
-            action="declinde",  # type: ignore[arg-type]  # what the test is about
+            action="declinde",  # what the test is about
         )
     assert AuditEvent.objects.count() == before
 
@@ -123,7 +123,7 @@ def test_every_action_of_the_enumeration_is_written_as_it_is_stored(assigner):
         assert event.action == action.value
     # A plain string that is an action's value is the same action (rows read
     # back from the database are plain strings).
-    event = audit_event_record(actor=Actor.system(), subject=assigner, action="declined")  # type: ignore[arg-type]
+    event = audit_event_record(actor=Actor.system(), subject=assigner, action="declined")
     assert AuditEvent.objects.get(pk=event.pk).action == AuditAction.DECLINED
 
 

@@ -94,9 +94,11 @@ def test_the_append_only_trigger_is_on_again_after_the_migration(old_schema, ass
         actor=Actor.for_user(assigner), subject=assigner, action=AuditAction.MODEL_KEY_SET
     )
 
-    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE audit_auditevent SET action = 'provider_key_set' WHERE id = %s",
-                [event.pk],
-            )
+    with (
+        pytest.raises(DatabaseError, match="append-only"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute(
+            "UPDATE audit_auditevent SET action = 'provider_key_set' WHERE id = %s", [event.pk]
+        )

@@ -38,7 +38,8 @@ def run_command(command: str, *args: str, stdin: str, monkeypatch) -> tuple[int,
     try:
         runner.run_from_argv(["manage.py", command, *args])
     except SystemExit as exit_:
-        return int(exit_.code), out.getvalue(), err.getvalue()
+        assert isinstance(exit_.code, int)  # run_from_argv exits with a status
+        return exit_.code, out.getvalue(), err.getvalue()
     return 0, out.getvalue(), err.getvalue()
 
 
