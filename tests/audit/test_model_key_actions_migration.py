@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 from django.db import DatabaseError, connection, transaction
-from django.db.migrations.executor import MigrationExecutor
 
 from audit.models import AuditAction
+from tests.harness.migrations import latest, migrate, schema_before
 
 BEFORE = [("audit", "0004_tracker_actor")]
 OLD_TO_NEW = {
@@ -19,14 +19,6 @@ OLD_TO_NEW = {
     "provider_key_made_default": AuditAction.MODEL_KEY_MADE_DEFAULT,
     "provider_key_deleted": AuditAction.MODEL_KEY_DELETED,
 }
-
-
-def migrate(targets) -> None:
-    MigrationExecutor(connection).migrate(targets)
-
-
-def latest():
-    return MigrationExecutor(connection).loader.graph.leaf_nodes()
 
 
 def stored() -> dict[str, tuple]:
@@ -41,15 +33,9 @@ def stored() -> dict[str, tuple]:
 
 @pytest.fixture
 def old_schema():
-    """The database as it was before 0005, and its models; the newest schema
-    again after the test, whatever happens."""
-    migrate(BEFORE)
-    loader = MigrationExecutor(connection).loader
-    nodes = [n for n in loader.graph.leaf_nodes() if n[0] != "audit"]
-    try:
-        yield loader.project_state([*nodes, BEFORE[0]]).apps
-    finally:
-        migrate(latest())
+    """The database as it was before 0005, and its models."""
+    with schema_before(BEFORE) as apps:
+        yield apps
 
 
 @pytest.mark.django_db(transaction=True)
