@@ -1,14 +1,12 @@
 from __future__ import annotations
 
-import zoneinfo
-
 from django import forms
 
-from accounts.models import User, validate_display_name
+from accounts.models import User, known_timezones, validate_display_name
 from lib.forms import TextField
 from lib.text import strip_blank
 
-TIMEZONES = sorted(zoneinfo.available_timezones())
+TIMEZONES = sorted(known_timezones())
 TIMEZONE_CHOICES = [(tz, tz) for tz in TIMEZONES]
 DISPLAY_NAME_HELP = (
     "Shown to the people you work with. Empty: the part of your e-mail before the @."
@@ -76,7 +74,7 @@ class TimezoneField(forms.CharField):
 
     def clean(self, value):
         value = super().clean(value)
-        if value not in zoneinfo.available_timezones():
+        if value not in known_timezones():
             # A zone typed in another case is taken in its proper spelling.
             match = next((tz for tz in TIMEZONES if tz.lower() == value.lower()), None)
             if match is None:

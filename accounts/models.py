@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 import zoneinfo
 from typing import TYPE_CHECKING, ClassVar
@@ -15,8 +16,17 @@ from accounts.signals import credentials_changed
 from lib.text import has_control_characters
 
 
+@functools.cache
+def known_timezones() -> frozenset[str]:
+    """The IANA zones this machine knows, read once per process:
+    `zoneinfo.available_timezones()` walks the time zone database on disk at
+    every call (tens of milliseconds), and every save of a user validates its
+    zone. A tzdata upgrade is seen after a restart, as Django's own caches are."""
+    return frozenset(zoneinfo.available_timezones())
+
+
 def validate_timezone(value: str) -> None:
-    if value not in zoneinfo.available_timezones():
+    if value not in known_timezones():
         raise ValidationError(f"{value!r} is not a known time zone.")
 
 

@@ -39,9 +39,10 @@ class AuditAction(models.TextChoices):
     """Every action an audit event may name: writers pass a member
     (`action=AuditAction.DECLINED`), readers match with one, and
     `audit.services.audit_event_build` refuses anything else, so a word is
-    spelt once. The values are what the rows store: never change one (old
-    rows keep it); add a member for a new action. Grouped by the app that
-    writes them."""
+    spelt once. The values are what the rows store: add a member for a new
+    action; a value changes only with a migration that renames the stored
+    rows' word with it (audit 0005 did, once). Grouped by the app that writes
+    them."""
 
     # accounts: sign-ins, passwords, addresses (audit.receivers) and the profile
     USER_SIGNED_IN = "user_signed_in"
@@ -85,12 +86,12 @@ class AuditAction(models.TextChoices):
     NOTIFICATION_CHANNEL_SET = "notification_channel_set"
     NOTIFICATION_CHANNEL_BROKEN = "notification_channel_broken"
     NOTIFICATION_TEST_SENT = "notification_test_sent"
-    # gather: model keys (stored under their former name, "provider key")
-    PROVIDER_KEY_SET = "provider_key_set"
-    PROVIDER_KEY_REPLACED = "provider_key_replaced"
-    PROVIDER_KEY_MODEL_CHANGED = "provider_key_model_changed"
-    PROVIDER_KEY_MADE_DEFAULT = "provider_key_made_default"
-    PROVIDER_KEY_DELETED = "provider_key_deleted"
+    # gather: model keys (`provider_key_*` before audit 0005 renamed the rows)
+    MODEL_KEY_SET = "model_key_set"
+    MODEL_KEY_REPLACED = "model_key_replaced"
+    MODEL_KEY_MODEL_CHANGED = "model_key_model_changed"
+    MODEL_KEY_MADE_DEFAULT = "model_key_made_default"
+    MODEL_KEY_DELETED = "model_key_deleted"
     # webhooks
     WEBHOOK_ENDPOINT_CREATED = "webhook_endpoint_created"
     WEBHOOK_ENDPOINT_CHANGED = "webhook_endpoint_changed"

@@ -34,7 +34,8 @@ import time
 from pathlib import Path
 
 if __name__ == "__main__" and not __package__:
-    from harness import reexec_as_module
+    # Run as a script, benchmarks/ is the first entry of sys.path.
+    from harness import reexec_as_module  # type: ignore[import-not-found]
 
     reexec_as_module("benchmarks.callcost")
 

@@ -32,9 +32,11 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 if __name__ == "__main__" and not __package__:
-    from harness import reexec_as_module
+    # Run as a script, benchmarks/ is the first entry of sys.path.
+    from harness import reexec_as_module  # type: ignore[import-not-found]
 
     reexec_as_module("benchmarks.faults")
 
@@ -47,6 +49,7 @@ from benchmarks.harness import (
     ROOT,
     Service,
     cpu_model,
+    fetch_row,
     free_port,
     gunicorn_command,
     load,
@@ -206,7 +209,7 @@ class Sampler(threading.Thread):
 
     def run(self) -> None:
         while not self.stop_event.is_set():
-            row = {"t": round(time.monotonic() - self.t0, 1)}
+            row: dict[str, float | int | None] = {"t": round(time.monotonic() - self.t0, 1)}
             for name, proc in list(self.procs.items()):
                 row[name] = tree_rss_kib(proc.pid) if proc.poll() is None else None
             self.samples.append(row)
@@ -504,6 +507,7 @@ class Run:
 def soak(run: Run) -> None:
     """1. Steady load for --soak-seconds, memory marked at its start and end."""
     args, sampler = run.args, run.sampler
+    assert sampler is not None  # started with the processes, before the scenarios
     log(f"soak: {args.soak_seconds:.0f} s at {args.rate}/s inbox + {args.rate}/s sync")
     sampler.marks["soak start"] = len(sampler.samples)
     run.phases["soak"] = {"load": run.load_phase(args.soak_seconds)}
@@ -712,7 +716,7 @@ def drain(url: str, timeout: float) -> float:
     while time.monotonic() - start < timeout:
         try:
             with psycopg.connect(url, autocommit=True) as conn:
-                if conn.execute(PENDING_SQL).fetchone()[0] == 0:
+                if fetch_row(conn, PENDING_SQL)[0] == 0:
                     break
         except psycopg.Error:
             pass
@@ -762,7 +766,7 @@ def checks(url: str, run: Run, receiver: Receiver, hanging: Receiver) -> dict:
     found: dict = {}
     with psycopg.connect(url, autocommit=True) as conn:
         for key, sql in CHECK_COUNTS.items():
-            row = conn.execute(sql).fetchone()
+            row = fetch_row(conn, sql)
             found[key] = row[0] if len(row) == 1 else list(row)
         found["webhook_attempts_by_endpoint"] = {
             system: {"deliveries": d, "attempts": a, "most_attempts": m}
@@ -814,7 +818,7 @@ def rss_summary(samples: list[dict], marks: dict[str, int]) -> dict:
         "soak_end": samples[end],
         "run_end": samples[-1],
     }
-    out = {}
+    out: dict[str, Any] = {}
     for name in ("web", "worker"):
         values = [s[name] for s in samples if s.get(name)]
         row = {k: round((v.get(name) or 0) / 1024, 1) for k, v in points.items()}

@@ -61,6 +61,14 @@ ENDPOINTS = {
 }
 
 
+def fetch_row(conn: psycopg.Connection, sql: str) -> tuple:
+    """The one row a count query answers (psycopg types fetchone() as optional)."""
+    row = conn.execute(sql).fetchone()
+    if row is None:
+        raise RuntimeError(f"No row from {sql!r}")
+    return row
+
+
 def reexec_as_module(name: str) -> None:
     """Started as a file (`python benchmarks/run.py`), Python put benchmarks/
     on the path, not the repository: this starts the same command again as

@@ -115,6 +115,7 @@ class Job:
         await asyncio.gather(*(client() for _ in range(self.concurrency)))
 
     async def open_loop(self, start: float, end: float) -> None:
+        assert self.rate  # an open loop has a rate
         interval = 1.0 / float(self.rate)
         slots = asyncio.Semaphore(self.max_in_flight)
         tasks = set()
@@ -123,9 +124,10 @@ class Job:
             due = start + i * interval
             if due >= end:
                 break
-            request = self.next_request()
-            if request is None:
+            next_request = self.next_request()
+            if next_request is None:
                 break
+            request: bytes = next_request
             delay = due - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)

@@ -26,7 +26,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 if __name__ == "__main__" and not __package__:
-    from harness import reexec_as_module
+    # Run as a script, benchmarks/ is the first entry of sys.path.
+    from harness import reexec_as_module  # type: ignore[import-not-found]
 
     reexec_as_module("benchmarks.run")
 
@@ -39,6 +40,7 @@ from benchmarks.harness import (
     ROOT,
     Service,
     cpu_model,
+    fetch_row,
     free_port,
     fresh_database,
     gunicorn_command,
@@ -264,7 +266,8 @@ def drain(count, start_timeout: float, window: float, idle: float = 3.0) -> dict
     rate from its first to its last change. `still_going`: the window ended
     first (the backlog was larger than the window)."""
     start = time.monotonic()
-    first_at = last_at = None
+    first_at: float | None = None
+    last_at = start  # read only once first_at is set, and set with it
     first_count = last_count = count()
     still_going = False
     while True:
@@ -283,7 +286,7 @@ def drain(count, start_timeout: float, window: float, idle: float = 3.0) -> dict
             still_going = True
             break
     made = last_count - first_count
-    seconds = (last_at - first_at) if first_at and last_at else 0.0
+    seconds = (last_at - first_at) if first_at else 0.0
     return {
         "made": made,
         "seconds": round(seconds, 2),
@@ -321,7 +324,7 @@ def worker_rates(bench: Bench) -> None:
             return
         with psycopg.connect(bench.database_url, autocommit=True) as conn:
             done[key] = drain(
-                lambda: conn.execute(counts[key]).fetchone()[0],
+                lambda: fetch_row(conn, counts[key])[0],
                 start_timeout=args.drain_timeout,
                 window=args.drain_window,
             )
@@ -521,7 +524,9 @@ def the_measurements(bench: Bench) -> None:
         first_requests(args, ctx, results)
     http_endpoints(args, ctx, results)
     if "gather" in args.parts:
-        gather(args, ctx, urlsplit(bench.provider.url).port, results)
+        fake_port = urlsplit(bench.provider.url).port
+        assert fake_port is not None  # the fake provider's URL names its port
+        gather(args, ctx, fake_port, results)
     if "pgbench" in args.parts:
         pgbench(args, ctx, results, bench.database_url, bench.folder)
     if "worker" in args.parts:

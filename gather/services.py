@@ -6,8 +6,8 @@ gather.errors.
 
 A key is stored encrypted (gather.models.ModelKey.key) with its last four
 characters beside it for display; the audit trail records that a key was
-set, replaced or deleted, never the key (its actions keep their first names,
-`provider_key_*`, so the trail reads the same before and after the rename).
+set, replaced or deleted, never the key (actions `model_key_*`; rows written
+before audit 0005 said `provider_key_*` and were renamed with it).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def model_key_set(
         audit_event_record(
             actor=_actor(user, actor),
             subject=stored,
-            action=AuditAction.PROVIDER_KEY_REPLACED if replaced else AuditAction.PROVIDER_KEY_SET,
+            action=AuditAction.MODEL_KEY_REPLACED if replaced else AuditAction.MODEL_KEY_SET,
             payload={"provider": provider, "model": model},
         )
     return stored
@@ -118,7 +118,7 @@ def model_key_change_model(
             audit_event_record(
                 actor=_actor(user, actor),
                 subject=stored,
-                action=AuditAction.PROVIDER_KEY_MODEL_CHANGED,
+                action=AuditAction.MODEL_KEY_MODEL_CHANGED,
                 payload={"provider": provider, "model": {"old": old, "new": model}},
             )
     return stored
@@ -136,7 +136,7 @@ def model_key_delete(*, user: User, provider: str, actor: Actor | None = None) -
         audit_event_record(
             actor=_actor(user, actor),
             subject=stored,
-            action=AuditAction.PROVIDER_KEY_DELETED,
+            action=AuditAction.MODEL_KEY_DELETED,
             payload={"provider": provider},
         )
         was_default = stored.is_default
@@ -160,7 +160,7 @@ def model_key_make_default(*, user: User, provider: str, actor: Actor | None = N
             audit_event_record(
                 actor=_actor(user, actor),
                 subject=stored,
-                action=AuditAction.PROVIDER_KEY_MADE_DEFAULT,
+                action=AuditAction.MODEL_KEY_MADE_DEFAULT,
                 payload={"provider": provider},
             )
     return stored

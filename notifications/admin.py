@@ -1,4 +1,4 @@
-"""Admin for notification channels, deliveries and their attempts.
+"""Admin for nudge channels, nudge deliveries and their attempts.
 
 Read-only windows: a chat URL is a secret and is shown masked (scheme and
 host only); deliveries change only through `notifications.sending`. Two actions:
@@ -9,7 +9,9 @@ audited per row, with the staff user as actor.
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.contrib.auth import get_permission_codename
 from django.db.models import QuerySet
+from django.db.models.options import Options
 from django.http import HttpRequest
 from django.utils import timezone
 
@@ -20,8 +22,14 @@ from notifications.models import NudgeAttempt, NudgeChannel, NudgeDelivery
 from notifications.sending import delivery_retry
 
 
+def change_permission(opts: Options) -> str:
+    """The model's change permission as `has_perm` takes it, read from the
+    model (`notifications.change_nudgechannel`), so it follows a rename."""
+    return f"{opts.app_label}.{get_permission_codename('change', opts)}"
+
+
 @admin.register(NudgeChannel)
-class NotificationChannelAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+class NudgeChannelAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("user", "kind", "masked_url", "broken_at", "updated_at")
     list_filter = ("kind", ("broken_at", admin.EmptyFieldListFilter))
     list_select_related = ("user",)
@@ -47,7 +55,7 @@ class NotificationChannelAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.Mode
         return obj.masked_url or "—"
 
     def has_clear_broken_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("notifications.change_notificationchannel")
+        return request.user.has_perm(change_permission(self.opts))
 
     @admin.action(
         description="Clear the broken mark (try the channel again)", permissions=["clear_broken"]
@@ -71,7 +79,7 @@ class NotificationChannelAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.Mode
         self.message_user(request, f"Cleared {count} channel(s).", messages.SUCCESS)
 
 
-class DeliveryAttemptInline(ReadOnlyInlineMixin, admin.TabularInline):
+class NudgeAttemptInline(ReadOnlyInlineMixin, admin.TabularInline):
     model = NudgeAttempt
     fields = ("started_at", "channel", "outcome", "status_code", "duration_ms", "error")
     readonly_fields = fields
@@ -79,7 +87,7 @@ class DeliveryAttemptInline(ReadOnlyInlineMixin, admin.TabularInline):
 
 
 @admin.register(NudgeDelivery)
-class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+class NudgeDeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
         "created_at",
         "event_kind",
@@ -127,7 +135,7 @@ class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
         "updated_at",
     )
     readonly_fields = fields
-    inlines = [DeliveryAttemptInline]
+    inlines = [NudgeAttemptInline]
     actions = ["retry_now"]
 
     @admin.display(description="about", ordering="event__kind")
@@ -140,7 +148,7 @@ class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
         return str(source.commitment_id) if source is not None else ""
 
     def has_retry_now_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("notifications.change_delivery")
+        return request.user.has_perm(change_permission(self.opts))
 
     @admin.action(
         description="Send again now (failed or waiting deliveries)", permissions=["retry_now"]

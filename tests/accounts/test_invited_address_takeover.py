@@ -43,7 +43,8 @@ def waiting(assigner, mailbox) -> Commitment:
         deadline=None,
         send=True,
     )
-    assert commitment.assignee is None and commitment.invitation.email == INVITED
+    assert commitment.assignee is None and commitment.invitation is not None
+    assert commitment.invitation.email == INVITED
     return commitment
 
 

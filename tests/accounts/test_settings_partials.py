@@ -1,6 +1,7 @@
-"""The Settings pages share their header, delivery badge and confirm form as
-partials (accounts' settings_header tag, templates/settings/_*.html), so a
-change to one is a change to all, and each page writes only its own words."""
+"""The Settings pages share their header, tables, empty lists, delivery badge
+and confirm form as partials (accounts' settings_header and settings_table
+tags, templates/settings/_*.html), so a change to one is a change to all, and
+each page writes only its own words."""
 
 from __future__ import annotations
 
@@ -47,6 +48,22 @@ def test_crumbs_come_in_pairs():
         render('{% settings_header "Title" "/settings/webhooks/" %}{% endsettings_header %}')
 
 
+def test_a_table_is_its_block_in_the_wrapper_it_scrolls_in():
+    rows = "<tbody><tr><td>{{ name }}</td></tr></tbody>"
+    html = render("{% settings_table %}" + rows + "{% endsettings_table %}", name="<b>")
+    assert " ".join(html.split()) == (
+        '<div class="table-wrap"> <table class="table">'
+        " <tbody><tr><td>&lt;b&gt;</td></tr></tbody> </table> </div>"
+    )
+    stacked = render("{% settings_table stack=True %}<tbody></tbody>{% endsettings_table %}")
+    assert '<table class="table table-stack">' in stacked
+
+
+def test_an_empty_list_says_so_in_its_own_words():
+    html = render('{% include "settings/_empty.html" with empty=words %}', words="No <keys> yet.")
+    assert html.strip() == '<p class="muted">No &lt;keys&gt; yet.</p>'
+
+
 def test_every_settings_page_uses_the_shared_parts():
     assert len(SETTINGS_PAGES) >= 15
     by_hand = {
@@ -59,6 +76,7 @@ def test_every_settings_page_uses_the_shared_parts():
                     'class="page-header"',
                     '<span class="badge badge-ok">Delivered</span>',
                     '">Cancel</a>',
+                    'class="table-wrap"',
                 )
                 if markup in path.read_text()
             ]

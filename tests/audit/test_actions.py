@@ -5,6 +5,7 @@ an action as a bare string (written, matched or keyed by)."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -90,14 +91,17 @@ def bare_actions(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
-def _source_files() -> list[Path]:
+@functools.cache
+def _source_trees() -> tuple[tuple[Path, ast.Module], ...]:
+    """Every source file and its syntax tree, read once for the tests here."""
     base = Path(settings.BASE_DIR)
-    return sorted(
+    paths = sorted(
         path
         for root in SOURCE_ROOTS
         for path in (base / root).rglob("*.py")
         if "migrations" not in path.parts
     )
+    return tuple((path, ast.parse(path.read_text(), str(path))) for path in paths)
 
 
 @pytest.mark.django_db
@@ -107,7 +111,7 @@ def test_a_write_of_an_action_outside_the_enumeration_is_refused(assigner):
         audit_event_record(
             actor=Actor.for_user(assigner),
             subject=assigner,
-            action="declinde",  # type: ignore[arg-type]  # what the test is about
+            action="declinde",  # what the test is about
         )
     assert AuditEvent.objects.count() == before
 
@@ -119,7 +123,7 @@ def test_every_action_of_the_enumeration_is_written_as_it_is_stored(assigner):
         assert event.action == action.value
     # A plain string that is an action's value is the same action (rows read
     # back from the database are plain strings).
-    event = audit_event_record(actor=Actor.system(), subject=assigner, action="declined")  # type: ignore[arg-type]
+    event = audit_event_record(actor=Actor.system(), subject=assigner, action="declined")
     assert AuditEvent.objects.get(pk=event.pk).action == AuditAction.DECLINED
 
 
@@ -127,8 +131,8 @@ def test_no_module_spells_an_action_as_a_bare_string():
     base = Path(settings.BASE_DIR)
     offences = [
         f"{path.relative_to(base)}:{line}: {word!r}"
-        for path in _source_files()
-        for line, word in bare_actions(ast.parse(path.read_text(), str(path)))
+        for path, tree in _source_trees()
+        for line, word in bare_actions(tree)
     ]
     assert offences == [], "use audit.models.AuditAction instead:\n" + "\n".join(offences)
 
@@ -169,9 +173,9 @@ def test_every_action_of_the_enumeration_has_a_writer():
     """A member nothing writes is a word that drifted from the code."""
     used = {
         node.attr
-        for path in _source_files()
+        for path, tree in _source_trees()
         if path.name != "models.py" or path.parent.name != "audit"
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in ast.walk(tree)
         if isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)
         and node.value.id == "AuditAction"

@@ -46,7 +46,11 @@ def _outcome(field: serializers.Field, value: object) -> object:
     try:
         return ("value", field.run_validation(value))
     except serializers.ValidationError as exc:
-        return ("errors", [(str(d), d.code) for d in exc.detail])
+        # A field's errors: a list of ErrorDetail, each with its code.
+        assert isinstance(exc.detail, list)
+        details = [d for d in exc.detail if isinstance(d, serializers.ErrorDetail)]
+        assert len(details) == len(exc.detail)
+        return ("errors", [(str(d), d.code) for d in details])
 
 
 @pytest.mark.parametrize("rule", [terms.DESCRIPTION, terms.EXTERNAL_SYSTEM, terms.EXTERNAL_ID])

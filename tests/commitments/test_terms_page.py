@@ -28,7 +28,9 @@ def post_terms(client, c, description="Write the report, with charts", deadline=
 
 
 def last_action(c: Commitment) -> str:
-    return AuditEvent.objects.for_object(c).order_by("-occurred_at").first().action
+    last = AuditEvent.objects.for_object(c).order_by("-occurred_at").first()
+    assert last is not None
+    return last.action
 
 
 def test_the_assigner_edits_a_draft_without_asking_anyone(client, assigner, assignee):

@@ -115,7 +115,7 @@ def lose_redis_the_way_a_worker_does(redis_server, transport: str) -> None:
         for _ in range(10):  # the message, and the subscription's confirmation
             connection.drain_events(timeout=0.5)
     assert len(taken) == 1 and not taken[0].acknowledged  # the running task's message
-    assert tasks._in_poll  # the next BRPOP is waiting
+    assert tasks._in_poll  # type: ignore[attr-defined]  # kombu's private flag: the next BRPOP is waiting
 
     redis_server.stop()
     with contextlib.suppress(Exception):  # Celery ignores whatever collect() raises

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -59,7 +60,9 @@ def sign_in_round_robin(ports: list[int], attempts: int, password: str) -> list[
     limited = []
     with httpx.Client(timeout=10, headers={"Host": "localhost"}) as client:
         page = client.get(f"http://127.0.0.1:{ports[0]}/accounts/login/")
-        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+        found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+        assert found, "the sign-in page has no CSRF token"
+        csrf = found.group(1)
         for n in range(attempts):
             response = client.post(
                 f"http://127.0.0.1:{ports[n % len(ports)]}/accounts/login/",
@@ -76,7 +79,7 @@ def assert_limited_across(env: dict[str, str], tmp_path: Path) -> None:
         for n, port in enumerate(ports):
             stack.enter_context(web_process(env, port, tmp_path / f"web-{n}.log"))
         for port in ports:
-            wait_until(lambda port=port: answers(port), timeout=60, what=f"gunicorn on {port}")
+            wait_until(partial(answers, port), timeout=60, what=f"gunicorn on {port}")
 
         limited = sign_in_round_robin(ports, 20, "wrong password")
         # Even the right password is refused now, on every process.

@@ -16,6 +16,7 @@ import io
 import logging
 import logging.config
 import secrets as random
+from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
@@ -71,7 +72,7 @@ def worker(monkeypatch, django_capture_on_commit_callbacks):
     """Queued jobs, run by their real Celery tasks in this process (as a
     worker would), with what they queue after commit, until none is left;
     outbox events first queued by the relay, as a worker's relay does."""
-    queue: list[tuple[str, str]] = []
+    queue: list[tuple[Any, str]] = []  # (a Celery task, untyped, its argument)
 
     def record(task_name, arg, *, retry=True):
         queue.append((task_name, str(arg)))

@@ -57,18 +57,14 @@ def run(provider: str, text: str = TEXT, **kw):
     )
 
 
-def budget_draft(**overrides) -> dict:
-    fields = {
-        "assignee_name": "Priya",
-        "assignee_email": None,
-        "deadline": "2026-11-27T17:00:00+13:00",
-        "deadline_text": "by Friday",
-    }
-    fields.update(overrides)
+def budget_draft() -> dict:
     return draft(
         "Send the revised budget to finance",
         "I'll send the revised budget to finance by Friday.",
-        **fields,
+        assignee_name="Priya",
+        assignee_email=None,
+        deadline="2026-11-27T17:00:00+13:00",
+        deadline_text="by Friday",
     )
 
 

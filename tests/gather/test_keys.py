@@ -120,11 +120,11 @@ def test_set_replace_default_and_delete_are_audited_without_the_key(assigner):
     events = list(AuditEvent.objects.order_by("occurred_at", "pk"))
     actions = [event.action for event in events]
     assert actions == [
-        "provider_key_set",
-        "provider_key_replaced",
-        "provider_key_set",
-        "provider_key_made_default",
-        "provider_key_deleted",
+        "model_key_set",
+        "model_key_replaced",
+        "model_key_set",
+        "model_key_made_default",
+        "model_key_deleted",
     ]
     assert all(event.user_id == assigner.pk for event in events)
     dumped = repr([event.payload for event in events])

@@ -7,19 +7,11 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Permission
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.harness.migrations import latest, migrate, schema_before
 
 BEFORE = [("gather", "0001_provider_keys")]
 KEY = "sk-kept-across-the-rename-WXYZ"
-
-
-def migrate(targets) -> None:
-    MigrationExecutor(connection).migrate(targets)
-
-
-def latest():
-    return MigrationExecutor(connection).loader.graph.leaf_nodes()
 
 
 def gather_codenames() -> set[str]:
@@ -32,15 +24,9 @@ def gather_codenames() -> set[str]:
 
 @pytest.fixture
 def old_schema():
-    """The database as the code before 0002 made it, and its models; the
-    newest schema again after the test, whatever happens."""
-    migrate(BEFORE)
-    loader = MigrationExecutor(connection).loader
-    nodes = [n for n in loader.graph.leaf_nodes() if n[0] != "gather"]
-    try:
-        yield loader.project_state([*nodes, BEFORE[0]]).apps
-    finally:
-        migrate(latest())
+    """The database as the code before 0002 made it, and its models."""
+    with schema_before(BEFORE) as apps:
+        yield apps
 
 
 @pytest.mark.django_db(transaction=True)

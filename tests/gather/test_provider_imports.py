@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from django.conf import settings
 
 PROBE = """
@@ -26,6 +27,9 @@ print(json.dumps({"sdks": loaded, "gather": gather}))
 """
 
 
+# A fresh interpreter of the service (django.setup and the URLconf), the
+# only way to see what loading them imports: seconds of start-up.
+@pytest.mark.processes
 def test_loading_the_urlconf_imports_neither_provider_sdk():
     environ = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
     result = subprocess.run(

@@ -38,7 +38,8 @@ def run_command(command: str, *args: str, stdin: str, monkeypatch) -> tuple[int,
     try:
         runner.run_from_argv(["manage.py", command, *args])
     except SystemExit as exit_:
-        return int(exit_.code), out.getvalue(), err.getvalue()
+        assert isinstance(exit_.code, int)  # run_from_argv exits with a status
+        return exit_.code, out.getvalue(), err.getvalue()
     return 0, out.getvalue(), err.getvalue()
 
 
@@ -63,7 +64,7 @@ def test_it_reads_the_key_from_stdin_and_confirms_with_the_last_four(assigner, r
     stored = ModelKey.objects.get(user=assigner)
     assert (stored.provider, stored.key, stored.is_default) == ("anthropic", KEY, True)
     assert "…WXYZ" in out and KEY not in out + err
-    assert AuditEvent.objects.get(action="provider_key_set").actor_kind == "system"
+    assert AuditEvent.objects.get(action="model_key_set").actor_kind == "system"
 
 
 def test_there_is_no_option_for_the_key_on_the_command_line(assigner, run):

@@ -104,12 +104,18 @@ def age_the_sign_in(client: Client, seconds: float) -> None:
     session.save()
 
 
-def form_key(client: Client) -> str:
-    """The one-time key of a freshly rendered mint form."""
+def form_key_in(html: str) -> str:
+    """The one-time key (`form_key`) of the form a page renders."""
     import re
 
-    page = client.get(TOKENS_PAGE).content.decode()
-    return re.search(r'name="form_key" value="([^"]+)"', page).group(1)
+    found = re.search(r'name="form_key" value="([^"]+)"', html)
+    assert found, "the page has no form_key"
+    return found.group(1)
+
+
+def form_key(client: Client) -> str:
+    """The one-time key of a freshly rendered mint form."""
+    return form_key_in(client.get(TOKENS_PAGE).content.decode())
 
 
 def mint_on_the_page(client: Client, name: str, **fields: Any):

@@ -341,6 +341,7 @@ class FakeProvider:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # an IPv4 server's address
         return f"http://{host}:{port}"
 
     @property

@@ -43,7 +43,7 @@ def gather(client: Client, body: Any, *, csrf: bool = True, **headers: str):
     if csrf and "csrftoken" in client.cookies:
         headers = {**csrf_header(client), **headers}
     headers.setdefault("content_type", "application/json")
-    return client.post(GATHER, raw, **headers)
+    return client.post(GATHER, raw, **headers)  # type: ignore[arg-type]  # content_type and HTTP_* extras, as Django's test client takes them
 
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")

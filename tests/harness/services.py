@@ -14,15 +14,21 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from email import message_from_bytes
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection
+
+if TYPE_CHECKING:
+    from email.message import Message
+
+    from accounts.models import User
 
 ROOT = Path(__file__).resolve().parents[2]
 # CI: a test that needs a service (PostgreSQL, Redis, chromium) fails without it
@@ -132,7 +138,9 @@ class FakeService:
 # --- a nudge to send -----------------------------------------------------------------
 
 
-def new_request_nudge(assigner, assignee, *, description: str = "Ship the report"):
+def new_request_nudge(
+    assigner: User, assignee: User, *, description: str = "Ship the report"
+) -> uuid.UUID:
     """The id of the nudge a new request from `assigner` to `assignee` makes,
     dispatched as the worker would (nothing sent yet)."""
     from audit.services import Actor
@@ -170,10 +178,10 @@ def wait_until(predicate: Callable[[], Any], *, timeout: float = 20, what: str =
 # --- e-mail written by django.core.mail.backends.filebased ----------------------------
 
 
-def read_mails(folder: Path) -> list:
+def read_mails(folder: Path) -> list[Message]:
     """Every message the file backend wrote into `folder` (one file per
     connection, messages separated by a line of dashes)."""
-    messages = []
+    messages: list[Message] = []
     if not folder.exists():
         return messages
     for path in sorted(folder.iterdir()):
@@ -189,7 +197,8 @@ def read_mails(folder: Path) -> list:
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def current_database_url() -> str:
@@ -238,7 +247,7 @@ class Process:
 
     def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
         self.args, self.env, self.log = args, env, log
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Process:
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -319,7 +328,9 @@ def manage(*args: str) -> list[str]:
     return [sys.executable, str(ROOT / "manage.py"), *args]
 
 
-def run_python(code: str, env: dict[str, str], timeout: float = 30) -> subprocess.CompletedProcess:
+def run_python(
+    code: str, env: dict[str, str], timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
     """Run `code` in a fresh Django process (a stand-in for a web process).
     Fails the test if it fails."""
     prelude = "import django\ndjango.setup()\n"

@@ -11,7 +11,6 @@ import socket
 from django.utils import timezone
 
 from commitments.models import Commitment, Status
-from lib import outbound
 from tests.harness.commitments import commitment_in
 from webhooks import payloads, services
 from webhooks.models import WebhookDelivery, WebhookEndpoint, WebhookPayload
@@ -32,7 +31,7 @@ def resolve_every_name_to(monkeypatch, address: str = PUBLIC_ADDRESS) -> None:
         family = socket.AF_INET6 if ":" in answer else socket.AF_INET
         return [(family, socket.SOCK_STREAM, 6, "", (answer, port))]
 
-    monkeypatch.setattr(outbound.socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr("lib.outbound.socket.getaddrinfo", getaddrinfo)
 
 
 def endpoint_for(user, system: str = "jira", url: str = RECEIVER) -> WebhookEndpoint:

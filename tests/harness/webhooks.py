@@ -9,6 +9,7 @@ import datetime as dt
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import redis
 from django.utils import timezone
@@ -46,10 +47,10 @@ class Receiver(FakeService):
 
     @property
     def hits(self) -> list[Hit]:
-        return self.requests
+        return cast(list[Hit], self.requests)  # record() makes each a Hit
 
     def wait_for_hits(self, count: int, timeout: float = 20) -> list[Hit]:
-        return self.wait_for_requests(count, timeout=timeout)
+        return cast(list[Hit], self.wait_for_requests(count, timeout=timeout))
 
 
 class Clock:

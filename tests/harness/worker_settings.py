@@ -4,6 +4,7 @@ taken from the environment here, so a test can make sweeps fast or leases
 short."""
 
 import os
+from typing import cast
 
 from config.settings import *  # noqa: F403
 from config.settings import CELERY_BEAT_SCHEDULE
@@ -26,10 +27,11 @@ for _name in TUNABLE:
     if os.environ.get(f"TEST_{_name}"):
         globals()[_name] = int(os.environ[f"TEST_{_name}"])
 
+# Each entry's options are a dict (config.settings); the schedule's type says object.
 _sweep = CELERY_BEAT_SCHEDULE["outbox-sweep"]
-_sweep["schedule"] = _sweep["options"]["expires"] = float(OUTBOX_SWEEP_INTERVAL)  # noqa: F405
+_sweep["schedule"] = cast(dict, _sweep["options"])["expires"] = float(OUTBOX_SWEEP_INTERVAL)  # noqa: F405
 _reminders = CELERY_BEAT_SCHEDULE["reminders"]
-_reminders["schedule"] = _reminders["options"]["expires"] = float(REMINDER_INTERVAL)  # noqa: F405
+_reminders["schedule"] = cast(dict, _reminders["options"])["expires"] = float(REMINDER_INTERVAL)  # noqa: F405
 
 # A clock the test controls: with TEST_CLOCK_FILE set, this process's
 # `timezone.now()` is the real time shifted by the seconds written in that

@@ -240,7 +240,7 @@ def test_a_body_within_the_limit_reaches_the_view_intact():
 
 
 def _chunked_wsgi_request(body: bytes, *, terminated: bool) -> WSGIRequest:
-    environ = RequestFactory()._base_environ(
+    environ = RequestFactory()._base_environ(  # type: ignore[attr-defined]  # Django's private environ builder, not in the stubs
         PATH_INFO=INBOX,
         REQUEST_METHOD="POST",
         CONTENT_TYPE="application/json",

@@ -121,7 +121,9 @@ def _authenticate(plaintext: str):
     """What the API's authentication class answers for this bearer token, and the
     use the view then records for an allowed call (TokenApiView.check_permissions)."""
     request = Request(APIRequestFactory().post(SYNC, HTTP_AUTHORIZATION=f"Bearer {plaintext}"))
-    user, token = BearerTokenAuthentication().authenticate(request)
+    answer = BearerTokenAuthentication().authenticate(request)
+    assert answer is not None, "the token was not taken"
+    user, token = answer
     record_use(token)
     return user, token
 
@@ -227,7 +229,7 @@ def test_of_two_requests_that_loaded_the_same_stale_row_only_one_writes(assigner
     # runs, request B loads the same stale row and writes. A's UPDATE then
     # matches nothing: one write per minute, however the requests interleave.
     plaintext = mint(assigner)
-    written: list[dt.datetime] = []
+    written: list[dt.datetime | None] = []
 
     def request_b() -> None:
         _authenticate(plaintext)

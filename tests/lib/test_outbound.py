@@ -28,7 +28,7 @@ def resolving_to(monkeypatch, *addresses: str) -> None:
             for a in addresses
         ]
 
-    monkeypatch.setattr(outbound.socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr("lib.outbound.socket.getaddrinfo", getaddrinfo)
 
 
 # --- the real path to a loopback server ------------------------------------------------
@@ -329,7 +329,7 @@ class SlowResolver:
 
         self.release = threading.Event()
         self.answered = threading.Event()
-        monkeypatch.setattr(outbound.socket, "getaddrinfo", self)
+        monkeypatch.setattr("lib.outbound.socket.getaddrinfo", self)
 
     def __call__(self, host, port, *args, **kwargs):
         self.release.wait(timeout=10)

@@ -84,7 +84,7 @@ def sent(delivery: NudgeDelivery, capture) -> str | None:
 
 
 def subjects() -> list[str]:
-    return [message.subject for message in mail.outbox]
+    return [str(message.subject) for message in mail.outbox]
 
 
 @pytest.fixture

@@ -129,7 +129,7 @@ def teams_card_of(service: FakeService) -> dict:
     return attachment["content"]
 
 
-def texts_of(card: dict) -> list[str]:
+def texts_of(card: dict) -> list[tuple[str, str | None, str]]:
     """Every string the card shows, with the element type that carries it."""
     shown = []
     for element in card["body"]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+from typing import Any
 
 import pytest
 from django.core import mail
@@ -60,7 +61,7 @@ def worker(monkeypatch):
     """The broker and a worker in this process: records what is queued, and
     `run()` runs the sends of reminders (the nudges of the requests made to
     set the scene are not what these tests are about)."""
-    queued: list[tuple[str, str]] = []
+    queued: list[tuple[Any, str]] = []  # (a Celery task, untyped, its argument)
 
     def record(task_name, arg, *, retry=True):
         queued.append((task_name, str(arg)))

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.harness.api import sign_in
+from tests.harness.api import form_key_in, sign_in
 
 pytestmark = pytest.mark.django_db
 PAGE = "/settings/trackers/"
@@ -17,7 +17,7 @@ PAGE = "/settings/trackers/"
 
 def added(client, kind: str) -> str:
     page = client.get(PAGE).content.decode()
-    key = re.search(r'name="form_key" value="([^"]+)"', page).group(1)
+    key = form_key_in(page)
     response = client.post(PAGE, {"kind": kind, "system": "", "identities": "", "form_key": key})
     assert response.status_code == 302
     shown = client.get(PAGE).content.decode()

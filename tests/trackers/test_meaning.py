@@ -14,6 +14,7 @@ from audit.services import Actor
 from commitments.models import Commitment, OutboxEvent, Status
 from commitments.services import commitment_accept
 from tests.harness import tracker_payloads as samples
+from tests.harness.api import form_key_in
 from tests.harness.tracker_payloads import issues_event
 from tests.harness.trackers import connect, deliver
 from trackers.models import TrackerEvent
@@ -25,7 +26,9 @@ LINEAR_KNIGHT = "5a4e5b3c-0b1a-4e0e-9d1c-3b2a1f0e9d8c"
 
 
 def _summary() -> str:
-    return TrackerEvent.objects.order_by("-id").first().summary
+    last = TrackerEvent.objects.order_by("-id").first()
+    assert last is not None
+    return last.summary
 
 
 def _accepted(assignee) -> Commitment:
@@ -154,7 +157,6 @@ def test_a_self_hosted_gitlab_links_only_to_the_host_set_for_it(client, assigner
 
 def test_the_site_is_set_when_adding_on_the_page_and_by_the_command(client, assigner, settings):
     import io
-    import re
 
     from django.core.management import call_command
 
@@ -165,7 +167,7 @@ def test_the_site_is_set_when_adding_on_the_page_and_by_the_command(client, assi
 
     def add(site: str):
         page = client.get("/settings/trackers/").content.decode()
-        key = re.search(r'name="form_key" value="([^"]+)"', page).group(1)
+        key = form_key_in(page)
         data = {"kind": "jira", "system": "", "identities": "", "site": site, "form_key": key}
         return client.post("/settings/trackers/", data)
 

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from audit.models import AuditEvent
-from tests.harness.api import sign_in
+from tests.harness.api import form_key_in, sign_in
 from tests.harness.tracker_payloads import issues_event
 from tests.harness.trackers import connect, deliver
 from trackers.models import TrackerConnection, TrackerEvent
@@ -27,7 +27,7 @@ def signed_in(client, assigner):
 
 def _key(client) -> str:
     page = client.get(PAGE).content.decode()
-    return re.search(r'name="form_key" value="([^"]+)"', page).group(1)
+    return form_key_in(page)
 
 
 def add(client, **fields):

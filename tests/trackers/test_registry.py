@@ -28,7 +28,7 @@ def _modules(root: Path) -> list[Path]:
 
 def _kind_strings(node: ast.AST) -> list[str]:
     """The kind strings in `node` itself, or in the tuple/list/set it is."""
-    if isinstance(node, ast.Constant) and node.value in Kind.values:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in Kind.values:
         return [node.value]
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
         return [s for element in node.elts for s in _kind_strings(element)]

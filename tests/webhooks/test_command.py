@@ -41,7 +41,8 @@ def run(*args: str) -> tuple[int, str, str]:
     try:
         command.run_from_argv(["manage.py", "add_webhook_endpoint", *args])
     except SystemExit as exit_:
-        return int(exit_.code), out.getvalue(), err.getvalue()
+        assert isinstance(exit_.code, int)  # run_from_argv exits with a status
+        return exit_.code, out.getvalue(), err.getvalue()
     return 0, out.getvalue(), err.getvalue()
 
 

@@ -13,6 +13,7 @@ import time
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
 import pytest
 from django.conf import settings
@@ -21,6 +22,9 @@ from commitments.machine import MOVES
 from commitments.models import Status
 from webhooks import payloads
 from webhooks.signing import secret_generate, signed_headers
+
+if TYPE_CHECKING:
+    from commitments.models import OutboxEvent
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "webhooks.md"
 TEXT = DOCS.read_text()
@@ -64,7 +68,8 @@ def envelope(
         new_status=new,
         occurred_at=dt.datetime(2026, 11, 27, 16, 45, 31, 62_000, tzinfo=dt.UTC),
     )
-    return payloads.event_envelope(event, event_name=event_name)
+    # A stand-in with the fields the envelope reads, not a row.
+    return payloads.event_envelope(cast("OutboxEvent", event), event_name=event_name)
 
 
 def signed(body: bytes, *secrets: str, timestamp: int | None = None) -> dict[str, str]:

@@ -8,7 +8,6 @@ the in-flight cap is in test_worker.py."""
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 import pytest
 from django.db import connection
@@ -17,7 +16,7 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from commitments.models import OutboxEvent
 from relay import outbox
-from tests.harness.api import sign_in
+from tests.harness.api import form_key_in, sign_in
 from tests.harness.webhook_pages import (
     RECEIVER,
     delivery_row,
@@ -55,7 +54,7 @@ def owner(client, assigner):
 
 def form_key(client) -> str:
     html = client.get(PAGE).content.decode()
-    return re.search(r'name="form_key" value="([^"]+)"', html).group(1)
+    return form_key_in(html)
 
 
 def register(client, system="jira", url=RECEIVER):

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from tests.harness.api import PASSWORD, sign_in
+from tests.harness.api import PASSWORD, form_key_in, sign_in
 from tests.harness.csp import assert_strict, inline_code
 from tests.harness.services import FakeService, Reply
 from tests.harness.webhook_pages import (
@@ -49,7 +49,7 @@ def owner(client, assigner):
 
 def form_key(client) -> str:
     html = client.get(PAGE).content.decode()
-    return re.search(r'name="form_key" value="([^"]+)"', html).group(1)
+    return form_key_in(html)
 
 
 def register(client, system="jira", url=RECEIVER):
@@ -58,7 +58,7 @@ def register(client, system="jira", url=RECEIVER):
 
 def rotate(client, endpoint):
     page = client.get(f"{PAGE}{endpoint.pk}/rotate").content.decode()
-    key = re.search(r'name="form_key" value="([^"]+)"', page).group(1)
+    key = form_key_in(page)
     return client.post(f"{PAGE}{endpoint.pk}/rotate", {"form_key": key})
 
 
@@ -282,7 +282,7 @@ def test_a_rotation_sent_twice_rotates_once(owner, assigner):
     endpoint = endpoint_for(assigner)
     old = endpoint.secret
     page = owner.get(f"{PAGE}{endpoint.pk}/rotate").content.decode()
-    data = {"form_key": re.search(r'name="form_key" value="([^"]+)"', page).group(1)}
+    data = {"form_key": form_key_in(page)}
 
     owner.post(f"{PAGE}{endpoint.pk}/rotate", data)
     owner.post(f"{PAGE}{endpoint.pk}/rotate", data)

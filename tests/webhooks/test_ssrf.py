@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import re
 import socket
 
 import pytest
@@ -21,7 +20,7 @@ import pytest
 from lib import outbound
 from notifications.models import NudgeChannel
 from notifications.transports import Message, SlackTransport, TeamsTransport, TransportError
-from tests.harness.api import sign_in
+from tests.harness.api import form_key_in, sign_in
 from tests.harness.webhook_pages import delivery_row, endpoint_for, resolve_every_name_to
 from webhooks import sending
 from webhooks.models import WebhookAttempt, WebhookEndpoint
@@ -77,7 +76,7 @@ def resolving_to(monkeypatch, address: str) -> list[str]:
         family = socket.AF_INET6 if ":" in address else socket.AF_INET
         return [(family, socket.SOCK_STREAM, 6, "", (address, port))]
 
-    monkeypatch.setattr(outbound.socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr("lib.outbound.socket.getaddrinfo", getaddrinfo)
     return asked
 
 
@@ -149,7 +148,7 @@ def owner(client, assigner):
 
 def register(client, url: str):
     page = client.get("/settings/webhooks/").content.decode()
-    key = re.search(r'name="form_key" value="([^"]+)"', page).group(1)
+    key = form_key_in(page)
     return client.post(
         "/settings/webhooks/", {"external_system": "jira", "url": url, "form_key": key}
     )
