@@ -70,6 +70,16 @@ class AuditAction(models.TextChoices):
     DECLINED = "declined"
     COMPLETED = "completed"
     RENEGOTIATED = "renegotiated"
+    # commitments: the conversation (issue 26)
+    PROPOSED = "proposed"
+    PROPOSAL_ACCEPTED = "proposal_accepted"
+    PROPOSAL_DECLINED = "proposal_declined"
+    EXTENSION_REQUESTED = "extension_requested"
+    EXTENSION_GRANTED = "extension_granted"
+    EXTENSION_DECLINED = "extension_declined"
+    COMMENTED = "commented"
+    WITHDRAWN = "withdrawn"
+    REASSIGNED = "reassigned"
     # commitments: what a tracker connection records, without a move
     CLOSED_NOT_DONE = "closed_not_done"
     SOURCE_DEADLINE_CHANGED = "source_deadline_changed"
