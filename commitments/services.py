@@ -1135,13 +1135,13 @@ def commitment_reassign(
     is asked now: a user (`assigneeId`), or an address with no account
     (`assigneeId` null, `invitationId` set, as `commitment.invitation`): then
     the nudge is the invitation mail."""
+    commitment = _lock(pk=commitment_id)
+    _check(commitment, actor=actor, move="reassign")
     email = (assignee_email or "").strip().lower()
     try:
         validate_email(email)
     except ValidationError:
         raise ReassignInvalid("Give the e-mail address of the person to ask.") from None
-    commitment = _lock(pk=commitment_id)
-    _check(commitment, actor=actor, move="reassign")
     assigner = commitment.assigner
     assignee = users_with_verified_primary_email().filter(email__iexact=email).first()
     if (assignee is not None and assignee.pk == assigner.pk) or email == assigner.email.lower():
