@@ -26,7 +26,8 @@ class Move:
     by_assigner_token: bool = False  # also the assigner's API token (sync)
     # Also the assigner's tracker connection (trackers.services), which
     # follows what the assigner does in the tracker: a due date they change
-    # renegotiates, an issue they move or close without doing is recorded.
+    # renegotiates, an issue they close without doing is withdrawn, one they
+    # move is recorded.
     by_tracker: bool = False
 
     @property
@@ -38,6 +39,9 @@ class Move:
             people.append("the assigner's tracker connection")
         return "only " + " or ".join(people)
 
+
+PENDING = frozenset({Status.PENDING_HANDSHAKE})
+ACTIVE = frozenset({Status.ACTIVE})
 
 MOVES: dict[str, Move] = {
     "send": Move("send for handshake", frozenset({Status.DRAFT}), frozenset({ASSIGNER})),
@@ -56,16 +60,47 @@ MOVES: dict[str, Move] = {
         frozenset({ASSIGNER}),
         by_tracker=True,
     ),
-    # Records, not moves: the status stays (docs/trackers.md). The tracker
-    # closed the issue without it being done (not planned, canceled, won't
-    # do): not a kept commitment, so not completed. Issue 26 adds withdrawal;
-    # then this record becomes that move (trackers.services._not_done calls it).
-    "record_closed_not_done": Move(
-        "record a close without completion on",
-        frozenset({Status.PENDING_HANDSHAKE, Status.ACTIVE}),
+    # The conversation (issue 26). A counter-proposal and its answers leave
+    # the status Pending_Handshake, except accepting one, which activates
+    # (the assignee offered exactly those terms); an extension and its
+    # answers leave it Active.
+    "propose": Move("propose other terms for", PENDING, frozenset({ASSIGNEE})),
+    "accept_proposal": Move("accept a proposal on", PENDING, frozenset({ASSIGNER})),
+    "decline_proposal": Move("decline a proposal on", PENDING, frozenset({ASSIGNER})),
+    "request_extension": Move("ask for more time on", ACTIVE, frozenset({ASSIGNEE})),
+    "grant_extension": Move("grant more time on", ACTIVE, frozenset({ASSIGNER})),
+    "decline_extension": Move("decline more time on", ACTIVE, frozenset({ASSIGNER})),
+    "comment": Move(
+        "comment on",
+        frozenset(
+            {
+                Status.PENDING_HANDSHAKE,
+                Status.ACTIVE,
+                Status.COMPLETED,
+                Status.REFUSED,
+                Status.WITHDRAWN,
+            }
+        ),
+        frozenset({ASSIGNER, ASSIGNEE}),
+    ),
+    # The assigner no longer needs it. Also the assigner's tracker
+    # connection: an issue closed without being done (not planned, canceled,
+    # won't do) is withdrawn (trackers.services._not_done).
+    "withdraw": Move(
+        "withdraw",
+        frozenset({Status.PENDING_HANDSHAKE, Status.ACTIVE, Status.REFUSED}),
         frozenset({ASSIGNER}),
         by_tracker=True,
     ),
+    # Handed to someone else, who is asked for a fresh handshake.
+    "reassign": Move(
+        "reassign",
+        frozenset({Status.PENDING_HANDSHAKE, Status.ACTIVE, Status.REFUSED}),
+        frozenset({ASSIGNER}),
+    ),
+    # Records, not moves: the status stays (docs/trackers.md). (Before issue
+    # 26 an issue closed without being done was recorded, `closed_not_done`;
+    # it is withdrawn now.)
     # The tracker's due date changed after the handshake completed: the
     # accepted deadline stays (terms change only before it), the change is
     # recorded for both to see.
@@ -78,7 +113,15 @@ MOVES: dict[str, Move] = {
     # The issue moved (another project or team) and has a new key.
     "change_external_ref": Move(
         "change the external reference of",
-        frozenset({Status.PENDING_HANDSHAKE, Status.ACTIVE, Status.COMPLETED, Status.REFUSED}),
+        frozenset(
+            {
+                Status.PENDING_HANDSHAKE,
+                Status.ACTIVE,
+                Status.COMPLETED,
+                Status.REFUSED,
+                Status.WITHDRAWN,
+            }
+        ),
         frozenset({ASSIGNER}),
         by_tracker=True,
     ),

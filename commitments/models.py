@@ -24,9 +24,15 @@ class Status(models.TextChoices):
     ACTIVE = "Active", "Active"
     COMPLETED = "Completed", "Completed"
     REFUSED = "Refused", "Declined"
+    # The assigner no longer needs it (issue 26): an end state beside
+    # Completed and Refused, reached only by `withdraw`; the Flow Score
+    # ignores it. The four contract statuses keep their meaning.
+    WITHDRAWN = "Withdrawn", "Withdrawn"
 
 
 DESCRIPTION_MAX = 2000
+NOTE_MAX = 500  # a proposal's, an answer's or a withdrawal's note
+COMMENT_MAX = 2000
 EXTERNAL_SYSTEM_MAX = 32
 EXTERNAL_ID_MAX = 128
 LINK_URL_MAX = 500
@@ -85,6 +91,7 @@ class Commitment(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     refused_at = models.DateTimeField(null=True, blank=True)
     renegotiated_at = models.DateTimeField(null=True, blank=True)
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
     # The version of the terms (description and deadline): 1 when created, one
     # more with every draft edit and every renegotiation. A page posts the
     # version it showed, so nobody accepts, declines or overwrites terms they
@@ -110,10 +117,14 @@ class Commitment(models.Model):
                 name="commitment_status_valid",
             ),
             # Someone is asked: a user, or an invited address. Only a Draft or
-            # a request waiting for its handshake may wait for an account.
+            # a request waiting for its handshake may wait for an account (and
+            # such a request, withdrawn, stays as it was asked).
             models.CheckConstraint(
                 condition=Q(assignee__isnull=False)
-                | Q(invitation__isnull=False, status__in=[Status.DRAFT, Status.PENDING_HANDSHAKE]),
+                | Q(
+                    invitation__isnull=False,
+                    status__in=[Status.DRAFT, Status.PENDING_HANDSHAKE, Status.WITHDRAWN],
+                ),
                 name="commitment_assignee_or_invitation",
             ),
         ]
@@ -213,6 +224,17 @@ class EventKind(models.TextChoices):
     # (notifications.dispatch). Its renegotiation is `renegotiated` and mails
     # nobody (events written before that rule may still say `invited`).
     INVITED = "invited", "Invited"
+    # The conversation around a commitment (issue 26). Accepting a
+    # counter-proposal is `activated` (the contract's event); the outbox row's
+    # `detail` names the proposal, comment or previous assignee.
+    PROPOSED = "proposed", "Proposed other terms"
+    PROPOSAL_DECLINED = "proposal_declined", "Proposal declined"
+    EXTENSION_REQUESTED = "extension_requested", "Asked for more time"
+    EXTENSION_GRANTED = "extension_granted", "More time granted"
+    EXTENSION_DECLINED = "extension_declined", "More time declined"
+    COMMENTED = "commented", "Commented"
+    WITHDRAWN = "withdrawn", "Withdrawn"
+    REASSIGNED = "reassigned", "Reassigned"
 
 
 class OutboxEvent(models.Model):
@@ -236,6 +258,10 @@ class OutboxEvent(models.Model):
     # log lines of the work it causes: the relay publishes the event's task
     # under it. Empty for changes made outside a request.
     request_id = models.CharField(max_length=128, blank=True, default="")
+    # What the move was about, for the nudges and webhooks it causes:
+    # {"proposalId": ...}, {"commentId": ...}, {"previousAssigneeId": ...}.
+    # Empty for the contract's moves.
+    detail = models.JSONField(default=dict, blank=True)
     # Processing state, owned by the dispatcher in `integrations`: null until the
     # event has been turned into deliveries.
     dispatched_at = models.DateTimeField(null=True, blank=True)
@@ -254,6 +280,97 @@ class OutboxEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk} for {self.commitment_id}"
+
+
+class ProposalKind(models.TextChoices):
+    """A counter-proposal answers a request waiting for its handshake with
+    other terms; an extension asks for a later deadline on an Active one."""
+
+    COUNTER = "counter", "Counter-proposal"
+    EXTENSION = "extension", "Extension"
+
+
+class ProposalState(models.TextChoices):
+    OPEN = "open", "Open"
+    ACCEPTED = "accepted", "Accepted"
+    DECLINED = "declined", "Declined"
+    # Closed without an answer: the terms changed (a renegotiation), the
+    # commitment was withdrawn or reassigned, or it ended.
+    SUPERSEDED = "superseded", "Superseded"
+
+
+class Proposal(models.Model):
+    """Terms the assignee offers instead of the ones asked (a counter-proposal,
+    on Pending_Handshake) or a later deadline they ask for (an extension, on
+    Active), and the assigner's answer. At most one open per commitment.
+    `description` / `deadline` null: that term unchanged."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    commitment = models.ForeignKey(Commitment, on_delete=models.CASCADE, related_name="proposals")
+    kind = models.CharField(max_length=16, choices=ProposalKind.choices)
+    state = models.CharField(
+        max_length=16, choices=ProposalState.choices, default=ProposalState.OPEN
+    )
+    proposed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    description = models.TextField(max_length=DESCRIPTION_MAX, null=True, blank=True)  # noqa: DJ001
+    deadline = models.DateTimeField(null=True, blank=True)
+    # The terms it answers: the commitment's terms_version and deadline then.
+    terms_version = models.PositiveIntegerField()
+    previous_deadline = models.DateTimeField(null=True, blank=True)
+    note = models.CharField(max_length=NOTE_MAX, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    answer_note = models.CharField(max_length=NOTE_MAX, blank=True, default="")
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["commitment"],
+                condition=Q(state="open"),
+                name="proposal_one_open_per_commitment",
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=[k.value for k in ProposalKind]), name="proposal_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(state__in=[s.value for s in ProposalState]),
+                name="proposal_state_valid",
+            ),
+        ]
+        indexes = [
+            # Reminders: open proposals waiting longer than a while.
+            models.Index(
+                fields=["created_at"], condition=Q(state="open"), name="proposal_open_idx"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} on {self.commitment_id} ({self.state})"
+
+
+class Comment(models.Model):
+    """Plain text on a commitment's timeline, by its assigner or assignee."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    commitment = models.ForeignKey(Commitment, on_delete=models.CASCADE, related_name="comments")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    body = models.TextField(max_length=COMMENT_MAX)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [
+            models.Index(fields=["commitment", "created_at"], name="comment_commitment_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"comment on {self.commitment_id}"
 
 
 LINK_TEMPLATE_MAX = 500

@@ -29,6 +29,8 @@ def commitment_in(status: str, assigner, assignee, *, deadline=DEADLINE) -> Comm
         services.commitment_accept(actor=knight, commitment_id=c.pk)
     if status == Status.COMPLETED:
         services.commitment_complete(actor=knight, commitment_id=c.pk)
+    if status == Status.WITHDRAWN:
+        services.commitment_withdraw(actor=lead, commitment_id=c.pk)
     c.refresh_from_db()
     assert c.status == status
     return c
@@ -52,12 +54,13 @@ def snapshot(c: Commitment) -> tuple:
 def many_commitments(assigner, assignee, n: int) -> None:
     """`n` commitments between the two (each asks the other, and drafts), in
     every status, with deadlines around now and completions over the last 80
-    days, written in bulk."""
-    statuses = [s.value for s in Status]
+    days, written in bulk. Every seventh is Withdrawn; the others go round
+    the statuses before it (so each person has some of each)."""
+    statuses = [s.value for s in Status if s != Status.WITHDRAWN]
     now = timezone.now()
     rows = []
     for i in range(n):
-        status = statuses[i % len(statuses)]
+        status = statuses[i % len(statuses)] if i % 7 != 6 else Status.WITHDRAWN
         accepted = status in (Status.ACTIVE, Status.COMPLETED)
         rows.append(
             Commitment(
@@ -73,6 +76,7 @@ def many_commitments(assigner, assignee, n: int) -> None:
                 if status == Status.COMPLETED
                 else None,
                 refused_at=now - dt.timedelta(days=i % 30) if status == Status.REFUSED else None,
+                withdrawn_at=now - dt.timedelta(days=i % 9) if status == Status.WITHDRAWN else None,
             )
         )
     Commitment.objects.bulk_create(rows)

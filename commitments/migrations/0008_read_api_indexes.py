@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('commitments', '0006_outbox_relay'),
+        ('commitments', '0007_conversation'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
