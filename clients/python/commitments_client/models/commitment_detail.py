@@ -27,6 +27,7 @@ class CommitmentDetail:
             * `Active` - Active
             * `Completed` - Completed
             * `Refused` - Declined
+            * `Withdrawn` - Withdrawn
         description (str): What is committed to.
         deadline (datetime.datetime | None): The deadline (ISO-8601, UTC), or null for none.
         external_system (None | str): The source system of its external reference; null for commitments made in the web

@@ -7,6 +7,7 @@ class CommitmentsListStatus(StrEnum):
     DRAFT = "Draft"
     PENDING_HANDSHAKE = "Pending_Handshake"
     REFUSED = "Refused"
+    WITHDRAWN = "Withdrawn"
 
     def __str__(self) -> str:
         return str(self.value)

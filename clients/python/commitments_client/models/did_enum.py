@@ -10,6 +10,7 @@ class DidEnum(StrEnum):
     RECORDED = "recorded"
     RENEGOTIATED = "renegotiated"
     SKIPPED = "skipped"
+    WITHDRAWN = "withdrawn"
 
     def __str__(self) -> str:
         return str(self.value)

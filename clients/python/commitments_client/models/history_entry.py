@@ -22,6 +22,7 @@ class HistoryEntry:
             * `Active` - Active
             * `Completed` - Completed
             * `Refused` - Declined
+            * `Withdrawn` - Withdrawn
         previous_status (CommitmentStatusEnum | None): The status left; null for the creation.
 
             * `Draft` - Draft
@@ -29,6 +30,7 @@ class HistoryEntry:
             * `Active` - Active
             * `Completed` - Completed
             * `Refused` - Declined
+            * `Withdrawn` - Withdrawn
         at (datetime.datetime): When (ISO-8601, UTC).
         actor_kind (ActorKindEnum): * `user` - user
             * `api_token` - api_token

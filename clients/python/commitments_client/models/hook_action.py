@@ -21,6 +21,7 @@ class HookAction:
         who (str): The tracker's user (as the tracker shows them), or the commitment's externalId.
         did (DidEnum): * `created` - created
             * `completed` - completed
+            * `withdrawn` - withdrawn
             * `recorded` - recorded
             * `renegotiated` - renegotiated
             * `noted` - noted

@@ -22,11 +22,13 @@ class SyncResult:
             * `Active` - Active
             * `Completed` - Completed
             * `Refused` - Declined
+            * `Withdrawn` - Withdrawn
         previous_status (CommitmentStatusEnum): * `Draft` - Draft
             * `Pending_Handshake` - Pending handshake
             * `Active` - Active
             * `Completed` - Completed
             * `Refused` - Declined
+            * `Withdrawn` - Withdrawn
         changed (bool): False when the commitment already had the requested status (a replay).
     """
 
