@@ -181,13 +181,13 @@ def webhook_events(request: AuthenticatedRequest, endpoint_id: uuid.UUID) -> Htt
     form = _events_form(endpoint, request.POST)
     if form.is_valid():
         try:
-            services.webhook_endpoint_choose_events(
+            endpoint = services.webhook_endpoint_choose_events(
                 endpoint=endpoint, events=form.cleaned_data["events"]
             )
         except WebhookError as exc:
             add_service_error(form, exc)
         else:
-            chosen = form.cleaned_data["events"]
+            chosen = endpoint.chosen_events
             messages.success(
                 request,
                 f"Saved the events of the {endpoint.external_system} endpoint: the four status "
