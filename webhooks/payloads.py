@@ -12,7 +12,7 @@ from commitments.models import EventKind, OutboxEvent, Proposal
 
 # Which outbox events become webhook events, and the timestamp field of each.
 EVENT_NAMES: dict[str, str] = {
-    # The contract's four (spec, "Outbound webhooks"): sent to every endpoint.
+    # The contract's four (docs/webhooks.md, "Events"): sent to every endpoint.
     EventKind.ACTIVATED: "commitment.activated",
     EventKind.REFUSED: "commitment.refused",
     EventKind.RENEGOTIATED: "commitment.renegotiated",
