@@ -678,6 +678,13 @@ def proposal_open_for(*, commitment: Commitment) -> Proposal | None:
     return _proposals().filter(commitment=commitment, state=ProposalState.OPEN).first()
 
 
+def proposal_of(*, commitment_id: uuid.UUID, proposal_id: uuid.UUID) -> Proposal | None:
+    """One proposal of a commitment, whatever its state (None when the
+    commitment has no such proposal): for what an event about it says. One
+    query."""
+    return Proposal.objects.filter(pk=proposal_id, commitment_id=commitment_id).first()
+
+
 def proposals_open_for(*, commitment_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Proposal]:
     """The open proposal of each of many commitments, by commitment id (those
     without one are absent): one query, whatever their number."""

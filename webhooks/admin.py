@@ -1,6 +1,9 @@
 """Admin for webhook endpoints and deliveries: what the owner sees on the
 Webhooks page, for staff, read-only.
 
+An endpoint shows the events it is sent: the contract's four, then the
+ones its owner chose on the Webhooks page.
+
 Secrets are never shown (the current and previous signing secret are not
 fields here), and an endpoint's URL is shown as scheme and host only: a path
 or query may carry a credential of the receiver's (it is stored encrypted).
@@ -30,6 +33,7 @@ from webhooks.models import (
     WebhookEndpoint,
     WebhookPayload,
 )
+from webhooks.payloads import CONTRACT_EVENTS
 
 
 @admin.register(WebhookEndpoint)
@@ -57,6 +61,7 @@ class WebhookEndpointAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdm
         "owner_active",
         "external_system",
         "url_masked",
+        "events_sent",
         "paused_at",
         "paused_reason",
         "problem",
@@ -69,6 +74,11 @@ class WebhookEndpointAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdm
     @admin.display(description="URL")
     def url_masked(self, obj: WebhookEndpoint) -> str:
         return masked_url(obj.url)
+
+    @admin.display(description="events sent")
+    def events_sent(self, obj: WebhookEndpoint) -> str:
+        """The contract's four always, then the ones its owner chose."""
+        return ", ".join([*CONTRACT_EVENTS, *obj.chosen_events])
 
     @admin.display(description="owner active", boolean=True, ordering="user__is_active")
     def owner_active(self, obj: WebhookEndpoint) -> bool:

@@ -27,11 +27,13 @@ def webhooks_queue_on_commit(delivery_ids: list) -> None:
 
 
 def webhook_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uuid.UUID]:
-    """The webhook delivery `event` calls for, if any: a status change of a
-    commitment with an external mapping, to its assigner's endpoint for that
-    external system, unless paused. The body is frozen here. Call inside the
-    dispatch transaction; the send is queued after commit. The endpoint of a
-    deactivated owner gets nothing, and is paused."""
+    """The webhook delivery `event` calls for, if any: a move on a commitment
+    with an external mapping, to its assigner's endpoint for that external
+    system, unless paused; one of the contract's four events always, any
+    other only when the endpoint chose it (WebhookEndpoint.receives). The
+    body is frozen here. Call inside the dispatch transaction; the send is
+    queued after commit. The endpoint of a deactivated owner gets nothing,
+    and is paused."""
     event_name = payloads.EVENT_NAMES.get(event.kind)
     commitment = event.commitment
     if event_name is None or not commitment.has_external_ref:
@@ -45,7 +47,9 @@ def webhook_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[u
         .select_related("user")
         .first()
     )
-    if endpoint is None or WebhookDelivery.objects.filter(event=event, endpoint=endpoint).exists():
+    if endpoint is None or not endpoint.receives(event_name):
+        return []
+    if WebhookDelivery.objects.filter(event=event, endpoint=endpoint).exists():
         return []
     if not endpoint.user.is_active:
         webhook_endpoint_pause_by_service(endpoint, reason=OWNER_INACTIVE_REASON, now=now)

@@ -11,6 +11,7 @@ from commitments.models import EXTERNAL_SYSTEM_MAX
 from lib.forms import TextField
 from webhooks.errors import WebhookError
 from webhooks.models import URL_MAX
+from webhooks.payloads import OPTIONAL_EVENTS
 
 URL_HELP = (
     "Where events are POSTed. In production it must start with https:// and "
@@ -25,6 +26,23 @@ def _url_field() -> forms.CharField:
         strip=True,
         widget=forms.URLInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
         help_text=URL_HELP,
+    )
+
+
+EVENTS_HELP = (
+    "The four status events (commitment.activated, .refused, .renegotiated, .completed) are "
+    "always sent. Choose the others your receiver wants; they are sent from the next event on."
+)
+
+
+def _events_field() -> forms.MultipleChoiceField:
+    return forms.MultipleChoiceField(
+        label="Also send",
+        required=False,
+        choices=[(name, f"{name}: {says}") for name, says in OPTIONAL_EVENTS.items()],
+        widget=forms.CheckboxSelectMultiple,
+        help_text=EVENTS_HELP,
+        error_messages={"invalid_choice": "Choose among the events listed."},
     )
 
 
@@ -46,7 +64,15 @@ class EndpointCreateForm(OneTimeForm):
         ),
     )
     url = _url_field()
-    field_order = ["external_system", "url", "form_key"]
+    events = _events_field()
+    field_order = ["external_system", "url", "events", "form_key"]
+
+
+class EndpointEventsForm(forms.Form):
+    """The optional events one endpoint receives. Several of these are on one
+    page (one per endpoint): each is made with its own `auto_id`."""
+
+    events = _events_field()
 
 
 class EndpointUrlForm(forms.Form):

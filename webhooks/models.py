@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import models
@@ -24,6 +24,7 @@ from lib import leasing
 from lib.crypto import EncryptedTextField, is_undecryptable
 from lib.deliveries import Attempt, AttemptOutcome, LeasedDelivery, lease_indexes
 from lib.outbound import masked_url
+from webhooks.payloads import CONTRACT_EVENTS, OPTIONAL_EVENTS
 
 __all__ = [
     "AttemptOutcome",
@@ -51,6 +52,13 @@ OWNER_INACTIVE_REASON = (
 )
 
 
+def contract_events() -> list[str]:
+    """What an endpoint receives until its owner chooses more: the contract's
+    four events (the default of `WebhookEndpoint.events`; the migration that
+    added the field gave them to every endpoint there was)."""
+    return list(CONTRACT_EVENTS)
+
+
 class WebhookEndpoint(models.Model):
     """Where one person's events about one external system go: one per
     (user, external_system). The secret is `whsec_` + base64 of 32 random
@@ -73,6 +81,10 @@ class WebhookEndpoint(models.Model):
     # answered 410 Gone, the secret cannot be read). Nothing is sent while set.
     paused_at = models.DateTimeField(null=True, blank=True)
     paused_reason = models.CharField(max_length=500, blank=True)
+    # The event names it receives: the contract's four always (they are sent
+    # whatever this says), then those its owner chose of OPTIONAL_EVENTS
+    # (webhooks.services.webhook_endpoint_choose_events keeps it so).
+    events = models.JSONField(default=contract_events)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -102,6 +114,18 @@ class WebhookEndpoint(models.Model):
         # returns (with its prefetched `recent` and `failed`).
         last_test: WebhookDelivery | None
         last_test_text: str
+        events_form: Any  # set by webhooks.views._render_list: its EndpointEventsForm
+
+    @property
+    def chosen_events(self) -> list[str]:
+        """The optional events it receives, in the page's order."""
+        chosen = set(self.events or ())
+        return [name for name in OPTIONAL_EVENTS if name in chosen]
+
+    def receives(self, event_name: str) -> bool:
+        """Whether an event of that name is sent to it: the contract's four
+        always, another only when chosen."""
+        return event_name in CONTRACT_EVENTS or event_name in (self.events or ())
 
     @property
     def masked_url(self) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -89,17 +90,38 @@ def _external_system(value: str) -> str:
     return value
 
 
+def _events(events: Iterable[str]) -> list[str]:
+    """The `events` to store for a choice: the contract's four, then the
+    chosen optional ones in the page's order. A name that is neither is
+    refused (WebhookError on the field `events`)."""
+    chosen = set(events)
+    unknown = sorted(chosen - set(payloads.OPTIONAL_EVENTS) - set(payloads.CONTRACT_EVENTS))
+    if unknown:
+        raise WebhookError(
+            "Choose among the events listed; not an event: " + ", ".join(unknown) + ".",
+            field="events",
+        )
+    return [*payloads.CONTRACT_EVENTS, *(n for n in payloads.OPTIONAL_EVENTS if n in chosen)]
+
+
 def _actor(endpoint_user: User, actor: Actor | None) -> Actor:
     return actor if actor is not None else Actor.for_user(endpoint_user)
 
 
 def webhook_endpoint_create(
-    *, user: User, external_system: str, url: str, actor: Actor | None = None
+    *,
+    user: User,
+    external_system: str,
+    url: str,
+    events: Iterable[str] = (),
+    actor: Actor | None = None,
 ) -> tuple[WebhookEndpoint, str]:
     """Register an endpoint; returns it and its secret (to be shown once).
-    A person has at most WEBHOOK_MAX_ENDPOINTS (WebhookEndpointLimit)."""
+    It receives the contract's four events and the optional ones in
+    `events`. A person has at most WEBHOOK_MAX_ENDPOINTS (WebhookEndpointLimit)."""
     external_system = _external_system(external_system)
     url = webhook_url_check(url)
+    chosen = _events(events)
     secret = secret_generate()
     limit = settings.WEBHOOK_MAX_ENDPOINTS
     try:
@@ -113,13 +135,17 @@ def webhook_endpoint_create(
                     "delete one to add another."
                 )
             endpoint = WebhookEndpoint.objects.create(
-                user=user, external_system=external_system, url=url, secret=secret
+                user=user, external_system=external_system, url=url, secret=secret, events=chosen
             )
             audit_event_record(
                 actor=_actor(user, actor),
                 subject=endpoint,
                 action=AuditAction.WEBHOOK_ENDPOINT_CREATED,
-                payload={"externalSystem": external_system, "url": masked_url(url)},
+                payload={
+                    "externalSystem": external_system,
+                    "url": masked_url(url),
+                    "events": chosen,
+                },
             )
     except IntegrityError:
         raise WebhookEndpointExists(
@@ -151,6 +177,31 @@ def webhook_endpoint_update(
                 "url": {"old": masked_url(old), "new": masked_url(url)},
                 "changed": old != url,
             },
+        )
+    return endpoint
+
+
+def webhook_endpoint_choose_events(
+    *, endpoint: WebhookEndpoint, events: Iterable[str], actor: Actor | None = None
+) -> WebhookEndpoint:
+    """Choose the optional events the endpoint receives (`events`; the
+    contract's four are received whatever it says). From the next event
+    dispatched on; deliveries already made are sent as they are. On the
+    audit trail as a change of the endpoint, with the old and the new list;
+    the same choice again changes nothing and writes nothing."""
+    chosen = _events(events)
+    with transaction.atomic():
+        endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+        old = list(endpoint.events or [])
+        if old == chosen:
+            return endpoint
+        endpoint.events = chosen
+        endpoint.save(update_fields=["events", "updated_at"])
+        audit_event_record(
+            actor=_actor(endpoint.user, actor),
+            subject=endpoint,
+            action=AuditAction.WEBHOOK_ENDPOINT_CHANGED,
+            payload={"events": {"old": old, "new": chosen}},
         )
     return endpoint
 
@@ -246,7 +297,8 @@ def webhook_endpoints_forget_old_secrets(*, now: dt.datetime) -> int:
 
 def webhook_test_send(*, endpoint: WebhookEndpoint, actor: Actor | None = None) -> WebhookDelivery:
     """Queue a `commitment.test` event to the endpoint (marked `"test": true`,
-    sent once, never retried, never pausing the endpoint). Sent to a paused
+    listing the events the endpoint receives, sent once, never retried,
+    never pausing the endpoint). Sent to a paused
     endpoint too, so its owner can check it before resuming. One test per
     person every WEBHOOK_TEST_INTERVAL seconds, whichever endpoint
     (WebhookTestTooSoon), as for the notification test."""
@@ -268,7 +320,10 @@ def webhook_test_send(*, endpoint: WebhookEndpoint, actor: Actor | None = None) 
             delivery=delivery,
             body=payloads.encode(
                 payloads.test_envelope(
-                    external_system=endpoint.external_system, user_id=endpoint.user_id, now=now
+                    external_system=endpoint.external_system,
+                    user_id=endpoint.user_id,
+                    now=now,
+                    events=[*payloads.CONTRACT_EVENTS, *endpoint.chosen_events],
                 )
             ),
             event_timestamp=now,
@@ -317,6 +372,7 @@ def webhook_delivery_replay(*, delivery: WebhookDelivery, actor: Actor) -> Webho
 
 __all__ = [
     "webhook_delivery_replay",
+    "webhook_endpoint_choose_events",
     "webhook_endpoint_create",
     "webhook_endpoint_delete",
     "webhook_endpoint_pause",

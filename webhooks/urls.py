@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.webhook_list, name="webhooks"),
     path("docs.md", views.webhook_docs, name="webhook_docs"),
     path("<uuid:endpoint_id>/edit", views.webhook_edit, name="webhook_edit"),
+    path("<uuid:endpoint_id>/events", views.webhook_events, name="webhook_events"),
     path("<uuid:endpoint_id>/pause", views.webhook_pause, name="webhook_pause"),
     path("<uuid:endpoint_id>/resume", views.webhook_resume, name="webhook_resume"),
     path("<uuid:endpoint_id>/delete", views.webhook_delete, name="webhook_delete"),

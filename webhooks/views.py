@@ -34,7 +34,13 @@ from lib.api_errors import envelope
 from lib.once import form_key_new, form_key_use
 from webhooks import selectors, services
 from webhooks.errors import WebhookError, WebhookTestTooSoon
-from webhooks.forms import EndpointCreateForm, EndpointUrlForm, OneTimeForm, add_service_error
+from webhooks.forms import (
+    EndpointCreateForm,
+    EndpointEventsForm,
+    EndpointUrlForm,
+    OneTimeForm,
+    add_service_error,
+)
 from webhooks.models import WebhookDeliveryStatus, WebhookEndpoint
 from webhooks.selectors import delivery_outcome_text
 
@@ -61,19 +67,37 @@ def _keep_secret(
     }
 
 
+def _events_form(endpoint: WebhookEndpoint, data=None) -> EndpointEventsForm:
+    """The events form of one endpoint: ids of its own (several on a page)."""
+    return EndpointEventsForm(
+        data,
+        initial={"events": endpoint.chosen_events},
+        auto_id=f"events-{endpoint.pk}-%s",
+    )
+
+
 def _render_list(
     request: AuthenticatedRequest,
     form: EndpointCreateForm,
     new_secret: dict | None = None,
     status=200,
+    events_form: tuple[uuid.UUID, EndpointEventsForm] | None = None,
 ) -> HttpResponse:
+    """The page; `events_form`: an endpoint's events form as it was sent
+    and refused, shown open with its error in place of a fresh one."""
+    endpoints = selectors.webhook_endpoints_for_page(user=request.user)
+    for endpoint in endpoints:
+        if events_form is not None and events_form[0] == endpoint.pk:
+            endpoint.events_form = events_form[1]
+        else:
+            endpoint.events_form = _events_form(endpoint)
     return render(
         request,
         "webhooks/list.html",
         {
             "form": form,
             "new_secret": new_secret,
-            "endpoints": selectors.webhook_endpoints_for_page(user=request.user),
+            "endpoints": endpoints,
             "overlap_hours": settings.WEBHOOK_ROTATION_OVERLAP // 3600,
             "now": timezone.now(),
         },
@@ -101,6 +125,7 @@ def webhook_list(request: AuthenticatedRequest) -> HttpResponse:
                 user=request.user,
                 external_system=form.cleaned_data["external_system"],
                 url=form.cleaned_data["url"],
+                events=form.cleaned_data["events"],
             )
         except WebhookError as exc:
             add_service_error(form, exc)
@@ -144,6 +169,33 @@ def webhook_edit(request: AuthenticatedRequest, endpoint_id: uuid.UUID) -> HttpR
         {"endpoint": endpoint, "form": form},
         status=400 if form.errors else 200,
     )
+
+
+@login_required
+@require_POST
+def webhook_events(request: AuthenticatedRequest, endpoint_id: uuid.UUID) -> HttpResponse:
+    """Choose the optional events an endpoint receives (the checkboxes under
+    "Events" on its card). A choice that names no listed event is refused
+    with the page again, the form open with its error, and nothing changed."""
+    endpoint = _endpoint_or_404(request, endpoint_id)
+    form = _events_form(endpoint, request.POST)
+    if form.is_valid():
+        try:
+            endpoint = services.webhook_endpoint_choose_events(
+                endpoint=endpoint, events=form.cleaned_data["events"]
+            )
+        except WebhookError as exc:
+            add_service_error(form, exc)
+        else:
+            chosen = endpoint.chosen_events
+            messages.success(
+                request,
+                f"Saved the events of the {endpoint.external_system} endpoint: the four status "
+                "events" + (", and " + ", ".join(n for n in chosen) if chosen else " only") + ".",
+            )
+            return redirect(f"{reverse('webhooks')}#endpoint-{endpoint.pk}")
+    create = EndpointCreateForm(initial={"form_key": form_key_new(request, scope=FORM_SCOPE)})
+    return _render_list(request, create, status=400, events_form=(endpoint.pk, form))
 
 
 @login_required

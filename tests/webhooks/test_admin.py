@@ -137,3 +137,14 @@ def test_staff_without_the_change_permission_get_no_replay_action(client, make_u
     )
     assert WebhookDelivery.objects.get(pk=failed.pk).status == "failed"
     assert not AuditEvent.objects.filter(action="webhook_delivery_replayed").exists()
+
+
+def test_staff_see_the_events_an_endpoint_is_sent(staff_client, assigner):
+    endpoint = endpoint_for(assigner, url=URL)
+    services.webhook_endpoint_choose_events(endpoint=endpoint, events=["commitment.withdrawn"])
+    html = staff_client.get(f"{ENDPOINTS}{endpoint.pk}/change/").content.decode()
+    assert "events sent" in html.lower()
+    assert (
+        "commitment.activated, commitment.refused, commitment.renegotiated, "
+        "commitment.completed, commitment.withdrawn" in html
+    )

@@ -50,6 +50,15 @@ MOVE_OF = {
     "commitment.refused": ("decline", Status.REFUSED),
     "commitment.renegotiated": ("renegotiate", Status.PENDING_HANDSHAKE),
     "commitment.completed": ("complete", Status.COMPLETED),
+    # The conversation's events (issue 26); None: the status does not change.
+    "commitment.proposed": ("propose", Status.PENDING_HANDSHAKE),
+    "commitment.proposal_declined": ("decline_proposal", Status.PENDING_HANDSHAKE),
+    "commitment.extension_requested": ("request_extension", Status.ACTIVE),
+    "commitment.extension_granted": ("grant_extension", Status.ACTIVE),
+    "commitment.extension_declined": ("decline_extension", Status.ACTIVE),
+    "commitment.withdrawn": ("withdraw", Status.WITHDRAWN),
+    "commitment.reassigned": ("reassign", Status.PENDING_HANDSHAKE),
+    "commitment.commented": ("comment", None),
 }
 
 
@@ -58,7 +67,7 @@ def envelope(
 ) -> dict:
     """What the service sends for `event_name`, from its own envelope code."""
     commitment = SimpleNamespace(pk=uuid.uuid4(), external_system="jira", external_id="OPS-1234")
-    new = MOVE_OF[event_name][1]
+    new = MOVE_OF[event_name][1] or previous
     event = SimpleNamespace(
         commitment=commitment,
         actor_kind=actor_kind,
@@ -96,19 +105,41 @@ def test_every_event_has_a_documented_example_with_exactly_the_fields_sent():
     for name, example in examples.items():
         if name == payloads.TEST_EVENT:
             sent = payloads.test_envelope(
-                external_system="jira", user_id=uuid.uuid4(), now=dt.datetime.now(dt.UTC)
+                external_system="jira",
+                user_id=uuid.uuid4(),
+                now=dt.datetime.now(dt.UTC),
+                events=example["events"],
             )
+            assert example["events"][:4] == list(payloads.CONTRACT_EVENTS)
+            assert set(example["events"][4:]) <= set(payloads.OPTIONAL_EVENTS)
         else:
             sent = envelope(
                 name, actor_kind=example["actor"]["kind"], previous=example["previousStatus"]
             )
             move, leads_to = MOVE_OF[name]
             assert example["previousStatus"] in MOVES[move].from_statuses, name
-            assert example["newStatus"] == leads_to, name
+            assert example["newStatus"] == (leads_to or example["previousStatus"]), name
+            if name in payloads.PROPOSAL_EVENTS:
+                assert set(example["proposal"]) == set(sent["proposal"]) == {"id", "deadline"}
+                assert re.fullmatch(
+                    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", example["proposal"]["deadline"]
+                )
         assert list(example) == list(sent), name
         assert set(example["actor"]) == set(sent["actor"]), name
         for field in ("timestamp", payloads.TIMESTAMP_FIELDS.get(name, "completedAt")):
             assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", example[field])
+
+
+def test_the_event_tables_name_every_event_and_its_timestamp_field():
+    """The two tables of "Events": the four and the test, then the eight an
+    endpoint chooses, each with the timestamp field the service writes."""
+    table = TEXT[TEXT.index("## Events") : TEXT.index("## Choosing events")]
+    rows = re.findall(r"^\| `(commitment\.[a-z_]+)` \|.*\| `(\w+)` \|$", table, re.MULTILINE)
+    documented = dict(rows)
+    assert len(rows) == len(documented)
+    assert documented == {**payloads.TIMESTAMP_FIELDS, payloads.TEST_EVENT: "completedAt"}
+    optional = [name for name, _ in rows if name in payloads.OPTIONAL_EVENTS]
+    assert optional == list(payloads.OPTIONAL_EVENTS)  # in the page's order
 
 
 def test_the_header_table_names_every_header_sent_and_the_user_agent():

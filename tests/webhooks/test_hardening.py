@@ -33,6 +33,7 @@ from webhooks.models import (
     WebhookDeliveryStatus,
     WebhookEndpoint,
 )
+from webhooks.payloads import CONTRACT_EVENTS
 
 PAGE = "/settings/webhooks/"
 SECRET_URL = "https://hooks.example.com/hook/credential-in-the-path?key=also-secret"
@@ -219,7 +220,10 @@ def test_the_audit_trail_has_scheme_and_host_and_that_it_changed_never_the_url(a
     assert "credential-in-the-path" not in str(trail) and "also-secret" not in str(trail)
     masked = "https://hooks.example.com/…"
     assert trail == [
-        ("webhook_endpoint_created", {"externalSystem": "jira", "url": masked}),
+        (
+            "webhook_endpoint_created",
+            {"externalSystem": "jira", "url": masked, "events": list(CONTRACT_EVENTS)},
+        ),
         ("webhook_endpoint_changed", {"url": {"old": masked, "new": masked}, "changed": True}),
         ("webhook_endpoint_changed", {"url": {"old": masked, "new": masked}, "changed": False}),
         ("webhook_endpoint_deleted", {"externalSystem": "jira", "url": masked}),

@@ -65,3 +65,32 @@ def test_existing_plaintext_urls_are_encrypted_and_read_back_unchanged(old_schem
 
     migrate(BEFORE)  # and back: plaintext again, for the code before
     assert raw_urls() == [URL, URL + "&b=2"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_endpoints_from_before_the_choice_of_events_keep_exactly_the_four():
+    """webhooks 0004 (issue 26, point 7): every endpoint there was receives
+    what it received before, the contract's four events, and nothing new."""
+    before = [("webhooks", "0003_attempt_outcome_shared")]
+    migrate(before)
+    try:
+        loader = MigrationExecutor(connection).loader
+        nodes = [n for n in loader.graph.leaf_nodes() if n[0] != "webhooks"]
+        old = loader.project_state([*nodes, before[0]]).apps
+        user = old.get_model("accounts", "User").objects.create(email="lead@example.com")
+        endpoints = old.get_model("webhooks", "WebhookEndpoint").objects
+        endpoints.create(user=user, external_system="jira", url=URL, secret="")
+        endpoints.create(user=user, external_system="linear", url=URL, secret="")
+    finally:
+        migrate(latest())
+
+    from webhooks.models import WebhookEndpoint
+
+    four = [
+        "commitment.activated",
+        "commitment.refused",
+        "commitment.renegotiated",
+        "commitment.completed",
+    ]
+    assert [e.events for e in WebhookEndpoint.objects.order_by("external_system")] == [four, four]
+    assert all(e.chosen_events == [] for e in WebhookEndpoint.objects.all())

@@ -25,8 +25,9 @@ from tests.harness.webhook_pages import (
     mapped_commitment,
     resolve_every_name_to,
 )
-from webhooks import sending
+from webhooks import sending, services
 from webhooks.models import WebhookDelivery, WebhookEndpoint
+from webhooks.payloads import CONTRACT_EVENTS, OPTIONAL_EVENTS
 from webhooks.tasks import deliver_webhook
 
 PAGE = "/settings/webhooks/"
@@ -435,3 +436,85 @@ def test_the_page_links_to_the_receiver_documentation_which_anyone_can_read(owne
     assert docs.status_code == 200
     assert docs["Content-Type"] == "text/plain; charset=utf-8"
     assert docs.content.decode().startswith("# Outbound webhooks: for receivers")
+
+
+# --- the events an endpoint chooses (issue 26, point 7) ------------------------------------
+
+
+def test_each_endpoint_offers_the_new_events_as_checkboxes_the_four_always_sent(owner, assigner):
+    jira = endpoint_for(assigner)
+    linear = endpoint_for(assigner, system="linear")
+    services.webhook_endpoint_choose_events(endpoint=linear, events=["commitment.withdrawn"])
+
+    page = owner.get(PAGE).content.decode()
+
+    assert page.count('type="checkbox" name="events"') == 3 * len(OPTIONAL_EVENTS)  # + create form
+    for endpoint in (jira, linear):
+        assert f'action="{PAGE}{endpoint.pk}/events"' in page
+        assert f'id="events-{endpoint.pk}-events_0"' in page  # ids of its own
+    checked = re.findall(r'<input type="checkbox" name="events" value="([^"]+)"[^>]*checked', page)
+    assert checked == ["commitment.withdrawn"]
+    assert "Sends the four status events and <code>commitment.withdrawn</code>." in page
+    assert "Sends the four status events." in page  # jira: nothing chosen
+
+
+def test_choosing_events_on_the_page_saves_them(owner, assigner):
+    endpoint = endpoint_for(assigner)
+
+    response = owner.post(
+        f"{PAGE}{endpoint.pk}/events",
+        {"events": ["commitment.commented", "commitment.proposed"]},
+    )
+
+    assert response.status_code == 302
+    assert response["Location"] == f"{PAGE}#endpoint-{endpoint.pk}"
+    endpoint.refresh_from_db()
+    assert endpoint.chosen_events == ["commitment.proposed", "commitment.commented"]
+    page = owner.get(PAGE).content.decode()
+    assert (
+        "Saved the events of the jira endpoint: the four status events, and "
+        "commitment.proposed, commitment.commented." in page
+    )
+
+    # None ticked: back to the four.
+    assert owner.post(f"{PAGE}{endpoint.pk}/events", {}).status_code == 302
+    endpoint.refresh_from_db()
+    assert endpoint.events == list(CONTRACT_EVENTS)
+
+
+def test_an_event_not_offered_is_refused_with_the_form_open_and_nothing_changed(owner, assigner):
+    endpoint = endpoint_for(assigner)
+
+    response = owner.post(
+        f"{PAGE}{endpoint.pk}/events", {"events": ["commitment.proposed", "commitment.nope"]}
+    )
+
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "Choose among the events listed." in html
+    assert '<details class="endpoint-events" open>' in html
+    endpoint.refresh_from_db()
+    assert endpoint.events == list(CONTRACT_EVENTS)
+    assert owner.get(f"{PAGE}{endpoint.pk}/events").status_code == 405
+
+
+def test_registering_with_events_ticked_chooses_them(owner, assigner):
+    key = form_key(owner)
+    data = {
+        "external_system": "jira",
+        "url": RECEIVER,
+        "form_key": key,
+        "events": ["commitment.reassigned"],
+    }
+    assert owner.post(PAGE, data).status_code == 302
+    endpoint = WebhookEndpoint.objects.get(user=assigner)
+    assert endpoint.events == [*CONTRACT_EVENTS, "commitment.reassigned"]
+
+
+def test_an_outsider_cannot_choose_another_person_s_events(client, assigner, outsider):
+    endpoint = endpoint_for(assigner)
+    sign_in(client, outsider)
+    response = client.post(f"{PAGE}{endpoint.pk}/events", {"events": ["commitment.commented"]})
+    assert response.status_code == 404
+    endpoint.refresh_from_db()
+    assert endpoint.events == list(CONTRACT_EVENTS)

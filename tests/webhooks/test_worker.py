@@ -348,3 +348,84 @@ services.commitment_accept(actor=Actor.for_user(knight), commitment_id=commitmen
         [hit] = receiver.wait_for_hits(1, timeout=40)
     assert json.loads(hit.body)["event"] == "commitment.activated"
     assert json.loads(hit.body)["externalId"] == "OPS-1"
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_withdrawal_reaches_an_endpoint_that_chose_it_signed_and_not_one_that_did_not(
+    tmp_path, env, receiver, assigner, assignee, make_user
+):
+    """Issue 26, point 7: a new event (commitment.withdrawn), made by the
+    real service, goes through the relay and a real webhook worker to the
+    endpoint that chose it, with its envelope and both signatures; another
+    person's endpoint that kept the four gets the activation, not the
+    withdrawal."""
+    endpoint, secret = webhook_endpoint_create(
+        user=assigner, external_system="jira", url=receiver.url, events=["commitment.withdrawn"]
+    )
+    other = make_user("other@example.com")
+    with Receiver() as four_only:
+        webhook_endpoint_create(user=other, external_system="jira", url=four_only.url)
+        with (
+            celery_worker(env, tmp_path / "worker.log") as worker,
+            webhook_worker(env, tmp_path / "webhooks.log") as hooks,
+        ):
+            worker.wait_for_output("ready.")
+            hooks.wait_for_output("ready.")
+            commitment = mapped_active(assigner, assignee)
+            theirs = mapped_active(other, assignee, external_id="OPS-7")
+            receiver.wait_for_hits(1)  # commitment.activated
+            four_only.wait_for_hits(1)
+            services.commitment_withdraw(
+                actor=Actor.for_user(assigner), commitment_id=commitment.pk, reason="Not needed"
+            )
+            services.commitment_withdraw(actor=Actor.for_user(other), commitment_id=theirs.pk)
+            wait_until(
+                lambda: any(
+                    h.header("X-Service-Event") == "commitment.withdrawn" for h in receiver.hits
+                ),
+                what="the withdrawal at the receiver",
+            )
+            delivery = wait_until(
+                lambda: WebhookDelivery.objects.filter(
+                    commitment=commitment,
+                    event_name="commitment.withdrawn",
+                    status=WebhookDeliveryStatus.DELIVERED,
+                ).first(),
+                what="the delivery recorded",
+            )
+            # The other endpoint's withdrawal was dispatched too, and made nothing.
+            wait_until(
+                lambda: (
+                    not Commitment.objects.filter(
+                        pk=theirs.pk, events__dispatched_at__isnull=True
+                    ).exists()
+                ),
+                what="the other withdrawal dispatched",
+            )
+
+    [hit] = [h for h in receiver.hits if h.header("X-Service-Event") == "commitment.withdrawn"]
+    commitment = Commitment.objects.get(pk=commitment.pk)
+    stamp = iso_millis(commitment.withdrawn_at)
+    assert (
+        hit.body
+        == (
+            '{"event":"commitment.withdrawn",'
+            f'"id":"{commitment.pk}",'
+            '"externalSystem":"jira","externalId":"OPS-42",'
+            '"previousStatus":"Active","newStatus":"Withdrawn",'
+            f'"withdrawnAt":"{stamp}",'
+            f'"actor":{{"kind":"user","userId":"{assigner.pk}"}},'
+            f'"timestamp":"{stamp}"}}'
+        ).encode()
+    )
+    assert b"Not needed" not in hit.body
+    assert hit.header("X-Service-Delivery") == str(delivery.pk)
+    expected = "sha256=" + hmac.new(secret.encode(), hit.body, hashlib.sha256).hexdigest()
+    assert hmac.compare_digest(expected, hit.header("X-Service-Signature"))
+    assert standardwebhooks.Webhook(secret).verify(hit.body, hit.headers)["newStatus"] == (
+        "Withdrawn"
+    )
+    assert [h.header("X-Service-Event") for h in four_only.hits] == ["commitment.activated"]
+    assert not WebhookDelivery.objects.filter(commitment=theirs, event_name="commitment.withdrawn")
+    assert endpoint.deliveries.count() == 2
