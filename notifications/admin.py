@@ -35,7 +35,10 @@ class NotificationChannelAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.Mode
         "masked_url",
         "broken_at",
         "broken_reason",
-        "reminders",
+        "news_asked",
+        "news_answered",
+        "news_commented",
+        "news_reminders",
         "created_at",
         "updated_at",
     )
@@ -122,7 +125,9 @@ class DeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
         "sender",
         "counted_at",
         "is_digest",
+        "digest_reason",
         "digest",
+        "coalesce_at",
         "created_at",
         "updated_at",
     )
