@@ -54,8 +54,11 @@ def nudge_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uui
     nor held ones)."""
     queued: list[uuid.UUID] = []
     commitment = event.commitment
+    # A request to an address with no account: asked, or handed to it.
     if event.kind == EventKind.INVITED or (
-        event.kind == EventKind.REASSIGNED and commitment.assignee_id is None
+        event.kind == EventKind.REASSIGNED
+        and event.detail.get("invitationId")
+        and not event.detail.get("assigneeId")
     ):
         queued += _invitation_delivery_create(event=event, now=now)
     for recipient in nudge_recipients(event):
@@ -87,6 +90,10 @@ def nudge_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uui
         waiting = turns.next_in_line(party_id, commitment.pk, now=now)
         nudges_queue_on_commit([pk for pk in waiting if pk not in queued])
     return queued
+
+
+def _released(event: OutboxEvent) -> bool:
+    return event.kind == EventKind.REASSIGNED and bool(event.detail.get("previousAssigneeId"))
 
 
 def _channel_kind(recipient) -> str:

@@ -90,11 +90,11 @@ def _told(event: OutboxEvent) -> list:
             return [commitment.assigner]
         return [commitment.assignee]
     if event.kind == EventKind.REASSIGNED:
-        told = [commitment.assignee]  # None when asked by invitation
-        previous = _previous_assignee_id(event)
-        if previous is not None:
-            told += list(users_with_verified_primary_email().filter(pk=previous))
-        return told
+        # The one this move asked (none for an address with no account: the
+        # invitation) and the one it released, as the move named them.
+        named = [event.detail.get("assigneeId"), _previous_assignee_id(event)]
+        ids = [person for person in named if person]
+        return list(users_with_verified_primary_email().filter(pk__in=ids)) if ids else []
     if event.kind in TELLS_ASSIGNEE or _accepts_proposal(event):
         return [commitment.assignee]
     if event.kind in TELLS_ASSIGNER:
