@@ -610,9 +610,11 @@ def together_message(
     happened. Reminders no longer due (or turned off) are left out; returns
     the message (None when nothing is left) and the ids of held rows left out."""
     recipient = delivery.recipient
+    assert recipient is not None  # digests of moves and the daily one go to accounts
     tz_name = getattr(recipient, "timezone", "UTC")
     reminders_off = reminders_turned_off(user_id=recipient.pk)
-    items, left_out = [], []
+    items: list[str] = []
+    left_out: list = []
     for row in sorted([delivery, *held], key=_when):
         if row.reminder is not None:
             if reminders_off or not reminder_still_due(reminder=row.reminder):
