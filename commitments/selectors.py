@@ -854,3 +854,23 @@ def commitment_deadline_history(*, commitment: Commitment) -> list[DeadlineChang
             )
         )
     return history
+
+
+def proposals_open_made_between(*, after: dt.datetime, before: dt.datetime) -> QuerySet[Proposal]:
+    """Open proposals (counter-proposals and requests for more time) made in
+    (after, before], oldest first, with their commitment: what the reminders
+    ask the assigner to answer (the `proposal_open_idx` index serves it)."""
+    return (
+        Proposal.objects.filter(
+            state=ProposalState.OPEN, created_at__gt=after, created_at__lte=before
+        )
+        .select_related("commitment__assigner", "commitment__assignee", "commitment__invitation")
+        .order_by("created_at")
+    )
+
+
+def proposal_open_made_at(*, commitment_id: uuid.UUID, made_at: dt.datetime) -> bool:
+    """Whether the commitment's proposal made at `made_at` is still open."""
+    return Proposal.objects.filter(
+        commitment_id=commitment_id, state=ProposalState.OPEN, created_at=made_at
+    ).exists()

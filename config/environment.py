@@ -70,6 +70,8 @@ INTEGERS = (
     "WEBHOOK_MAX_ENDPOINTS",
     "WEBHOOK_USER_IN_FLIGHT",
     "NUDGE_CAP",
+    "NUDGE_COALESCE_WINDOW",
+    "DIGEST_HOUR",
     "INVITATIONS_PER_DAY",
 )
 
@@ -121,6 +123,10 @@ def environment_problems(environ: Mapping[str, str] = os.environ) -> list[str]:
     in_flight = env_int("WEBHOOK_USER_IN_FLIGHT", 2, environ=environ)
     if endpoints < 1 or in_flight < 1:
         problems.append("WEBHOOK_MAX_ENDPOINTS and WEBHOOK_USER_IN_FLIGHT must be 1 or more.")
+    if env_int("NUDGE_COALESCE_WINDOW", 180, environ=environ) < 0:
+        problems.append("NUDGE_COALESCE_WINDOW is seconds: 0 (each nudge at once) or more.")
+    if not 0 <= env_int("DIGEST_HOUR", 8, environ=environ) <= 23:
+        problems.append("DIGEST_HOUR is an hour of the day: 0 to 23.")
     problems += _proxy_problems(environ)
     return problems
 

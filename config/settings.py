@@ -566,6 +566,13 @@ WORKER_HEARTBEAT_STALE = 15
 # any NUDGE_CAP_WINDOW seconds; what is over it waits for one digest nudge.
 NUDGE_CAP = env_int("NUDGE_CAP", 30)
 NUDGE_CAP_WINDOW = 3600
+# Moves for one person within this many seconds of a nudge that went come
+# together in one message at the window's end (the first of a quiet spell goes
+# at once); 0 sends each at once (docs/delivery.md, "Close together").
+NUDGE_COALESCE_WINDOW = env_int("NUDGE_COALESCE_WINDOW", 180)
+# The hour (0-23, in each person's time zone) their daily digest goes: the
+# news they chose to get "in the daily digest" (Settings, Notifications).
+DIGEST_HOUR = env_int("DIGEST_HOUR", 8)
 # Asks to addresses without an account one person may make (New commitment
 # page) in 24 hours, repeated asks to one address included: the form must not
 # mail strangers in bulk (docs/security.md, "Invitations").

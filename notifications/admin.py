@@ -43,7 +43,10 @@ class NudgeChannelAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin)
         "masked_url",
         "broken_at",
         "broken_reason",
-        "reminders",
+        "news_asked",
+        "news_answered",
+        "news_commented",
+        "news_reminders",
         "created_at",
         "updated_at",
     )
@@ -130,7 +133,9 @@ class NudgeDeliveryAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin
         "sender",
         "counted_at",
         "is_digest",
+        "digest_reason",
         "digest",
+        "coalesce_at",
         "created_at",
         "updated_at",
     )

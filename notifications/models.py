@@ -25,6 +25,9 @@ from lib.outbound import masked_url
 __all__ = [
     "AttemptOutcome",
     "ChannelKind",
+    "DigestReason",
+    "NewsKind",
+    "NewsWhen",
     "NudgeAttempt",
     "NudgeChannel",
     "NudgeDelivery",
@@ -41,6 +44,26 @@ class ChannelKind(models.TextChoices):
     EMAIL = "email", "E-mail"
     SLACK = "slack", "Slack"
     TEAMS = "teams", "Microsoft Teams"
+
+
+class NewsKind(models.TextChoices):
+    """The kinds of news a person chooses for (Settings, Notifications;
+    docs/glossary.md): what is asked of them, answers to what they asked,
+    comments, and reminders."""
+
+    ASKED = "asked", "Asked of me"
+    ANSWERED = "answered", "Answered"
+    COMMENTED = "commented", "Commented"
+    REMINDERS = "reminders", "Reminders"
+
+
+class NewsWhen(models.TextChoices):
+    """When one kind of news reaches a person: at once (still within the nudge
+    cap, and close moves together), in their daily digest, or not at all."""
+
+    NOW = "now", "At once"
+    DIGEST = "digest", "In the daily digest"
+    OFF = "off", "Not at all"
 
 
 LOST_URL_REASON = (
@@ -64,8 +87,12 @@ class NudgeChannel(models.Model):
     # fall back to e-mail until the owner saves the channel again.
     broken_at = models.DateTimeField(null=True, blank=True)
     broken_reason = models.CharField(max_length=500, blank=True)
-    # Reminders (notifications.reminders): on unless the person turned them off.
-    reminders = models.BooleanField(default=True)
+    # When each kind of news reaches this person (NewsKind, NewsWhen); no row
+    # means at once for all. `news_reminders` off: no reminders are made.
+    news_asked = models.CharField(max_length=8, choices=NewsWhen.choices, default=NewsWhen.NOW)
+    news_answered = models.CharField(max_length=8, choices=NewsWhen.choices, default=NewsWhen.NOW)
+    news_commented = models.CharField(max_length=8, choices=NewsWhen.choices, default=NewsWhen.NOW)
+    news_reminders = models.CharField(max_length=8, choices=NewsWhen.choices, default=NewsWhen.NOW)
     # The last "send a test": tests are sent while the owner waits, so they
     # are spaced (NOTIFY_TEST_INTERVAL) by a conditional UPDATE of this column.
     last_test_at = models.DateTimeField(null=True, blank=True)
@@ -74,6 +101,10 @@ class NudgeChannel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} for {self.user_id}"
+
+    def news_when(self, kind: str) -> str:
+        """When news of `kind` (a NewsKind) reaches this person."""
+        return str(getattr(self, f"news_{NewsKind(kind).value}"))
 
     @property
     def url_lost(self) -> bool:
@@ -114,6 +145,21 @@ class ReminderKind(models.TextChoices):
     DUE_SOON = "due_soon", "Due within a day"
     OVERDUE = "overdue", "Overdue"
     HANDSHAKE_WAITING = "handshake_waiting", "Waiting for an answer"
+    # A counter-proposal or a request for more time waiting for the
+    # assigner's answer; its moment is when it was made.
+    PROPOSAL_WAITING = "proposal_waiting", "A proposal waiting for your answer"
+
+
+class DigestReason(models.TextChoices):
+    """Why a digest gathers several nudges into one message."""
+
+    # Over a cap: the nudge cap of a pair, the reminders' hour, the
+    # invitation's day (the digests before issue 26).
+    CAP = "cap", "Over a cap"
+    # Moves for one person close together (NUDGE_COALESCE_WINDOW).
+    TOGETHER = "together", "Close together"
+    # News the person chose to get in their daily digest (DIGEST_HOUR).
+    DAILY = "daily", "Daily digest"
 
 
 class Reminder(models.Model):
@@ -193,8 +239,15 @@ class NudgeDelivery(LeasedDelivery):
         related_name="+",
     )
     counted_at = models.DateTimeField(null=True, blank=True)
+    # NUDGE_COALESCE_WINDOW spaces the messages to one person about moves:
+    # when this one counts (a nudge that went at once: its dispatch; a digest
+    # of moves close together: its planned send); null otherwise.
+    coalesce_at = models.DateTimeField(null=True, blank=True)
     # A digest carries its own event and those of the deliveries it holds.
     is_digest = models.BooleanField(default=False)
+    digest_reason = models.CharField(
+        max_length=16, choices=DigestReason.choices, default=DigestReason.CAP
+    )
     digest = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="held"
     )
@@ -231,6 +284,11 @@ class NudgeDelivery(LeasedDelivery):
                 fields=["recipient", "sender", "counted_at"],
                 condition=Q(sender__isnull=False),
                 name="delivery_nudge_cap_idx",
+            ),
+            models.Index(
+                fields=["recipient", "coalesce_at"],
+                condition=Q(coalesce_at__isnull=False),
+                name="delivery_coalesce_idx",
             ),
         ]
 

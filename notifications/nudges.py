@@ -16,37 +16,111 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.urls import reverse
 
-from accounts.selectors import user_has_verified_primary_email
+from accounts.selectors import user_has_verified_primary_email, users_with_verified_primary_email
 from accounts.timezones import zone_named
 from audit.models import ActorKind
-from commitments.models import Commitment, EventKind, OutboxEvent, Status
+from commitments.models import Comment, Commitment, EventKind, OutboxEvent, Proposal, Status
 from commitments.selectors import commitment_decline_reason
 from lib.text import excerpt
-from notifications.models import NudgeDelivery, Reminder, ReminderKind
+from notifications.models import DigestReason, NewsKind, NudgeDelivery, Reminder, ReminderKind
 from notifications.selectors import reminder_still_due, reminders_turned_off
 from notifications.transports import Message
 
-TELLS_ASSIGNEE = {EventKind.HANDSHAKE_REQUESTED, EventKind.RENEGOTIATED}
-TELLS_ASSIGNER = {EventKind.ACTIVATED, EventKind.REFUSED, EventKind.COMPLETED}
+# The moves whose nudge goes to the commitment's (current) assignee, and those
+# whose nudge goes to its assigner. `activated` is the assignee's answer, or,
+# with a proposal in its detail, the assigner's acceptance of the assignee's
+# counter-proposal; `commented` goes to whichever of the two did not write it;
+# `reassigned` to the new assignee and to the one released (its detail's
+# previousAssigneeId).
+TELLS_ASSIGNEE = {
+    EventKind.HANDSHAKE_REQUESTED,
+    EventKind.RENEGOTIATED,
+    EventKind.PROPOSAL_DECLINED,
+    EventKind.EXTENSION_GRANTED,
+    EventKind.EXTENSION_DECLINED,
+    EventKind.WITHDRAWN,
+    EventKind.REASSIGNED,
+}
+TELLS_ASSIGNER = {
+    EventKind.ACTIVATED,
+    EventKind.REFUSED,
+    EventKind.COMPLETED,
+    EventKind.PROPOSED,
+    EventKind.EXTENSION_REQUESTED,
+}
+# The requests the nudge cap counts (one assigner's to one assignee).
+CAPPED = {EventKind.HANDSHAKE_REQUESTED, EventKind.RENEGOTIATED, EventKind.REASSIGNED}
+# What is asked of the recipient (NewsKind.ASKED); every other move's nudge
+# answers something of theirs (NewsKind.ANSWERED), but a comment.
+ASKS = {
+    EventKind.HANDSHAKE_REQUESTED,
+    EventKind.INVITED,
+    EventKind.RENEGOTIATED,
+    EventKind.PROPOSED,
+    EventKind.EXTENSION_REQUESTED,
+}
+
+
+def _accepts_proposal(event: OutboxEvent) -> bool:
+    """An `activated` made by accepting the assignee's counter-proposal."""
+    return event.kind == EventKind.ACTIVATED and bool(event.detail.get("proposalId"))
+
+
+def _previous_assignee_id(event: OutboxEvent) -> str | None:
+    found = event.detail.get("previousAssigneeId") if event.kind == EventKind.REASSIGNED else None
+    return str(found) if found else None
+
+
+def news_kind(event: OutboxEvent, recipient) -> str:
+    """The kind of news (NewsKind) a nudge of `event` is to `recipient`,
+    which decides when it reaches them (their choice, NudgeChannel.news_*)."""
+    if event.kind == EventKind.COMMENTED:
+        return NewsKind.COMMENTED
+    if event.kind == EventKind.REASSIGNED:
+        released = _previous_assignee_id(event) == str(recipient.pk)
+        return NewsKind.ANSWERED if released else NewsKind.ASKED
+    return NewsKind.ASKED if event.kind in ASKS else NewsKind.ANSWERED
+
+
+def _told(event: OutboxEvent) -> list:
+    """Who hears of `event`, before the rules of who may (below)."""
+    commitment = event.commitment
+    if event.kind == EventKind.COMMENTED:
+        if event.actor_kind == ActorKind.USER and event.actor_user_id == commitment.assignee_id:
+            return [commitment.assigner]
+        return [commitment.assignee]
+    if event.kind == EventKind.REASSIGNED:
+        # The one this move asked (none for an address with no account: the
+        # invitation) and the one it released, as the move named them.
+        named = [event.detail.get("assigneeId"), _previous_assignee_id(event)]
+        ids = [person for person in named if person]
+        return list(users_with_verified_primary_email().filter(pk__in=ids)) if ids else []
+    if event.kind in TELLS_ASSIGNEE or _accepts_proposal(event):
+        return [commitment.assignee]
+    if event.kind in TELLS_ASSIGNER:
+        return [commitment.assigner]
+    return []
 
 
 def nudge_recipients(event: OutboxEvent) -> list:
-    commitment = event.commitment
-    if event.kind in TELLS_ASSIGNEE:
-        recipient = commitment.assignee
-        if recipient is None:  # an invitation's (see invitation_message)
-            return []
-    elif event.kind in TELLS_ASSIGNER:
-        recipient = commitment.assigner
-    else:
-        return []
-    if event.actor_kind == ActorKind.USER and event.actor_user_id == recipient.pk:
-        return []
-    # Work is routed by address: an address its owner has not proved (or a
-    # deactivated account) receives nothing.
-    if not user_has_verified_primary_email(user=recipient):
-        return []
-    return [recipient]
+    """The people a nudge of `event` goes to: not the one who made the move
+    (signed in as themselves), only a proved address of an active account.
+    An address with no account gets the invitation instead
+    (notifications.dispatch). In the order of their ids, the order in which
+    the dispatch takes each one's locks (no two dispatches wait on each
+    other in a circle)."""
+    recipients: list = []
+    for recipient in _told(event):
+        if recipient is None or recipient in recipients:
+            continue
+        if event.actor_kind == ActorKind.USER and event.actor_user_id == recipient.pk:
+            continue
+        # Work is routed by address: an address its owner has not proved (or a
+        # deactivated account) receives nothing.
+        if not user_has_verified_primary_email(user=recipient):
+            continue
+        recipients.append(recipient)
+    return sorted(recipients, key=lambda user: str(user.pk))
 
 
 def site_url(name: str, *args) -> str:
@@ -83,52 +157,190 @@ def _completed_by(event: OutboxEvent, commitment: Commitment) -> str:
     return "Someone"
 
 
-def nudge_message(*, event: OutboxEvent, recipient, idempotency_key: str | None = None) -> Message:
+def _proposal(event: OutboxEvent) -> Proposal | None:
+    """The proposal a move was about (its detail's proposalId), if any."""
+    proposal_id = event.detail.get("proposalId")
+    return Proposal.objects.filter(pk=proposal_id).first() if proposal_id else None
+
+
+def _comment_body(event: OutboxEvent) -> str:
+    comment_id = event.detail.get("commentId")
+    found = Comment.objects.filter(pk=comment_id).values_list("body", flat=True).first()
+    return found if comment_id and found is not None else ""
+
+
+def quoted(text: str) -> str:
+    """Someone's words (a comment, a note) set apart as theirs: every line
+    marked `    | `, which a wrapped mail line keeps (lib.text.wrapped_for_mail).
+    Plain text: each transport escapes what its channel would read as markup
+    (Slack's `<` `>` `&`; Teams' lines are plain TextRuns)."""
+    return "\n".join(f"    | {line}" for line in text.splitlines() or [""])
+
+
+def _note(label: str, note: str) -> str:
+    return f"{label}:\n{quoted(note)}\n" if note.strip() else ""
+
+
+def _actor_name(event: OutboxEvent, commitment: Commitment) -> str:
+    """Who made the move, as the nudge names them."""
+    if event.actor_kind == ActorKind.API_TOKEN:
+        return f"{commitment.external_system or 'an integration'} (through an API token)"
+    if event.actor_kind == ActorKind.TRACKER:
+        return f"{commitment.external_system or 'a tracker'} (through a tracker connection)"
+    if event.actor_user_id == commitment.assignee_id and commitment.assignee is not None:
+        return commitment.assignee.name
+    return commitment.assigner.name
+
+
+def headline_and_text(event: OutboxEvent, recipient) -> tuple[str, str]:
+    """What a nudge of `event` says to `recipient`: a headline (the subject)
+    and plain sentences, the deadline in the recipient's time zone."""
     commitment = event.commitment
     assigner = commitment.assigner
     short = excerpt(commitment.description, 60)
-    by = format_deadline(commitment.deadline, getattr(recipient, "timezone", "UTC"))
-    url = commitment_url(commitment.pk)
-    if event.kind == EventKind.HANDSHAKE_REQUESTED:
-        subject = f"{assigner.name} asks you: {short}"
+    tz_name = getattr(recipient, "timezone", "UTC")
+    by = format_deadline(commitment.deadline, tz_name)
+    kind = event.kind
+    if kind == EventKind.HANDSHAKE_REQUESTED or (
+        kind == EventKind.REASSIGNED and _previous_assignee_id(event) != str(recipient.pk)
+    ):
+        handed = kind == EventKind.REASSIGNED
         # Born overdue (a tracker issue assigned past its due date): say so.
         late = commitment.deadline is not None and commitment.deadline < event.occurred_at
-        text = (
-            f"{assigner.name} asks you to: {commitment.description}\n"
-            f"By: {by}."
+        return (
+            f"{assigner.name} {'hands you' if handed else 'asks you'}: {short}",
+            (
+                f"{assigner.name} handed you a request someone else was asked before: "
+                if handed
+                else f"{assigner.name} asks you to: "
+            )
+            + f"{commitment.description}\nBy: {by}."
             + (
                 " That deadline had passed already when you were asked: accepting counts "
                 "it as overdue at once."
                 if late
                 else ""
             )
-            + "\nAccept or decline it in Commitments."
+            + "\nAccept, decline or propose other terms in Commitments.",
         )
-    elif event.kind == EventKind.RENEGOTIATED:
-        subject = f"{assigner.name} changed a request: {short}"
-        text = (
+    if kind == EventKind.REASSIGNED:
+        return (
+            f"{assigner.name} released you from: {short}",
+            f"{assigner.name} handed this request to someone else, so you no longer need "
+            f"to do it: {commitment.description}",
+        )
+    if kind == EventKind.RENEGOTIATED:
+        return (
+            f"{assigner.name} changed a request: {short}",
             f"{assigner.name} changed the terms and asks you again to: "
-            f"{commitment.description}\nBy: {by}.\nAccept or decline it in Commitments."
+            f"{commitment.description}\nBy: {by}.\nAccept or decline it in Commitments.",
         )
-    elif event.kind == EventKind.ACTIVATED:
-        subject = f"{commitment.assignee_label} accepted: {short}"
-        text = (
+    if _accepts_proposal(event):
+        return (
+            f"{assigner.name} accepted your terms: {short}",
+            f"{assigner.name} accepted the terms you proposed: {commitment.description}\n"
+            f"By: {by}.\nIt is Active now: you committed to it.",
+        )
+    if kind == EventKind.ACTIVATED:
+        return (
+            f"{commitment.assignee_label} accepted: {short}",
             f"{commitment.assignee_label} accepted your request: {commitment.description}\n"
-            f"By: {by}."
+            f"By: {by}.",
         )
-    elif event.kind == EventKind.REFUSED:
-        subject = f"{commitment.assignee_label} declined: {short}"
+    if kind == EventKind.REFUSED:
         reason = commitment_decline_reason(commitment=commitment)
-        text = (
+        return (
+            f"{commitment.assignee_label} declined: {short}",
             f"{commitment.assignee_label} declined your request: {commitment.description}\n"
             + (f"Their reason: {reason}\n" if reason else "")
-            + "You can change its description or deadline and ask again."
+            + "You can change its description or deadline and ask again.",
         )
-    else:
+    if kind == EventKind.COMPLETED:
         who = _completed_by(event, commitment)
-        subject = f"Completed: {short}"
-        text = f"{who} completed: {commitment.description}\n(It was due: {by}.)"
-    return Message(subject=subject, text=text, url=url, idempotency_key=idempotency_key)
+        return (
+            f"Completed: {short}",
+            f"{who} completed: {commitment.description}\n(It was due: {by}.)",
+        )
+    if kind == EventKind.COMMENTED:
+        who = _actor_name(event, commitment)
+        return (
+            f"{who} commented: {short}",
+            f"{who} commented on: {commitment.description}\n{quoted(_comment_body(event))}",
+        )
+    if kind == EventKind.WITHDRAWN:
+        who = _actor_name(event, commitment)
+        reason = str(event.detail.get("reason") or "")
+        return (
+            f"{who} withdrew: {short}",
+            f"{who} withdrew this request, so you no longer need to do it: "
+            f"{commitment.description}\n" + _note("Their reason", reason),
+        )
+    proposal = _proposal(event)
+    assignee_name = commitment.assignee_label
+    if kind == EventKind.PROPOSED:
+        lines = [f"{assignee_name} proposes other terms for your request: {short}"]
+        if proposal is not None and proposal.deadline is not None:
+            proposed_by = format_deadline(proposal.deadline, tz_name)
+            asked_by = format_deadline(proposal.previous_deadline, tz_name)
+            lines.append(f"Proposed deadline: {proposed_by} (you asked: {asked_by}).")
+        if proposal is not None and proposal.description is not None:
+            lines.append(f"Proposed wording:\n{quoted(proposal.description)}")
+        note = proposal.note if proposal is not None else ""
+        return (
+            f"{assignee_name} proposes other terms: {short}",
+            "\n".join(lines)
+            + "\n"
+            + _note("Their note", note)
+            + "Accept or decline the proposal in Commitments.",
+        )
+    if kind == EventKind.EXTENSION_REQUESTED:
+        new_by = format_deadline(proposal.deadline if proposal else None, tz_name)
+        old_by = format_deadline(proposal.previous_deadline if proposal else None, tz_name)
+        late = bool(event.detail.get("afterDeadline")) or (
+            proposal is not None
+            and proposal.previous_deadline is not None
+            and proposal.previous_deadline < event.occurred_at
+        )
+        return (
+            f"{assignee_name} asks for more time: {short}",
+            f"{assignee_name} asks for a later deadline for: {commitment.description}\n"
+            f"From: {old_by}\nTo: {new_by}\n"
+            + ("They asked after the deadline had passed.\n" if late else "")
+            + _note("Their note", proposal.note if proposal else "")
+            + "Grant or decline it in Commitments.",
+        )
+    answer = proposal.answer_note if proposal is not None else ""
+    if kind == EventKind.PROPOSAL_DECLINED:
+        return (
+            f"{assigner.name} declined your proposal: {short}",
+            f"{assigner.name} declined the terms you proposed; the request waits for your "
+            f"answer on its own terms: {commitment.description}\nBy: {by}.\n"
+            + _note("Their note", answer)
+            + "Accept, decline or propose other terms in Commitments.",
+        )
+    if kind == EventKind.EXTENSION_GRANTED:
+        return (
+            f"{assigner.name} gave you more time: {short}",
+            f"{assigner.name} granted the later deadline you asked for: "
+            f"{commitment.description}\nNew deadline: {by}.",
+        )
+    if kind == EventKind.EXTENSION_DECLINED:
+        return (
+            f"{assigner.name} declined more time: {short}",
+            f"{assigner.name} declined the later deadline you asked for: "
+            f"{commitment.description}\nThe deadline stays: {by}.\n" + _note("Their note", answer),
+        )
+    return (f"{event.get_kind_display()}: {short}", commitment.description)
+
+
+def nudge_message(*, event: OutboxEvent, recipient, idempotency_key: str | None = None) -> Message:
+    subject, text = headline_and_text(event, recipient)
+    return Message(
+        subject=subject,
+        text=text.rstrip("\n"),
+        url=commitment_url(event.commitment_id),
+        idempotency_key=idempotency_key,
+    )
 
 
 # --- invitations: an address nobody has an account for (docs/security.md) ---------
@@ -331,6 +543,14 @@ def _reminder_lines(reminder: Reminder, tz_name: str) -> tuple[str, str]:
             f"deadline with {commitment.assigner.name}.",
         )
     since = format_deadline(reminder.moment, tz_name)
+    if reminder.kind == ReminderKind.PROPOSAL_WAITING:
+        asking = commitment.assignee_label
+        return (
+            f"{asking} waits for your answer: {short}",
+            f"{asking} proposed other terms or asked for more time on {since}, and waits "
+            f"for your answer: {commitment.description}\nBy: {due}.\nAccept or decline it "
+            "in Commitments.",
+        )
     # The name, or the invited address while it has no account (no assignee).
     asked = commitment.assignee_label
     return (
@@ -373,11 +593,73 @@ def reminder_message(
 # --- one delivery's message (notifications.sending) ---------------------------------
 
 
+def _when(row: NudgeDelivery) -> tuple:
+    """When the news of a row happened: its move, or its reminder's making."""
+    if row.reminder is not None:
+        return (row.reminder.created_at, 1, row.created_at)
+    assert row.event is not None
+    return (row.event.occurred_at, 0, row.event_id)
+
+
+def together_message(
+    delivery: NudgeDelivery, *, held=(), idempotency_key: str | None = None
+) -> tuple[Message | None, list]:
+    """One message for the news gathered in a digest of moves close together
+    (NUDGE_COALESCE_WINDOW) or in the person's daily digest (DIGEST_HOUR):
+    each item's headline, its sentences and its link, in the order they
+    happened. Reminders no longer due (or turned off) are left out; returns
+    the message (None when nothing is left) and the ids of held rows left out."""
+    recipient = delivery.recipient
+    assert recipient is not None  # digests of moves and the daily one go to accounts
+    tz_name = getattr(recipient, "timezone", "UTC")
+    reminders_off = reminders_turned_off(user_id=recipient.pk)
+    items: list[str] = []
+    left_out: list = []
+    for row in sorted([delivery, *held], key=_when):
+        if row.reminder is not None:
+            if reminders_off or not reminder_still_due(reminder=row.reminder):
+                if row.pk != delivery.pk:
+                    left_out.append(row.pk)
+                continue
+            headline, text = _reminder_lines(row.reminder, tz_name)
+            headline, url = f"Reminder: {headline}", commitment_url(row.reminder.commitment_id)
+        else:
+            assert row.event is not None
+            headline, text = headline_and_text(row.event, recipient)
+            url = commitment_url(row.event.commitment_id)
+        body = "\n".join(f"   {line}" for line in text.rstrip("\n").splitlines())
+        items.append(f"{len(items) + 1}. {headline}\n{body}\n   {url}")
+    if not items:
+        return None, left_out
+    count = f"{len(items)} update" + ("" if len(items) == 1 else "s")
+    if delivery.digest_reason == DigestReason.DAILY:
+        subject = f"Your daily digest: {count}"
+        opening = (
+            "The news you chose to get once a day (Settings, Notifications), in the order "
+            "it happened:"
+        )
+    else:
+        subject = f"{count} about your commitments"
+        opening = (
+            "These came within a few minutes of each other, so they come in one message, "
+            "in the order they happened:"
+        )
+    message = Message(
+        subject=subject,
+        text=opening + "\n\n" + "\n\n".join(items),
+        url=site_url("accord"),
+        idempotency_key=idempotency_key,
+    )
+    return message, left_out
+
+
 def delivery_message(delivery: NudgeDelivery, *, held=()) -> tuple[Message | None, list]:
     """What a claimed delivery sends (with the deliveries `held` in its
     digest), and the ids of held reminders left out because they are no
     longer due. No message when nothing in it is still due (a reminder)."""
     key = f"nudge-{delivery.pk}"
+    if delivery.is_digest and delivery.digest_reason != DigestReason.CAP:
+        return together_message(delivery, held=held, idempotency_key=key)
     if delivery.reminder_id is not None:
         assert delivery.recipient_id is not None  # reminders go to accounts
         # Only what is still due goes out; the rest is cancelled with it.

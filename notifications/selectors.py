@@ -1,4 +1,5 @@
-"""Reads of the notifications app: which reminders are due."""
+"""Reads of the notifications app: which reminders are due, and when a
+person wants each kind of news."""
 
 from __future__ import annotations
 
@@ -12,11 +13,18 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from accounts.selectors import users_with_verified_primary_email
 from commitments.models import Commitment, Status
-from commitments.selectors import commitment_list_with_status
-from notifications.models import NudgeChannel, Reminder, ReminderKind
+from commitments.selectors import (
+    commitment_list_with_status,
+    proposal_open_made_at,
+    proposals_open_made_between,
+)
+from notifications.models import NewsKind, NewsWhen, NudgeChannel, Reminder, ReminderKind
 
 if TYPE_CHECKING:
     from accounts.models import User
+
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
@@ -31,8 +39,8 @@ class DueReminder:
 
 def _people_reminded() -> QuerySet[User, Any]:
     """Who may get reminders: a proved address, and reminders not turned off
-    (no channel row means the defaults: e-mail, reminders on)."""
-    off = NudgeChannel.objects.filter(user_id=OuterRef("pk"), reminders=False)
+    (no channel row means the defaults: e-mail, reminders at once)."""
+    off = NudgeChannel.objects.filter(user_id=OuterRef("pk"), news_reminders=NewsWhen.OFF)
     return users_with_verified_primary_email().exclude(Exists(off)).values("pk")
 
 
@@ -58,8 +66,10 @@ def reminders_due(*, now: dt.datetime, limit: int = 500) -> list[DueReminder]:
     each kind: the assignee's the day before an Active commitment's deadline
     (REMINDER_LEAD) and once it has passed; the assigner's once a request has
     waited HANDSHAKE_REMINDER_AFTER for its handshake (since it was last sent:
-    `updated_at`, the stamp of the move into Pending_Handshake). Nothing whose
-    moment is more than REMINDER_LOOKBACK past. Three queries."""
+    `updated_at`, the stamp of the move into Pending_Handshake), and once a
+    proposal (a counter-proposal or a request for more time) has waited as
+    long for the assigner's answer (since it was made). Nothing whose moment
+    is more than REMINDER_LOOKBACK past. Four queries."""
     lead = dt.timedelta(seconds=settings.REMINDER_LEAD)
     lookback = dt.timedelta(seconds=settings.REMINDER_LOOKBACK)
     wait = dt.timedelta(seconds=settings.HANDSHAKE_REMINDER_AFTER)
@@ -79,6 +89,27 @@ def reminders_due(*, now: dt.datetime, limit: int = 500) -> list[DueReminder]:
             updated_at__gt=now - wait - lookback,
         )
         .exclude(_not_made(ReminderKind.HANDSHAKE_WAITING, "updated_at"))
+        # Answered with a counter-proposal: that waits for the assigner now.
+        .exclude(
+            Exists(
+                proposals_open_made_between(after=EPOCH, before=now).filter(
+                    commitment_id=OuterRef("pk")
+                )
+            )
+        )
+    )
+    proposals = (
+        proposals_open_made_between(after=now - wait - lookback, before=now - wait)
+        .filter(commitment__assigner__in=people)
+        .exclude(
+            Exists(
+                Reminder.objects.filter(
+                    commitment_id=OuterRef("commitment_id"),
+                    kind=ReminderKind.PROPOSAL_WAITING,
+                    moment=OuterRef("created_at"),
+                )
+            )
+        )
     )
     found = [
         _due(c, ReminderKind.DUE_SOON, c.deadline, c.assignee_id)
@@ -92,6 +123,10 @@ def reminders_due(*, now: dt.datetime, limit: int = 500) -> list[DueReminder]:
         _due(c, ReminderKind.HANDSHAKE_WAITING, c.updated_at, c.assigner_id)
         for c in waiting.order_by("updated_at")[:limit]
     ]
+    found += [
+        _due(p.commitment, ReminderKind.PROPOSAL_WAITING, p.created_at, p.commitment.assigner_id)
+        for p in proposals[:limit]
+    ]
     return found
 
 
@@ -100,6 +135,8 @@ def reminder_still_due(*, reminder: Reminder) -> bool:
     commitment loaded fresh): the commitment is where the reminder found it,
     with the same deadline, or the same request still unanswered."""
     commitment = reminder.commitment
+    if reminder.kind == ReminderKind.PROPOSAL_WAITING:
+        return proposal_open_made_at(commitment_id=commitment.pk, made_at=reminder.moment)
     if reminder.kind == ReminderKind.HANDSHAKE_WAITING:
         return (
             commitment.status == Status.PENDING_HANDSHAKE
@@ -109,5 +146,12 @@ def reminder_still_due(*, reminder: Reminder) -> bool:
 
 
 def reminders_turned_off(*, user_id: uuid.UUID) -> bool:
-    """Whether the person unticked "Send me reminders" (Settings, Notifications)."""
-    return NudgeChannel.objects.filter(user_id=user_id, reminders=False).exists()
+    """Whether the person chose reminders "not at all" (Settings, Notifications)."""
+    return NudgeChannel.objects.filter(user_id=user_id, news_reminders=NewsWhen.OFF).exists()
+
+
+def news_when(*, user_id: uuid.UUID, kind: str) -> str:
+    """When news of `kind` (NewsKind) reaches the person (NewsWhen); at once
+    when they never chose (no channel row)."""
+    channel = NudgeChannel.objects.filter(user_id=user_id).first()
+    return channel.news_when(NewsKind(kind)) if channel is not None else NewsWhen.NOW

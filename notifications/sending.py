@@ -100,7 +100,8 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
             held = tuple(
                 delivery.held.filter(status=NudgeDeliveryStatus.HELD)
                 .select_related(
-                    "event__commitment",
+                    "event__commitment__assigner",
+                    "event__commitment__assignee",
                     "reminder__commitment__assigner",
                     "reminder__commitment__assignee",
                     "reminder__commitment__invitation",

@@ -9,6 +9,7 @@ import datetime as dt
 import logging
 import math
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -27,6 +28,8 @@ from notifications import tasks
 from notifications.models import (
     LOST_URL_REASON,
     ChannelKind,
+    NewsKind,
+    NewsWhen,
     NudgeChannel,
     TestNudge,
     TestNudgeStatus,
@@ -127,13 +130,20 @@ def check_slack_url(url: str) -> None:
 
 @transaction.atomic
 def notification_channel_set(
-    *, user: User, kind: str, chat_url: str = "", reminders: bool | None = None
+    *, user: User, kind: str, chat_url: str = "", news: Mapping[str, str] | None = None
 ) -> NudgeChannel:
-    """Choose how `user` is nudged, and whether they get reminders (None
-    keeps the choice). For Slack or Teams an empty URL keeps the stored one
-    (the page never shows it back); saving clears a broken mark."""
+    """Choose how `user` is nudged, and when each kind of news reaches them
+    (`news`: NewsKind value -> NewsWhen value; a kind left out keeps its
+    choice). For Slack or Teams an empty URL keeps the stored one (the page
+    never shows it back); saving clears a broken mark."""
     if kind not in ChannelKind.values:
         raise ValidationError({"kind": "Choose e-mail, Slack or Microsoft Teams."})
+    news = dict(news or {})
+    for news_kind, when in news.items():
+        if news_kind not in NewsKind.values or when not in NewsWhen.values:
+            raise ValidationError(
+                {f"news_{news_kind}": "Choose at once, in the daily digest or not at all."}
+            )
     channel = NudgeChannel.objects.select_for_update().filter(user=user).first()
     channel = channel or NudgeChannel(user=user)
     previous_url = channel.chat_url
@@ -151,8 +161,8 @@ def notification_channel_set(
         channel.chat_url = ""  # nothing secret kept that is not in use
     url_changed = channel.chat_url != previous_url
     channel.kind = kind
-    if reminders is not None:
-        channel.reminders = reminders
+    for news_kind, when in news.items():
+        setattr(channel, f"news_{news_kind}", when)
     channel.broken_at = None
     channel.broken_reason = ""
     channel.save()
@@ -160,7 +170,11 @@ def notification_channel_set(
         actor=Actor.for_user(user),
         subject=channel,
         action=AuditAction.NOTIFICATION_CHANNEL_SET,
-        payload={"kind": kind, "urlChanged": url_changed, "reminders": channel.reminders},
+        payload={
+            "kind": kind,
+            "urlChanged": url_changed,
+            "news": {news_kind: channel.news_when(news_kind) for news_kind in NewsKind.values},
+        },
     )
     return channel
 

@@ -4,6 +4,7 @@ broken channel and why."""
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -15,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.requests import AuthenticatedRequest
 from lib.api_errors import envelope
 from notifications import services
-from notifications.models import ChannelKind, NudgeDelivery
+from notifications.models import ChannelKind, NewsKind, NewsWhen, NudgeDelivery
 
 
 class ChannelForm(forms.Form):
@@ -37,31 +38,65 @@ class ChannelForm(forms.Form):
             "keep the saved one."
         ),
     )
-    reminders = forms.BooleanField(
-        label="Send me reminders",
-        # A checkbox's label follows it: no colon (app.css puts the box first).
-        label_suffix="",
+
+
+def _news_field(label: str, help_text: str) -> forms.ChoiceField:
+    # Not required: a post without it (an older page) keeps the choice.
+    return forms.ChoiceField(
+        label=label,
+        choices=NewsWhen.choices,
+        widget=forms.RadioSelect,
+        help_text=help_text,
         required=False,
-        help_text=(
-            "The day before a deadline of yours, when it passes, and when a request of "
-            "yours has waited two days for an answer; at most one message an hour."
-        ),
     )
+
+
+class NewsForm(forms.Form):
+    """When each kind of news reaches the person (NewsKind): at once, in the
+    daily digest, or not at all."""
+
+    news_asked = _news_field(
+        "Asked of me",
+        "A request, a changed request, a request handed to you, other terms proposed or "
+        "more time asked for one of your requests.",
+    )
+    news_answered = _news_field(
+        "Answered",
+        "Accepted, declined, completed, more time granted or declined, withdrawn, or "
+        "handed to someone else.",
+    )
+    news_commented = _news_field("Commented", "A comment on a commitment of yours.")
+    news_reminders = _news_field(
+        "Reminders",
+        "The day before a deadline of yours, when it passes, and when a request or proposal "
+        "of yours has waited two days for an answer; at once means at most one message an "
+        "hour.",
+    )
+
+    def news(self) -> dict[str, str]:
+        chosen = {kind: self.cleaned_data[f"news_{kind}"] for kind in NewsKind.values}
+        return {kind: when for kind, when in chosen.items() if when}
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def notification_settings(request: AuthenticatedRequest) -> HttpResponse:
     channel = services.notification_channel_get(user=request.user)
+    initial = {
+        f"news_{kind}": channel.news_when(kind) if channel else NewsWhen.NOW
+        for kind in NewsKind.values
+    }
+    initial["kind"] = channel.kind if channel else ChannelKind.EMAIL
     if request.method == "POST":
         form = ChannelForm(request.POST)
-        if form.is_valid():
+        news_form = NewsForm(request.POST, initial=initial)
+        if form.is_valid() and news_form.is_valid():
             try:
                 services.notification_channel_set(
                     user=request.user,
                     kind=form.cleaned_data["kind"],
                     chat_url=form.cleaned_data["chat_url"],
-                    reminders=form.cleaned_data["reminders"],
+                    news=news_form.news(),
                 )
             except ValidationError as exc:
                 form.add_error(None, exc)
@@ -69,12 +104,8 @@ def notification_settings(request: AuthenticatedRequest) -> HttpResponse:
                 messages.success(request, "Saved. Send a test to check it.")
                 return redirect("notification_settings")
     else:
-        form = ChannelForm(
-            initial={
-                "kind": channel.kind if channel else ChannelKind.EMAIL,
-                "reminders": channel.reminders if channel else True,
-            }
-        )
+        form = ChannelForm(initial=initial)
+        news_form = NewsForm(initial=initial)
     recent = (
         NudgeDelivery.objects.filter(recipient=request.user)
         .select_related("event__commitment", "reminder__commitment")
@@ -87,12 +118,14 @@ def notification_settings(request: AuthenticatedRequest) -> HttpResponse:
         "notifications/settings.html",
         {
             "form": form,
+            "news_form": news_form,
+            "digest_hour": settings.DIGEST_HOUR,
             "channel": channel,
             "destination": services.destination_for(request.user, channel=channel),
             "recent": recent,
             "last_test": services.test_nudge_latest(user=request.user),
         },
-        status=400 if form.errors else 200,
+        status=400 if form.errors or news_form.errors else 200,
     )
 
 

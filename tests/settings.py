@@ -12,5 +12,9 @@ settings (tests/harness/settings.py).
 import os
 
 os.environ.setdefault("DEBUG", "1")
+# Each move's nudge goes at once, as the tests of the cap, the order and the
+# pages count them; the tests of moves close together set the window (and
+# pass it to the workers they start, which inherit this environment).
+os.environ.setdefault("NUDGE_COALESCE_WINDOW", "0")
 
 from config.settings import *  # noqa: F403

@@ -49,7 +49,8 @@ def test_a_reminder_reaches_the_assignee_the_day_before_the_deadline(
 
     sign_in(page, knight)
     page.goto("/settings/notifications/")
-    assert page.get_by_label("Send me reminders").is_checked()
+    reminders = page.get_by_role("group", name="Reminders")
+    assert reminders.get_by_role("radio", name="At once").is_checked()
     check_page(page, "settings-notifications-reminders")
 
     assert scheduler() == 0  # three days ahead: nothing yet

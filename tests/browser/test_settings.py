@@ -143,17 +143,15 @@ def test_register_a_webhook_and_send_a_test_through_a_real_worker(
     check_page(page, "webhook-tested")
 
 
-def test_a_checkbox_is_followed_by_its_label_and_then_its_help(page, sign_in, make_user):
+def test_a_radio_button_is_followed_by_its_label(page, sign_in, make_user):
     sign_in(page, make_user("ada@example.com"))
     page.goto("/settings/notifications/")
-    box = page.get_by_role("checkbox", name="Send me reminders")
-    label = page.locator("label[for='id_reminders']")
-    help_text = page.locator("#id_reminders_helptext")
+    group = page.get_by_role("group", name="Commented")
+    box = group.get_by_role("radio", name="Not at all")
+    label = group.locator("label").filter(has_text="Not at all")
 
-    assert label.inner_text() == "Send me reminders"  # no colon after a checkbox
-    check, said, helped = box.bounding_box(), label.bounding_box(), help_text.bounding_box()
-    # The label right beside the box, on its line; the help text below the label.
-    assert check["x"] + check["width"] <= said["x"] <= check["x"] + check["width"] + 16
+    assert label.inner_text().strip() == "Not at all"  # no colon after a radio button
+    check, said = box.bounding_box(), label.bounding_box()
+    # The box at the start of its label, on its line.
+    assert said["x"] - 2 <= check["x"] <= said["x"] + 16
     assert abs((check["y"] + check["height"] / 2) - (said["y"] + said["height"] / 2)) < 6
-    assert helped["y"] >= said["y"] + said["height"] - 3  # (the help text has a -.1rem margin)
-    assert abs(helped["x"] - said["x"]) < 2

@@ -254,10 +254,10 @@ def test_reminders_falling_due_within_the_hour_come_in_one_digest(
 def test_someone_who_turned_reminders_off_gets_none(client, clock, worker, assigner, assignee):
     client.force_login(assignee)
     page = client.get("/settings/notifications/").content.decode()
-    assert "Send me reminders" in page
-    response = client.post("/settings/notifications/", {"kind": "email"})  # box unticked
+    assert "Reminders" in page
+    response = client.post("/settings/notifications/", {"kind": "email", "news_reminders": "off"})
     assert response.status_code == 302
-    assert NudgeChannel.objects.get(user=assignee).reminders is False
+    assert NudgeChannel.objects.get(user=assignee).news_reminders == "off"
 
     active(assigner, assignee, T0 + dt.timedelta(hours=3))
     pending(assigner, assignee, None)
@@ -268,8 +268,8 @@ def test_someone_who_turned_reminders_off_gets_none(client, clock, worker, assig
     assert len(reminders_to("lead@example.com")) == 1
 
     # Ticked again: on.
-    client.post("/settings/notifications/", {"kind": "email", "reminders": "on"})
-    assert NudgeChannel.objects.get(user=assignee).reminders is True
+    client.post("/settings/notifications/", {"kind": "email", "news_reminders": "now"})
+    assert NudgeChannel.objects.get(user=assignee).news_reminders == "now"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -279,7 +279,7 @@ def test_a_reminder_waiting_in_a_digest_is_not_sent_after_its_recipient_turned_t
     active(assigner, assignee, T0 + dt.timedelta(hours=5), "First thing")
     active(assigner, assignee, T0 + dt.timedelta(hours=6), "Second thing")
     assert worker.remind(clock) == 2
-    notification_channel_set(user=assignee, kind=ChannelKind.EMAIL, reminders=False)
+    notification_channel_set(user=assignee, kind=ChannelKind.EMAIL, news={"reminders": "off"})
     clock.advance(hours=1, minutes=1)
     worker.sweep(clock)
     assert len(reminders_to("knight@example.com")) == 1
@@ -386,7 +386,7 @@ def test_reminders_are_listed_with_the_nudges_on_the_page_and_in_the_admin(
 
 
 @pytest.mark.django_db
-def test_finding_what_is_due_takes_three_queries_however_many_there_are(
+def test_finding_what_is_due_takes_four_queries_however_many_there_are(
     clock, assigner, assignee, make_user, django_assert_num_queries
 ):
     from notifications.selectors import reminders_due
@@ -396,10 +396,11 @@ def test_finding_what_is_due_takes_three_queries_however_many_there_are(
         active(assigner, assignee, T0 - dt.timedelta(hours=n + 1), f"Late {n}")
         pending(assigner, make_user(), None, f"Waiting {n}")
     clock.advance(days=2, minutes=1)
-    with django_assert_num_queries(3):
+    # One query per kind (due soon, overdue, a request waiting, a proposal waiting).
+    with django_assert_num_queries(4):
         due = reminders_due(now=clock.now - dt.timedelta(days=2, minutes=1))
     assert len(due) == 12
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(4):
         due = reminders_due(now=clock.now)
     kinds = [d.kind for d in due]
     assert kinds.count(ReminderKind.HANDSHAKE_WAITING) == 6
