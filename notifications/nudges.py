@@ -19,12 +19,13 @@ from django.urls import reverse
 from accounts.selectors import user_has_verified_primary_email
 from accounts.timezones import zone_named
 from audit.models import ActorKind
+from commitments.answer_links import answer_path
 from commitments.models import Commitment, EventKind, OutboxEvent, Status
 from commitments.selectors import commitment_decline_reason
 from lib.text import excerpt
 from notifications.models import NudgeDelivery, Reminder, ReminderKind
 from notifications.selectors import reminder_still_due, reminders_turned_off
-from notifications.transports import Message
+from notifications.transports import Action, Message
 
 TELLS_ASSIGNEE = {EventKind.HANDSHAKE_REQUESTED, EventKind.RENEGOTIATED}
 TELLS_ASSIGNER = {EventKind.ACTIVATED, EventKind.REFUSED, EventKind.COMPLETED}
@@ -59,6 +60,29 @@ def commitment_url(commitment_id) -> str:
     return site_url("commitment_detail", commitment_id)
 
 
+# The answer links of a handshake request, as its nudge words them.
+ANSWER_LABELS = {"accept": "Accept", "decline": "Decline", "propose": "Propose another date"}
+
+
+def answer_actions(commitment: Commitment, recipient) -> tuple[Action, ...]:
+    """Accept, Decline and Propose another date: signed links made for
+    `recipient` and the terms the message shows (its current ones), each
+    opening a page that asks to confirm (commitments.answer_links)."""
+    return tuple(
+        Action(
+            label=label,
+            url=settings.SITE_URL
+            + answer_path(
+                commitment_id=commitment.pk,
+                user_id=recipient.pk,
+                terms_version=commitment.terms_version,
+                answer=answer,
+            ),
+        )
+        for answer, label in ANSWER_LABELS.items()
+    )
+
+
 def format_deadline(deadline: dt.datetime | None, tz_name: str) -> str:
     """The deadline as the recipient reads it, in their own time zone."""
     if deadline is None:
@@ -89,6 +113,9 @@ def nudge_message(*, event: OutboxEvent, recipient, idempotency_key: str | None 
     short = excerpt(commitment.description, 60)
     by = format_deadline(commitment.deadline, getattr(recipient, "timezone", "UTC"))
     url = commitment_url(commitment.pk)
+    actions: tuple[Action, ...] = ()
+    if event.kind in (EventKind.HANDSHAKE_REQUESTED, EventKind.RENEGOTIATED):
+        actions = answer_actions(commitment, recipient)
     if event.kind == EventKind.HANDSHAKE_REQUESTED:
         subject = f"{assigner.name} asks you: {short}"
         # Born overdue (a tracker issue assigned past its due date): say so.
@@ -102,13 +129,14 @@ def nudge_message(*, event: OutboxEvent, recipient, idempotency_key: str | None 
                 if late
                 else ""
             )
-            + "\nAccept or decline it in Commitments."
+            + "\nAnswer with a link below: each opens a page that asks you to confirm."
         )
     elif event.kind == EventKind.RENEGOTIATED:
         subject = f"{assigner.name} changed a request: {short}"
         text = (
             f"{assigner.name} changed the terms and asks you again to: "
-            f"{commitment.description}\nBy: {by}.\nAccept or decline it in Commitments."
+            f"{commitment.description}\nBy: {by}.\n"
+            "Answer with a link below: each opens a page that asks you to confirm."
         )
     elif event.kind == EventKind.ACTIVATED:
         subject = f"{commitment.assignee_label} accepted: {short}"
@@ -128,7 +156,9 @@ def nudge_message(*, event: OutboxEvent, recipient, idempotency_key: str | None 
         who = _completed_by(event, commitment)
         subject = f"Completed: {short}"
         text = f"{who} completed: {commitment.description}\n(It was due: {by}.)"
-    return Message(subject=subject, text=text, url=url, idempotency_key=idempotency_key)
+    return Message(
+        subject=subject, text=text, url=url, idempotency_key=idempotency_key, actions=actions
+    )
 
 
 # --- invitations: an address nobody has an account for (docs/security.md) ---------
