@@ -19,6 +19,7 @@ was made; else the form (200), or a form with errors (400).
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from typing import Any
 
@@ -29,6 +30,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from audit.services import Actor
@@ -39,8 +41,8 @@ from commitments.answer_links import (
     AnswerLinkInvalid,
     answer_token_read,
 )
-from commitments.errors import TermsChanged
-from commitments.models import DESCRIPTION_MAX, Commitment, Status
+from commitments.errors import NothingChanged, ProposalAlreadyOpen, TermsChanged
+from commitments.models import DESCRIPTION_MAX, NOTE_MAX, Commitment, Status
 from commitments.views.errors import maps_domain_errors
 from lib.forms import TextField
 
@@ -68,11 +70,31 @@ ANSWER_WORDS = {
 
 
 class DeclineForm(forms.Form):
-    reason = TextField(
-        required=False,
-        max_length=services.DECLINE_REASON_MAX,
-        widget=forms.Textarea(attrs={"rows": 3}),
-    )
+    reason = TextField(required=False, max_length=services.DECLINE_REASON_MAX)
+
+
+class ProposeForm(forms.Form):
+    """A counter-proposal: a deadline (in the viewer's time zone, as the
+    commitment page's), and optionally other wording and a note."""
+
+    deadline = forms.DateTimeField(input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"])
+    description = TextField(required=False, max_length=DESCRIPTION_MAX)
+    note = TextField(required=False, max_length=NOTE_MAX)
+
+    def __init__(self, *args: Any, commitment: Commitment, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commitment = commitment
+
+    def clean_deadline(self) -> dt.datetime:
+        deadline: dt.datetime = self.cleaned_data["deadline"]
+        current = self.commitment.deadline
+        # The field shows whole minutes: the minute shown back, unchanged, is
+        # the deadline asked (which may have seconds: an inbox may send them).
+        if current is not None and deadline == current.replace(second=0, microsecond=0):
+            return current
+        if deadline <= timezone.now():
+            raise forms.ValidationError("Propose a date that is still ahead.")
+        return deadline
 
 
 def _page(
@@ -244,6 +266,7 @@ def _form_page(
     *,
     chosen: str | None = None,
     decline_form: DeclineForm | None = None,
+    propose_form: ProposeForm | None = None,
     status: int = 200,
 ) -> HttpResponse:
     chosen = chosen or link.answer
@@ -259,12 +282,63 @@ def _form_page(
             "others": offered[1:],
             "others_words": " or ".join(str(a["name"]) for a in offered[1:]),
             "decline_form": decline_form or DeclineForm(),
+            "propose_form": propose_form,
+            # What the proposal's fields show: what was typed, else the terms asked.
+            "propose_deadline": propose_form.data.get("deadline", "")
+            if propose_form is not None
+            else _local_minute(commitment.deadline),
+            "propose_description": propose_form.data.get("description", "")
+            if propose_form is not None
+            else commitment.description,
+            "note_max": NOTE_MAX,
+            "timezone_name": timezone.get_current_timezone_name(),
             "reason_max": services.DECLINE_REASON_MAX,
             "description_max": DESCRIPTION_MAX,
             "detail_url": reverse("commitment_detail", args=[commitment.pk]),
         },
         status=status,
     )
+
+
+def _local_minute(moment: dt.datetime | None) -> str:
+    """A deadline as a datetime-local field shows it, in the viewer's zone."""
+    return timezone.localtime(moment).strftime("%Y-%m-%dT%H:%M") if moment else ""
+
+
+def _propose(
+    request: HttpRequest, link: AnswerLink, commitment: Commitment, actor: Actor
+) -> HttpResponse:
+    form = ProposeForm(request.POST, commitment=commitment)
+    if form.is_valid():
+        try:
+            services.commitment_propose(
+                actor=actor,
+                commitment_id=commitment.pk,
+                terms_version=link.terms_version,
+                deadline=form.cleaned_data["deadline"],
+                description=form.cleaned_data["description"] or services.UNSET,
+                note=form.cleaned_data["note"],
+            )
+        except NothingChanged:
+            form.add_error(
+                None,
+                "That is what was asked: change the deadline or the wording to propose "
+                "other terms.",
+            )
+        except ProposalAlreadyOpen:
+            form.add_error(
+                None,
+                f"You proposed other terms already: they wait for {commitment.assigner.name}'s "
+                "answer.",
+            )
+        else:
+            messages.success(
+                request,
+                f"Proposed: {commitment.assigner.name} is asked to accept your terms or keep "
+                "theirs.",
+            )
+            return redirect("commitment_detail", commitment.pk)
+    return _form_page(request, link, commitment, chosen="propose", propose_form=form, status=400)
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
@@ -299,5 +373,7 @@ def commitment_answer(request: HttpRequest, commitment_id: uuid.UUID, token: str
         )
         messages.success(request, "Declined.")
         return redirect(detail_url)
+    if answer == "propose":
+        return _propose(request, link, commitment, actor)
     # Not an answer this page offers: the form again, nothing done.
     return _form_page(request, link, commitment, status=400)

@@ -27,7 +27,14 @@ from commitments.answer_links import (
     answer_token_make,
     answer_token_read,
 )
-from commitments.models import Commitment, EventKind, OutboxEvent, Status
+from commitments.models import (
+    Commitment,
+    EventKind,
+    OutboxEvent,
+    Proposal,
+    ProposalState,
+    Status,
+)
 from tests.harness.commitments import commitment_in, many_commitments, snapshot
 
 pytestmark = pytest.mark.django_db
@@ -293,15 +300,21 @@ def test_another_signed_in_person_is_refused_clearly_and_nothing_changes(
     assert f'name="next" value="{path}"' in opened.content.decode()
 
 
-def test_a_link_made_for_someone_no_longer_asked_says_so(
+def test_a_link_of_someone_the_request_was_handed_away_from_says_so(
     client, assigner, assignee, outsider, pending
 ):
-    # A link made for the outsider (as if it had been asked of them before).
-    client.force_login(outsider)
+    path = link_for(pending, assignee)
+    services.commitment_reassign(
+        actor=Actor.for_user(assigner), commitment_id=pending.pk, assignee_email=outsider.email
+    )
+    client.force_login(assignee)
     before = snapshot(pending)
-    response = client.post(link_for(pending, outsider), {"answer": "accept"})
-    assert response.status_code == 404
-    assert "This request is not waiting for you" in text_of(response)
+
+    for response in (client.get(path), client.post(path, {"answer": "accept"})):
+        assert response.status_code == 404
+        text = text_of(response)
+        assert "This request is not waiting for you" in text
+        assert "Write the report" not in text
     assert snapshot(pending) == before
 
 
@@ -395,6 +408,7 @@ def test_terms_changed_between_the_page_and_its_post_answer_nothing(
         (Status.ACTIVE, "It was accepted already on"),
         (Status.REFUSED, "It was declined already on"),
         (Status.COMPLETED, "It was accepted and has been completed on"),
+        (Status.WITHDRAWN, "Lead withdrew it on"),
     ],
 )
 def test_a_request_answered_already_says_what_happened(client, assigner, assignee, status, words):
@@ -403,6 +417,8 @@ def test_a_request_answered_already_says_what_happened(client, assigner, assigne
     knight = Actor.for_user(assignee)
     if status == Status.REFUSED:
         services.commitment_decline(actor=knight, commitment_id=c.pk)
+    elif status == Status.WITHDRAWN:
+        services.commitment_withdraw(actor=Actor.for_user(assigner), commitment_id=c.pk)
     else:
         services.commitment_accept(actor=knight, commitment_id=c.pk)
     if status == Status.COMPLETED:
@@ -454,3 +470,99 @@ def test_the_page_costs_the_same_queries_at_10_and_1000_commitments(
     # ... + what changed since (the audit trail's diffs)
     with django_assert_num_queries(5):
         assert client.get(path).status_code == 409
+
+
+# --- propose another date -------------------------------------------------------------
+
+
+def test_proposing_another_date_leaves_it_waiting_with_an_open_proposal(client, pending, assignee):
+    client.force_login(assignee)
+    response = client.post(
+        link_for(pending, assignee, "propose"),
+        {
+            "answer": "propose",
+            "deadline": "2030-03-01T12:00",
+            "description": "",
+            "note": "Friday, not Tuesday",
+        },
+    )
+
+    assert response.status_code == 302
+    assert response["Location"] == f"/commitments/{pending.pk}"
+    pending.refresh_from_db()
+    assert pending.status == Status.PENDING_HANDSHAKE
+    (proposal,) = Proposal.objects.filter(commitment=pending)
+    assert (proposal.state, proposal.deadline, proposal.description, proposal.note) == (
+        ProposalState.OPEN,
+        LATER,
+        None,
+        "Friday, not Tuesday",
+    )
+    assert proposal.proposed_by_id == assignee.pk
+    assert AuditEvent.objects.for_object(pending).filter(action=AuditAction.PROPOSED).count() == 1
+    assert OutboxEvent.objects.filter(commitment=pending, kind=EventKind.PROPOSED).count() == 1
+
+
+def test_the_propose_form_shows_the_terms_asked_to_start_from(client, pending, assignee):
+    client.force_login(assignee)
+    page = client.get(link_for(pending, assignee, "propose")).content.decode()
+    # DEADLINE of tests.harness.commitments, in the person's zone (UTC).
+    assert 'id="propose-deadline" name="deadline" required value="2030-01-01T00:00"' in page
+    assert re.search(r'id="propose-description"[^>]*>Write the report</textarea>', page)
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"deadline": "2030-01-01T00:00"}, "That is what was asked"),
+        ({"deadline": "2020-01-01T00:00"}, "Propose a date that is still ahead."),
+        ({"deadline": ""}, "This field is required."),
+        ({"deadline": "next friday"}, "Enter a valid date/time."),
+        ({"deadline": "2030-03-01T12:00", "note": "x" * 501}, "at most 500 characters"),
+    ],
+    ids=["unchanged", "past", "missing", "malformed", "long-note"],
+)
+def test_a_proposal_the_form_refuses_changes_nothing(client, pending, assignee, fields, said):
+    client.force_login(assignee)
+    before = snapshot(pending)
+
+    response = client.post(link_for(pending, assignee, "propose"), {"answer": "propose", **fields})
+
+    assert response.status_code == 400
+    assert said in text_of(response)
+    # The form comes back as typed, first on the page.
+    answers = re.findall(r'name="answer" value="(\w+)"', response.content.decode())
+    assert answers[0] == "propose"
+    assert snapshot(pending) == before
+    assert not Proposal.objects.exists()
+
+
+def test_a_second_proposal_while_one_waits_is_refused(client, pending, assignee):
+    client.force_login(assignee)
+    path = link_for(pending, assignee, "propose")
+    first = client.post(path, {"answer": "propose", "deadline": "2030-03-01T12:00"})
+    assert first.status_code == 302
+    before = snapshot(pending)
+
+    again = client.post(path, {"answer": "propose", "deadline": "2030-04-01T12:00"})
+
+    assert again.status_code == 400
+    assert "You proposed other terms already: they wait for Lead" in text_of(again)
+    assert snapshot(pending) == before
+    assert Proposal.objects.count() == 1
+
+
+def test_a_proposal_on_changed_terms_is_refused(client, pending, assigner, assignee):
+    path = link_for(pending, assignee, "propose")
+    services.commitment_renegotiate(
+        actor=Actor.for_user(assigner), commitment_id=pending.pk, description="Write two"
+    )
+    client.force_login(assignee)
+    before = snapshot(pending)
+
+    response = client.post(path, {"answer": "propose", "deadline": "2030-03-01T12:00"})
+
+    assert response.status_code == 409
+    assert "The terms changed" in text_of(response)
+    assert snapshot(pending) == before
+    assert not Proposal.objects.exists()
