@@ -351,7 +351,7 @@ def commitment_answer(request: HttpRequest, commitment_id: uuid.UUID, token: str
     if request.method != "POST":
         return _form_page(request, link, commitment)
     answer = request.POST.get("answer", "")
-    actor = Actor.for_user(request.user)  # type: ignore[arg-type]  # signed in (_bound)
+    actor = Actor.for_user(request.user)  # signed in (_bound)
     detail_url = reverse("commitment_detail", args=[commitment_id])
     if answer == "accept":
         services.commitment_accept(
