@@ -159,7 +159,8 @@ def _what_happened(commitment: Commitment) -> list[str]:
         Status.REFUSED: commitment.refused_at,
         Status.WITHDRAWN: commitment.withdrawn_at,
     }.get(Status(commitment.status))
-    on = f" on {when:%-d %b %Y at %H:%M}" if when else ""
+    # In the viewer's time zone, as every page shows times.
+    on = f" on {timezone.localtime(when):%-d %b %Y at %H:%M}" if when else ""
     words = {
         Status.ACTIVE: f"It was accepted already{on}: it is Active.",
         Status.COMPLETED: f"It was accepted and has been completed{on}.",

@@ -566,3 +566,16 @@ def test_a_proposal_on_changed_terms_is_refused(client, pending, assigner, assig
     assert "The terms changed" in text_of(response)
     assert snapshot(pending) == before
     assert not Proposal.objects.exists()
+
+
+def test_when_it_was_answered_is_said_in_the_viewers_time_zone(client, assigner, assignee):
+    c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
+    path = link_for(c, assignee)
+    services.commitment_accept(actor=Actor.for_user(assignee), commitment_id=c.pk)
+    Commitment.objects.filter(pk=c.pk).update(
+        activated_at=dt.datetime(2030, 1, 1, 23, 30, tzinfo=dt.UTC)
+    )
+    type(assignee).objects.filter(pk=assignee.pk).update(timezone="Europe/Paris")
+    client.force_login(assignee)
+
+    assert "It was accepted already on 2 Jan 2030 at 00:30" in text_of(client.get(path))
