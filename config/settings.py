@@ -577,6 +577,9 @@ DIGEST_HOUR = env_int("DIGEST_HOUR", 8)
 # page) in 24 hours, repeated asks to one address included: the form must not
 # mail strangers in bulk (docs/security.md, "Invitations").
 INVITATIONS_PER_DAY = env_int("INVITATIONS_PER_DAY", 20)
+# How long the answer links of a handshake request (Accept, Decline, Propose
+# another date; commitments.answer_links) stay good, in seconds: 14 days.
+ANSWER_LINK_MAX_AGE = 14 * 24 * 3600
 # Reminders (notifications.reminders, docs/reminders.md), made by beat every
 # REMINDER_INTERVAL s: the assignee REMINDER_LEAD s before an Active
 # commitment's deadline and when it passes, the assigner when a request has

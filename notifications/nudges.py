@@ -19,12 +19,13 @@ from django.urls import reverse
 from accounts.selectors import user_has_verified_primary_email, users_with_verified_primary_email
 from accounts.timezones import zone_named
 from audit.models import ActorKind
+from commitments.answer_links import answer_path
 from commitments.models import Comment, Commitment, EventKind, OutboxEvent, Proposal, Status
 from commitments.selectors import commitment_decline_reason
 from lib.text import excerpt
 from notifications.models import DigestReason, NewsKind, NudgeDelivery, Reminder, ReminderKind
 from notifications.selectors import reminder_still_due, reminders_turned_off
-from notifications.transports import Message
+from notifications.transports import Action, Message
 
 # The moves whose nudge goes to the commitment's (current) assignee, and those
 # whose nudge goes to its assigner. `activated` is the assignee's answer, or,
@@ -131,6 +132,42 @@ def site_url(name: str, *args) -> str:
 
 def commitment_url(commitment_id) -> str:
     return site_url("commitment_detail", commitment_id)
+
+
+# The answer links of a handshake request, as its nudge words them.
+ANSWER_LABELS = {"accept": "Accept", "decline": "Decline", "propose": "Propose another date"}
+
+
+def answer_actions(commitment: Commitment, recipient) -> tuple[Action, ...]:
+    """Accept, Decline and Propose another date: signed links made for
+    `recipient` and the terms the message shows (its current ones), each
+    opening a page that asks to confirm (commitments.answer_links)."""
+    return tuple(
+        Action(
+            label=label,
+            url=settings.SITE_URL
+            + answer_path(
+                commitment_id=commitment.pk,
+                user_id=recipient.pk,
+                terms_version=commitment.terms_version,
+                answer=answer,
+            ),
+        )
+        for answer, label in ANSWER_LABELS.items()
+    )
+
+
+def _answer_actions_for(event: OutboxEvent, recipient) -> tuple[Action, ...]:
+    """The answer links of a nudge that asks `recipient` for the handshake: a
+    request, a renegotiated one, or one handed to them; none otherwise (nor
+    in a message that lists several moves)."""
+    asks = event.kind in (EventKind.HANDSHAKE_REQUESTED, EventKind.RENEGOTIATED) or (
+        event.kind == EventKind.REASSIGNED and _previous_assignee_id(event) != str(recipient.pk)
+    )
+    commitment = event.commitment
+    if not asks or commitment.status != Status.PENDING_HANDSHAKE:
+        return ()
+    return answer_actions(commitment, recipient)
 
 
 def format_deadline(deadline: dt.datetime | None, tz_name: str) -> str:
@@ -335,11 +372,18 @@ def headline_and_text(event: OutboxEvent, recipient) -> tuple[str, str]:
 
 def nudge_message(*, event: OutboxEvent, recipient, idempotency_key: str | None = None) -> Message:
     subject, text = headline_and_text(event, recipient)
+    actions = _answer_actions_for(event, recipient)
+    if actions:
+        text = (
+            text.rstrip("\n")
+            + "\nOr answer with a link below: each opens a page that asks you to confirm."
+        )
     return Message(
         subject=subject,
         text=text.rstrip("\n"),
         url=commitment_url(event.commitment_id),
         idempotency_key=idempotency_key,
+        actions=actions,
     )
 
 

@@ -26,6 +26,15 @@ from notifications.models import ChannelKind
 
 
 @dataclass(frozen=True)
+class Action:
+    """A link a message offers besides its own (`url`): its words and where
+    it goes (a handshake request's Accept, Decline, Propose another date)."""
+
+    label: str
+    url: str
+
+
+@dataclass(frozen=True)
 class Message:
     """What to say: a headline, a few plain sentences and a link.
 
@@ -42,6 +51,8 @@ class Message:
     # Stable across retries of one delivery, so a duplicate can be recognised
     # (e-mail Message-ID); None for one-off messages such as a test.
     idempotency_key: str | None = None
+    # Links to offer before `url`, each as its channel shows a link.
+    actions: tuple[Action, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "subject", one_line(self.subject))
@@ -81,6 +92,12 @@ class Transport:
 # --- e-mail ----------------------------------------------------------------------
 
 
+def _action_lines(message: Message) -> str:
+    """A message's actions in a plain-text mail: each label, then its link on
+    a line of its own (never wrapped, so a mail program links it whole)."""
+    return "".join(f"{action.label}:\n{action.url}\n\n" for action in message.actions)
+
+
 class EmailTransport(Transport):
     kind = ChannelKind.EMAIL
 
@@ -93,7 +110,7 @@ class EmailTransport(Transport):
             headers["Message-ID"] = f"<{message.idempotency_key}@{domain}>"
         email = EmailMessage(
             subject=message.subject,
-            body=wrapped_for_mail(f"{message.text}\n\n{message.url}\n"),
+            body=wrapped_for_mail(f"{message.text}\n\n{_action_lines(message)}{message.url}\n"),
             to=[self.destination],
             headers=headers,
         )
@@ -174,7 +191,8 @@ class SlackTransport(HttpTransport):
         return {
             "text": (
                 f"*{self.escape(message.subject)}*\n{self.escape(message.text)}\n"
-                f"<{message.url}|Open the commitment>"
+                + "".join(f"<{a.url}|{self.escape(a.label)}> · " for a in message.actions)
+                + f"<{message.url}|Open the commitment>"
             ),
             "unfurl_links": False,
         }
@@ -210,7 +228,11 @@ class TeamsTransport(HttpTransport):
                 *(self.plain(line) for line in lines),
             ],
             "actions": [
-                {"type": "Action.OpenUrl", "title": "Open the commitment", "url": message.url}
+                *(
+                    {"type": "Action.OpenUrl", "title": action.label, "url": action.url}
+                    for action in message.actions
+                ),
+                {"type": "Action.OpenUrl", "title": "Open the commitment", "url": message.url},
             ],
         }
         return {

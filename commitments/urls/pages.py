@@ -1,6 +1,6 @@
 from django.urls import path
 
-from commitments.views import accord, commitment, dashboard
+from commitments.views import accord, answer, commitment, dashboard
 
 urlpatterns = [
     path("", accord.accord, name="accord"),
@@ -13,6 +13,12 @@ urlpatterns = [
         "commitments/<uuid:commitment_id>", commitment.commitment_detail, name="commitment_detail"
     ),
     path("commitments/<uuid:commitment_id>/", commitment.commitment_detail),
+    # The page an answer link of a nudge opens (commitments.answer_links).
+    path(
+        "commitments/<uuid:commitment_id>/answer/<str:token>/",
+        answer.commitment_answer,
+        name="commitment_answer",
+    ),
     path(
         "commitments/<uuid:commitment_id>/terms",
         commitment.commitment_change_terms,

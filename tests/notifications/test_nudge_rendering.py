@@ -155,14 +155,17 @@ def test_a_teams_card_shows_a_descriptions_markdown_as_typed_not_as_a_link(assig
     texts = [text for _, _, text in shown]
     assert texts[0] == f"[IT desk](https://login.example.net) asks you: {PHISH[:59]}…"
     assert f"[IT desk](https://login.example.net) asks you to: {PHISH}" in texts
-    # The one link is the card's own.
-    assert card["actions"] == [
-        {
-            "type": "Action.OpenUrl",
-            "title": "Open the commitment",
-            "url": commitment_url(delivery.event.commitment_id),
-        }
+    # The links are the card's own actions, to this site: the answers, then the commitment.
+    assert [action["title"] for action in card["actions"]] == [
+        "Accept",
+        "Decline",
+        "Propose another date",
+        "Open the commitment",
     ]
+    assert {action["type"] for action in card["actions"]} == {"Action.OpenUrl"}
+    assert card["actions"][-1]["url"] == commitment_url(delivery.event.commitment_id)
+    answer = f"{commitment_url(delivery.event.commitment_id)}/answer/"
+    assert all(action["url"].startswith(answer) for action in card["actions"][:3])
 
 
 def test_a_teams_card_keeps_each_line_of_the_text_as_a_paragraph():
