@@ -22,7 +22,7 @@ from django.utils.formats import date_format
 from django.views.decorators.http import require_safe
 
 from accounts.requests import AuthenticatedRequest
-from commitments import selectors, selectors_dashboard
+from commitments import selectors, selectors_conversation, selectors_dashboard
 from commitments.models import Status
 from commitments.selectors_dashboard import DayPoint
 
@@ -140,6 +140,16 @@ def dashboard(request: AuthenticatedRequest) -> HttpResponse:
         chart = flow_chart(history)
     # Each list is read only when its count says it has rows.
     attention = {
+        # Proposals and requests for more time waiting for the person's answer.
+        "answers": (
+            list(
+                selectors_conversation.answers_waiting_for(user=user)[
+                    : selectors_dashboard.ATTENTION_ROWS
+                ]
+            )
+            if counts.answers
+            else []
+        ),
         "declined": selectors_dashboard.attention_declined(user=user) if counts.declined else [],
         "overdue_owed": (
             selectors_dashboard.attention_overdue_owed(user=user, now=now)
