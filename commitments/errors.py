@@ -72,3 +72,36 @@ class LinkTemplateInvalid(CommitmentError):
     def __init__(self, *, field: str, message: str) -> None:
         self.field = field
         super().__init__(message)
+
+
+class ProposalNotOpen(CommitmentError):
+    """The proposal answered is not the commitment's open one: answered
+    already (a second answer that lost a race), superseded, or not this
+    commitment's. Nothing is changed."""
+
+    def __init__(self, message: str = "This proposal was answered already.") -> None:
+        super().__init__(message)
+
+
+class ProposalAlreadyOpen(CommitmentError):
+    """A counter-proposal or a request for more time while one waits for its
+    answer: one open proposal at a time."""
+
+    def __init__(
+        self, message: str = "A proposal on this commitment is waiting for its answer already."
+    ) -> None:
+        super().__init__(message)
+
+
+class ProposalInvalid(CommitmentError):
+    """A request for more time without a later deadline (none, or not later
+    than the current one), or on a commitment with no deadline."""
+
+
+class CommentInvalid(CommitmentError):
+    """A blank comment, or one over COMMENT_MAX characters."""
+
+
+class ReassignInvalid(CommitmentError):
+    """A reassignment to the person asked already, to the assigner, or to
+    something that is not an e-mail address."""

@@ -26,7 +26,8 @@ class Move:
     by_assigner_token: bool = False  # also the assigner's API token (sync)
     # Also the assigner's tracker connection (trackers.services), which
     # follows what the assigner does in the tracker: a due date they change
-    # renegotiates, an issue they move or close without doing is recorded.
+    # renegotiates, an issue they close without doing is withdrawn, one they
+    # move is recorded.
     by_tracker: bool = False
 
     @property
@@ -97,14 +98,9 @@ MOVES: dict[str, Move] = {
         frozenset({Status.PENDING_HANDSHAKE, Status.ACTIVE, Status.REFUSED}),
         frozenset({ASSIGNER}),
     ),
-    # Records, not moves: the status stays (docs/trackers.md). The tracker
-    # closed the issue without it being done: to become `withdraw` (issue 26).
-    "record_closed_not_done": Move(
-        "record a close without completion on",
-        frozenset({Status.PENDING_HANDSHAKE, Status.ACTIVE}),
-        frozenset({ASSIGNER}),
-        by_tracker=True,
-    ),
+    # Records, not moves: the status stays (docs/trackers.md). (Before issue
+    # 26 an issue closed without being done was recorded, `closed_not_done`;
+    # it is withdrawn now.)
     # The tracker's due date changed after the handshake completed: the
     # accepted deadline stays (terms change only before it), the change is
     # recorded for both to see.

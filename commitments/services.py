@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import IntegrityError, connection, transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from accounts.selectors import users_with_verified_primary_email
@@ -26,21 +29,32 @@ from audit.models import AuditAction
 from audit.services import Actor, audit_event_build, audit_event_record
 from commitments.errors import (
     AddressNotAskable,
+    CommentInvalid,
     CommitmentError,
     CommitmentNotFound,
     DuplicateExternalRef,
     InvalidTransition,
     NothingChanged,
     NotPermitted,
+    ProposalAlreadyOpen,
+    ProposalInvalid,
+    ProposalNotOpen,
+    ReassignInvalid,
     TermsChanged,
 )
 from commitments.machine import MOVES, may_create, may_make
 from commitments.models import (
+    COMMENT_MAX,
+    NOTE_MAX,
     AccordVisit,
+    Comment,
     Commitment,
     EventKind,
     Invitation,
     OutboxEvent,
+    Proposal,
+    ProposalKind,
+    ProposalState,
     Status,
 )
 from lib.db import write_together
@@ -66,10 +80,38 @@ class TransitionResult:
 
 
 def _lock(**lookup: Any) -> Commitment:
+    """The commitment, its row locked, with `open_proposal_id` (its open
+    proposal's id, or None) read in the same statement."""
+    open_proposal = Proposal.objects.filter(commitment=OuterRef("pk"), state=ProposalState.OPEN)
     try:
-        return Commitment.objects.select_for_update().get(**lookup)
+        return (
+            Commitment.objects.select_for_update()
+            .annotate(open_proposal_id=Subquery(open_proposal.values("pk")[:1]))
+            .get(**lookup)
+        )
     except Commitment.DoesNotExist:
         raise CommitmentNotFound() from None
+
+
+def _superseding(commitment: Commitment, *, now: dt.datetime) -> list[Any]:
+    """The write that closes the (locked) commitment's open proposal, if it
+    has one, as superseded: for `_record`'s `updates_where`. A move that
+    changes the terms, the status or the person asked leaves no proposal on
+    terms that are gone. On PostgreSQL it is a part of the move's one
+    statement, matching what is open when that statement runs (the lock's own
+    read may predate a proposal committed while it waited: a subquery keeps
+    the statement's first snapshot), so it costs nothing; elsewhere writes are
+    serialised (SQLite's BEGIN IMMEDIATE) and the lock's read tells whether
+    there is one to close."""
+    if connection.vendor != "postgresql" and not getattr(commitment, "open_proposal_id", None):
+        return []
+    commitment.open_proposal_id = None  # type: ignore[attr-defined]  # the lock's annotation
+    return [
+        (
+            Proposal.objects.filter(commitment_id=commitment.pk, state=ProposalState.OPEN),
+            {"state": ProposalState.SUPERSEDED, "answered_at": now},
+        )
+    ]
 
 
 def _check(commitment: Commitment, *, actor: Actor, move: str, replay_into: str = "") -> bool:
@@ -77,13 +119,19 @@ def _check(commitment: Commitment, *, actor: Actor, move: str, replay_into: str 
     now. Returns False for a replay into `replay_into`, the status the move
     would reach (nothing to do), True otherwise."""
     rule = MOVES[move]
-    if not may_make(rule, actor=actor, commitment=commitment):
-        raise NotPermitted(action=rule.words, reason=rule.who)
+    _check_who(commitment, actor=actor, move=move)
     if replay_into and commitment.status == replay_into:
         return False
     if commitment.status not in rule.from_statuses:
         raise InvalidTransition(action=rule.words, current_status=commitment.status)
     return True
+
+
+def _check_who(commitment: Commitment, *, actor: Actor, move: str) -> None:
+    """Raise NotPermitted unless `actor` is someone the table lets make `move`."""
+    rule = MOVES[move]
+    if not may_make(rule, actor=actor, commitment=commitment):
+        raise NotPermitted(action=rule.words, reason=rule.who)
 
 
 def _check_terms(commitment: Commitment, *, move: str, terms_version: int | None) -> None:
@@ -107,10 +155,18 @@ def _record(
     payload: dict[str, Any] | None = None,
     changed: Sequence[str] = (),
     created: bool = False,
+    detail: dict[str, Any] | None = None,
+    inserts: Sequence[Any] = (),
+    updates: Sequence[tuple[Any, Sequence[str]]] = (),
+    updates_where: Sequence[Any] = (),
 ) -> None:
     """Write the change with its audit row and its outbox row, in one
     statement on PostgreSQL (lib.db.write_together): the new commitment
-    (`created`) or the fields `_move` changed (`changed`)."""
+    (`created`) or the fields `_move` changed (`changed`), and the rows the
+    move makes or changes with it (`inserts`: a proposal, a comment;
+    `updates`: an answered proposal; `updates_where`: `_superseding`).
+    `detail`: the outbox row's (what the move was about, for the nudges and
+    webhooks it causes)."""
     body = {"from": previous_status or None, "to": commitment.status}
     body.update(payload or {})
     rows: list[Any] = [
@@ -140,11 +196,13 @@ def _record(
                 actor_user=actor.user,
                 actor_token_id=actor.token_id,
                 request_id=request_id_var.get() or "",
+                detail=detail or {},
             )
         )
     write_together(
-        inserts=[commitment, *rows] if created else rows,
-        updates=[(commitment, changed)] if changed else (),
+        inserts=[commitment, *inserts, *rows] if created else [*inserts, *rows],
+        updates=[*([(commitment, changed)] if changed else []), *updates],
+        updates_where=updates_where,
     )
 
 
@@ -494,7 +552,8 @@ def _assignee_answers(
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move=move)
     _check_terms(commitment, move=move, terms_version=terms_version)
-    previous, changed = _move(commitment, to=to, stamp_field=stamp_field, now=timezone.now())
+    now = timezone.now()
+    previous, changed = _move(commitment, to=to, stamp_field=stamp_field, now=now)
     _record(
         commitment,
         changed=changed,
@@ -503,6 +562,7 @@ def _assignee_answers(
         previous_status=previous,
         event=event,
         payload=payload,
+        updates_where=_superseding(commitment, now=now),
     )
     return TransitionResult(commitment, previous, True)
 
@@ -595,9 +655,8 @@ def commitment_complete(
     replay_into = Status.COMPLETED if replay_is_noop else ""
     if not _check(commitment, actor=actor, move="complete", replay_into=replay_into):
         return TransitionResult(commitment, commitment.status, False)
-    previous, changed = _move(
-        commitment, to=Status.COMPLETED, stamp_field="completed_at", now=timezone.now()
-    )
+    now = timezone.now()
+    previous, changed = _move(commitment, to=Status.COMPLETED, stamp_field="completed_at", now=now)
     payload = {}
     if commitment.has_external_ref:
         payload = {
@@ -612,6 +671,7 @@ def commitment_complete(
         previous_status=previous,
         event=EventKind.COMPLETED,
         payload=payload,
+        updates_where=_superseding(commitment, now=now),
     )
     return TransitionResult(commitment, previous, True)
 
@@ -635,11 +695,12 @@ def commitment_renegotiate(
     if not changes:
         raise NothingChanged()
     commitment.terms_version += 1
+    now = timezone.now()
     previous, changed = _move(
         commitment,
         to=Status.PENDING_HANDSHAKE,
         stamp_field="renegotiated_at",
-        now=timezone.now(),
+        now=now,
         extra_fields=("description", "deadline", "terms_version"),
     )
     _record(
@@ -654,6 +715,482 @@ def commitment_renegotiate(
             "previous": replaced,
             "termsVersion": commitment.terms_version,
         },
+        # A counter-proposal waiting answers terms that are gone.
+        updates_where=_superseding(commitment, now=now),
+    )
+    return TransitionResult(commitment, previous, True)
+
+
+# --- the conversation (issue 26) ----------------------------------------------------
+#
+# A counter-proposal (on Pending_Handshake) or a request for more time (an
+# extension, on Active) is a Proposal row, at most one open per commitment;
+# its answer closes it. Each move below locks the commitment, checks the
+# table (`commitments.machine`), and writes its rows, its audit row and its
+# outbox row (with `detail`: what it was about) in one write (`_record`).
+
+
+def _note_text(value: str) -> str:
+    """A proposal's, an answer's or a withdrawal's note: trimmed, at most
+    NOTE_MAX characters (as a decline's reason)."""
+    return _clean_text(value)[:NOTE_MAX]
+
+
+def _answered_proposal(
+    commitment: Commitment, *, actor: Actor, move: str, proposal_id: uuid.UUID, kind: str
+) -> Proposal:
+    """The (locked) commitment's open proposal of `kind` that `proposal_id`
+    names, for `actor` to answer with `move`. NotPermitted for anyone the
+    table does not let answer; ProposalNotOpen for a proposal answered
+    already (the second of two answers at once: read after the lock, it sees
+    the first one's) or superseded; InvalidTransition from a status the move
+    cannot start from; ProposalNotOpen for an id that is not this
+    commitment's open proposal of `kind`."""
+    _check_who(commitment, actor=actor, move=move)
+    proposal = (
+        Proposal.objects.filter(pk=proposal_id, commitment_id=commitment.pk, kind=kind)
+        .select_related("proposed_by")
+        .first()
+    )
+    if proposal is not None and proposal.state != ProposalState.OPEN:
+        raise ProposalNotOpen()
+    _check(commitment, actor=actor, move=move)
+    if proposal is None:
+        raise ProposalNotOpen()
+    return proposal
+
+
+def _ensure_none_open(commitment: Commitment) -> None:
+    if Proposal.objects.filter(commitment_id=commitment.pk, state=ProposalState.OPEN).exists():
+        raise ProposalAlreadyOpen()
+
+
+def _close(
+    proposal: Proposal, *, state: str, actor: Actor, now: dt.datetime, note: str = ""
+) -> tuple[Proposal, list[str]]:
+    """The proposal answered, in memory: the update for `_record`."""
+    proposal.state = state
+    proposal.answered_at = now
+    proposal.answered_by = actor.user
+    proposal.answer_note = _note_text(note)
+    return (proposal, ["state", "answered_at", "answered_by", "answer_note"])
+
+
+def _touch(commitment: Commitment, now: dt.datetime) -> list[str]:
+    """A move that keeps the status still changes the commitment (the Accord
+    marks it changed; the outbox row's time is its `updated_at`)."""
+    commitment.updated_at = now
+    return ["updated_at"]
+
+
+@transaction.atomic
+def commitment_propose(
+    *,
+    actor: Actor,
+    commitment_id: uuid.UUID,
+    terms_version: int,
+    deadline: dt.datetime | None = UNSET,
+    description: str = UNSET,
+    note: str = "",
+) -> Proposal:
+    """A counter-proposal: the assignee offers other terms (a deadline, and
+    or a wording; UNSET or a blank wording leaves that term as asked) instead
+    of answering a request waiting for their handshake, on the terms they
+    were shown (`terms_version`: TermsChanged when those changed). The status
+    stays Pending_Handshake. NothingChanged when nothing differs from the
+    terms asked; ProposalAlreadyOpen while one waits. Outbox `proposed`
+    (detail proposalId), to the assigner."""
+    commitment = _lock(pk=commitment_id)
+    _check(commitment, actor=actor, move="propose")
+    _check_terms(commitment, move="propose", terms_version=terms_version)
+    _ensure_none_open(commitment)
+    new_description = None
+    if description is not UNSET and not is_blank(description or ""):
+        cleaned = _clean_text(description)
+        new_description = cleaned if cleaned != commitment.description else None
+    new_deadline = None
+    if deadline is not UNSET and deadline is not None and deadline != commitment.deadline:
+        new_deadline = deadline
+    if new_description is None and new_deadline is None:
+        raise NothingChanged("A counter-proposal must change the deadline or the description.")
+    now = timezone.now()
+    proposal = Proposal(
+        commitment=commitment,
+        kind=ProposalKind.COUNTER,
+        proposed_by=actor.user,
+        description=new_description,
+        deadline=new_deadline,
+        terms_version=commitment.terms_version,
+        previous_deadline=commitment.deadline,
+        note=_note_text(note),
+        created_at=now,
+    )
+    payload: dict[str, Any] = {"proposalId": str(proposal.pk), "termsVersion": terms_version}
+    if new_description is not None:
+        payload["description"] = new_description
+    if new_deadline is not None:
+        payload["deadline"] = _iso(new_deadline)
+    if proposal.note:
+        payload["note"] = proposal.note
+    _record(
+        commitment,
+        changed=_touch(commitment, now),
+        actor=actor,
+        action=AuditAction.PROPOSED,
+        previous_status=commitment.status,
+        event=EventKind.PROPOSED,
+        payload=payload,
+        detail={"proposalId": str(proposal.pk)},
+        inserts=[proposal],
+    )
+    return proposal
+
+
+@transaction.atomic
+def commitment_proposal_accept(
+    *, actor: Actor, commitment_id: uuid.UUID, proposal_id: uuid.UUID
+) -> TransitionResult:
+    """The assigner accepts the open counter-proposal: the terms become the
+    proposed ones (a new terms version) and the commitment is Active at once,
+    since the assignee offered exactly those. Audit `proposal_accepted`;
+    outbox `activated`, the contract's event (detail proposalId), which
+    nudges the assignee."""
+    commitment = _lock(pk=commitment_id)
+    proposal = _answered_proposal(
+        commitment,
+        actor=actor,
+        move="accept_proposal",
+        proposal_id=proposal_id,
+        kind=ProposalKind.COUNTER,
+    )
+    description = proposal.description if proposal.description is not None else UNSET
+    deadline = proposal.deadline if proposal.deadline is not None else UNSET
+    changes, replaced = _apply_terms(commitment, description=description, deadline=deadline)
+    commitment.terms_version += 1
+    now = timezone.now()
+    previous, changed = _move(
+        commitment,
+        to=Status.ACTIVE,
+        stamp_field="activated_at",
+        now=now,
+        extra_fields=("description", "deadline", "terms_version"),
+    )
+    _record(
+        commitment,
+        changed=changed,
+        actor=actor,
+        action=AuditAction.PROPOSAL_ACCEPTED,
+        previous_status=previous,
+        event=EventKind.ACTIVATED,
+        payload={
+            "proposalId": str(proposal.pk),
+            "changes": changes,
+            "previous": replaced,
+            "termsVersion": commitment.terms_version,
+        },
+        detail={"proposalId": str(proposal.pk)},
+        updates=[_close(proposal, state=ProposalState.ACCEPTED, actor=actor, now=now)],
+    )
+    return TransitionResult(commitment, previous, True)
+
+
+def _decline_proposal(
+    *,
+    actor: Actor,
+    commitment_id: uuid.UUID,
+    proposal_id: uuid.UUID,
+    note: str,
+    move: str,
+    kind: str,
+    action: AuditAction,
+    event: str,
+) -> Proposal:
+    commitment = _lock(pk=commitment_id)
+    proposal = _answered_proposal(
+        commitment, actor=actor, move=move, proposal_id=proposal_id, kind=kind
+    )
+    now = timezone.now()
+    answered = _close(proposal, state=ProposalState.DECLINED, actor=actor, now=now, note=note)
+    payload: dict[str, Any] = {"proposalId": str(proposal.pk)}
+    if proposal.answer_note:
+        payload["note"] = proposal.answer_note
+    _record(
+        commitment,
+        changed=_touch(commitment, now),
+        actor=actor,
+        action=action,
+        previous_status=commitment.status,
+        event=event,
+        payload=payload,
+        detail={"proposalId": str(proposal.pk)},
+        updates=[answered],
+    )
+    return proposal
+
+
+@transaction.atomic
+def commitment_proposal_decline(
+    *, actor: Actor, commitment_id: uuid.UUID, proposal_id: uuid.UUID, note: str = ""
+) -> Proposal:
+    """The assigner declines the open counter-proposal: the terms asked wait
+    for the handshake again (the status stays Pending_Handshake). Outbox
+    `proposal_declined` (detail proposalId), to the assignee."""
+    return _decline_proposal(
+        actor=actor,
+        commitment_id=commitment_id,
+        proposal_id=proposal_id,
+        note=note,
+        move="decline_proposal",
+        kind=ProposalKind.COUNTER,
+        action=AuditAction.PROPOSAL_DECLINED,
+        event=EventKind.PROPOSAL_DECLINED,
+    )
+
+
+@transaction.atomic
+def commitment_extension_request(
+    *, actor: Actor, commitment_id: uuid.UUID, deadline: dt.datetime, note: str = ""
+) -> Proposal:
+    """The assignee of an Active commitment asks for more time: a later
+    deadline (ProposalInvalid without one, or for a commitment without a
+    deadline), with a note. Asking after the deadline passed is allowed and
+    says so (`afterDeadline` in the audit row and the outbox detail). Outbox
+    `extension_requested`, to the assigner."""
+    commitment = _lock(pk=commitment_id)
+    _check(commitment, actor=actor, move="request_extension")
+    _ensure_none_open(commitment)
+    if commitment.deadline is None:
+        raise ProposalInvalid("It has no deadline to move.")
+    if deadline is None or deadline is UNSET:
+        raise ProposalInvalid("Say by when: more time needs a new deadline.")
+    if deadline <= commitment.deadline:
+        raise ProposalInvalid("More time needs a deadline later than the current one.")
+    now = timezone.now()
+    proposal = Proposal(
+        commitment=commitment,
+        kind=ProposalKind.EXTENSION,
+        proposed_by=actor.user,
+        deadline=deadline,
+        terms_version=commitment.terms_version,
+        previous_deadline=commitment.deadline,
+        note=_note_text(note),
+        created_at=now,
+    )
+    after_deadline = commitment.deadline < now
+    payload: dict[str, Any] = {
+        "proposalId": str(proposal.pk),
+        "deadline": _iso(deadline),
+        "previousDeadline": _iso(commitment.deadline),
+        "afterDeadline": after_deadline,
+    }
+    if proposal.note:
+        payload["note"] = proposal.note
+    _record(
+        commitment,
+        changed=_touch(commitment, now),
+        actor=actor,
+        action=AuditAction.EXTENSION_REQUESTED,
+        previous_status=commitment.status,
+        event=EventKind.EXTENSION_REQUESTED,
+        payload=payload,
+        detail={"proposalId": str(proposal.pk), "afterDeadline": after_deadline},
+        inserts=[proposal],
+    )
+    return proposal
+
+
+@transaction.atomic
+def commitment_extension_grant(
+    *, actor: Actor, commitment_id: uuid.UUID, proposal_id: uuid.UUID
+) -> Proposal:
+    """The assigner grants the open request for more time: the deadline
+    becomes the asked one (a new terms version), the commitment stays
+    Active. Outbox `extension_granted` (detail proposalId), to the assignee."""
+    commitment = _lock(pk=commitment_id)
+    proposal = _answered_proposal(
+        commitment,
+        actor=actor,
+        move="grant_extension",
+        proposal_id=proposal_id,
+        kind=ProposalKind.EXTENSION,
+    )
+    changes, replaced = _apply_terms(commitment, description=UNSET, deadline=proposal.deadline)
+    commitment.terms_version += 1
+    now = timezone.now()
+    _record(
+        commitment,
+        changed=[*_touch(commitment, now), "deadline", "terms_version"],
+        actor=actor,
+        action=AuditAction.EXTENSION_GRANTED,
+        previous_status=commitment.status,
+        event=EventKind.EXTENSION_GRANTED,
+        payload={
+            "proposalId": str(proposal.pk),
+            "changes": changes,
+            "previous": replaced,
+            "termsVersion": commitment.terms_version,
+        },
+        detail={"proposalId": str(proposal.pk)},
+        updates=[_close(proposal, state=ProposalState.ACCEPTED, actor=actor, now=now)],
+    )
+    return proposal
+
+
+@transaction.atomic
+def commitment_extension_decline(
+    *, actor: Actor, commitment_id: uuid.UUID, proposal_id: uuid.UUID, note: str = ""
+) -> Proposal:
+    """The assigner declines the open request for more time: the deadline
+    stays. Outbox `extension_declined` (detail proposalId), to the assignee."""
+    return _decline_proposal(
+        actor=actor,
+        commitment_id=commitment_id,
+        proposal_id=proposal_id,
+        note=note,
+        move="decline_extension",
+        kind=ProposalKind.EXTENSION,
+        action=AuditAction.EXTENSION_DECLINED,
+        event=EventKind.EXTENSION_DECLINED,
+    )
+
+
+@transaction.atomic
+def commitment_comment(*, actor: Actor, commitment_id: uuid.UUID, body: str) -> Comment:
+    """Plain text on the timeline, by the assigner or the assignee (nobody
+    else), in any status but Draft. CommentInvalid when blank or over
+    COMMENT_MAX characters. Outbox `commented` (detail commentId), to the
+    other person."""
+    commitment = _lock(pk=commitment_id)
+    _check(commitment, actor=actor, move="comment")
+    text = (body or "").strip()
+    if is_blank(text):
+        raise CommentInvalid("Write something to comment.")
+    if len(text) > COMMENT_MAX:
+        raise CommentInvalid(
+            f"A comment is at most {COMMENT_MAX} characters; this one has {len(text)}."
+        )
+    now = timezone.now()
+    comment = Comment(commitment=commitment, author=actor.user, body=text, created_at=now)
+    _record(
+        commitment,
+        changed=_touch(commitment, now),
+        actor=actor,
+        action=AuditAction.COMMENTED,
+        previous_status=commitment.status,
+        event=EventKind.COMMENTED,
+        payload={"commentId": str(comment.pk)},
+        detail={"commentId": str(comment.pk)},
+        inserts=[comment],
+    )
+    return comment
+
+
+@transaction.atomic
+def commitment_withdraw(
+    *, actor: Actor, commitment_id: uuid.UUID, reason: str = ""
+) -> TransitionResult:
+    """The assigner (or their tracker connection: an issue closed without
+    being done) no longer needs it: Pending_Handshake, Active or Refused ->
+    Withdrawn, an end state the Flow Score ignores. An open proposal is
+    superseded. `reason` (at most NOTE_MAX characters) is kept on the audit
+    row. Outbox `withdrawn`, to the assignee (if there is one; a request to
+    an address without an account stays as it was asked)."""
+    commitment = _lock(pk=commitment_id)
+    _check(commitment, actor=actor, move="withdraw")
+    now = timezone.now()
+    previous, changed = _move(commitment, to=Status.WITHDRAWN, stamp_field="withdrawn_at", now=now)
+    reason = _note_text(reason)
+    _record(
+        commitment,
+        changed=changed,
+        actor=actor,
+        action=AuditAction.WITHDRAWN,
+        previous_status=previous,
+        event=EventKind.WITHDRAWN,
+        payload={"reason": reason} if reason else None,
+        updates_where=_superseding(commitment, now=now),
+    )
+    return TransitionResult(commitment, previous, True)
+
+
+def _id(value: Any) -> str | None:
+    return str(value) if value is not None else None
+
+
+@transaction.atomic
+def commitment_reassign(
+    *, actor: Actor, commitment_id: uuid.UUID, assignee_email: str, note: str = ""
+) -> TransitionResult:
+    """The assigner hands a Pending_Handshake, Active or Refused commitment
+    to someone else: an active account's verified address, or an address
+    with no account, invited as `commitment_ask` does (its daily limit;
+    AddressNotAskable for a closed account's address or over the limit).
+    The new person is asked for a fresh handshake: Pending_Handshake, a new
+    terms version, activated_at and refused_at cleared, an open proposal
+    superseded; the external reference stays. ReassignInvalid for the
+    person asked already, the assigner, or no address.
+
+    Outbox `reassigned`, detail {"previousAssigneeId", "previousInvitationId",
+    "assigneeId", "invitationId"} (ids or null): who was released, and who
+    is asked now: a user (`assigneeId`), or an address with no account
+    (`assigneeId` null, `invitationId` set, as `commitment.invitation`): then
+    the nudge is the invitation mail."""
+    email = (assignee_email or "").strip().lower()
+    try:
+        validate_email(email)
+    except ValidationError:
+        raise ReassignInvalid("Give the e-mail address of the person to ask.") from None
+    commitment = _lock(pk=commitment_id)
+    _check(commitment, actor=actor, move="reassign")
+    assigner = commitment.assigner
+    assignee = users_with_verified_primary_email().filter(email__iexact=email).first()
+    if (assignee is not None and assignee.pk == assigner.pk) or email == assigner.email.lower():
+        raise ReassignInvalid("You cannot reassign it to yourself: ask someone else.")
+    if assignee is not None and assignee.pk == commitment.assignee_id:
+        raise ReassignInvalid("It is asked of that person already.")
+    invitation = None
+    now = timezone.now()
+    if assignee is None:
+        waiting = commitment.invitation if commitment.assignee_id is None else None
+        if waiting is not None and waiting.email == email:
+            raise ReassignInvalid("It is asked of that address already.")
+        if get_user_model().objects.filter(email__iexact=email, is_active=False).exists():
+            raise AddressNotAskable("This address belongs to a closed account.")
+        invitation = _invitation_for(assigner=assigner, email=email, now=now)
+    # An invitation stays on a request its address's account claimed: it
+    # names who was asked only while nobody has.
+    previous_invitation = commitment.invitation_id if commitment.assignee_id is None else None
+    detail = {
+        "previousAssigneeId": _id(commitment.assignee_id),
+        "previousInvitationId": _id(previous_invitation),
+        "assigneeId": _id(assignee.pk if assignee else None),
+        "invitationId": _id(invitation.pk if invitation else None),
+    }
+    commitment.assignee = assignee
+    commitment.invitation = invitation
+    commitment.activated_at = None
+    commitment.refused_at = None
+    commitment.terms_version += 1
+    previous, changed = _move(
+        commitment,
+        to=Status.PENDING_HANDSHAKE,
+        stamp_field=None,
+        now=now,
+        extra_fields=("assignee", "invitation", "activated_at", "refused_at", "terms_version"),
+    )
+    payload: dict[str, Any] = {**detail, "termsVersion": commitment.terms_version}
+    if note_text := _note_text(note):
+        payload["note"] = note_text
+    _record(
+        commitment,
+        changed=changed,
+        actor=actor,
+        action=AuditAction.REASSIGNED,
+        previous_status=previous,
+        event=EventKind.REASSIGNED,
+        payload=payload,
+        detail=detail,
+        updates_where=_superseding(commitment, now=now),
     )
     return TransitionResult(commitment, previous, True)
 
@@ -683,20 +1220,6 @@ def _note(
         event=None,
         payload=payload,
     )
-
-
-@transaction.atomic
-def commitment_record_closed_not_done(
-    *, actor: Actor, commitment_id: uuid.UUID, words: str
-) -> Commitment:
-    """The issue it tracks was closed without being done ("Closed in GitHub as
-    not planned", `words`): not a kept commitment, so it is not completed, and
-    the timeline says so. Pending_Handshake or Active; the status stays.
-    Issue 26 (withdrawal) turns this into that move."""
-    commitment = _lock(pk=commitment_id)
-    _check(commitment, actor=actor, move="record_closed_not_done")
-    _note(commitment, actor=actor, action=AuditAction.CLOSED_NOT_DONE, payload={"words": words})
-    return commitment
 
 
 @transaction.atomic

@@ -1,7 +1,8 @@
 """Several rows written in one round trip.
 
 `write_together(inserts=[...], updates=[(obj, fields), ...])` writes model
-instances with the statements Django's `save()` compiles for them (the same
+instances (and `updates_where=[(queryset, {field: value}), ...]`, the UPDATE
+`queryset.update(...)` runs) with the statements Django's `save()` compiles for them (the same
 INSERT and UPDATE, the same values: defaults, `auto_now_add` stamps), but on
 PostgreSQL as one statement, each write a data-modifying CTE of one `WITH`:
 
@@ -28,22 +29,26 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import connections, router, transaction
-from django.db.models import Field, Model, sql
+from django.db.models import Field, Model, QuerySet, sql
 
 
 def write_together(
     *,
     inserts: Sequence[Model] = (),
     updates: Sequence[tuple[Model, Sequence[str]]] = (),
+    updates_where: Sequence[tuple[QuerySet[Any], dict[str, Any]]] = (),
 ) -> None:
     """Write `updates` (each an instance and the names of the fields to write,
-    as `save(update_fields=...)`) and `inserts` (new instances), in that order
-    where order shows. Inserted instances get their database-made primary
-    keys and count as saved."""
+    as `save(update_fields=...)`), `updates_where` (each a queryset and the
+    values `queryset.update(**values)` would set, for rows not held as
+    instances: those it matches when the statement runs) and `inserts` (new
+    instances), in that order where order shows. Inserted instances get their
+    database-made primary keys and count as saved."""
     rows = [obj for obj, _ in updates] + list(inserts)
-    if not rows:
+    models = [type(obj) for obj in rows] + [qs.model for qs, _ in updates_where]
+    if not models:
         return
-    using = router.db_for_write(type(rows[0]))
+    using = router.db_for_write(models[0])
     connection = connections[using]
     if connection.vendor != "postgresql":
         # No savepoint of its own: inside a caller's transaction a failure
@@ -51,6 +56,8 @@ def write_together(
         with transaction.atomic(using=using, savepoint=False):
             for obj, fields in updates:
                 obj.save(using=using, update_fields=list(fields))
+            for queryset, new_values in updates_where:
+                queryset.using(using).update(**new_values)
             for obj in inserts:
                 obj.save(using=using, force_insert=True)
         return
@@ -61,6 +68,10 @@ def write_together(
     keyed: list[tuple[Model, str]] = []  # inserts whose primary key the database makes
     for obj, fields in updates:
         text, values = _update_sql(obj, fields, using)
+        parts.append(f"w{len(parts)} AS ({text})")
+        params.extend(values)
+    for queryset, new_values in updates_where:
+        text, values = _update_where_sql(queryset, new_values, using)
         parts.append(f"w{len(parts)} AS ({text})")
         params.extend(values)
     # Only Django's compiled statements, column names and placeholders: no input.
@@ -113,5 +124,15 @@ def _update_sql(obj: Model, names: Sequence[str], using: str) -> tuple[str, Sequ
         values.append((field, None, field.pre_save(obj, False)))
     query = type(obj)._base_manager.using(using).filter(pk=obj.pk).query.chain(sql.UpdateQuery)
     query.add_update_fields(values)  # type: ignore[attr-defined]  # UpdateQuery's, not in the stubs
+    text, params = query.get_compiler(using=using).as_sql()
+    return text, params
+
+
+def _update_where_sql(
+    queryset: QuerySet[Any], values: dict[str, Any], using: str
+) -> tuple[str, Sequence[object]]:
+    """The UPDATE `queryset.update(**values)` would run."""
+    query = queryset.query.chain(sql.UpdateQuery)
+    query.add_update_values(values)  # type: ignore[attr-defined]  # UpdateQuery's, not in the stubs
     text, params = query.get_compiler(using=using).as_sql()
     return text, params

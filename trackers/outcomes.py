@@ -18,7 +18,10 @@ class Did(models.TextChoices):
 
     CREATED = "created"
     COMPLETED = "completed"
-    RECORDED = "recorded"  # closed without being done: not completed
+    # Closed without being done: withdrawn (issue 26). Delivery logs written
+    # before it keep "recorded" (a close noted on the timeline, the status kept).
+    WITHDRAWN = "withdrawn"
+    RECORDED = "recorded"
     RENEGOTIATED = "renegotiated"  # the due date changed before the handshake
     NOTED = "noted"  # the due date changed after it: the accepted deadline stays
     MOVED = "moved"  # the issue has a new key

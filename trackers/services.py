@@ -32,6 +32,7 @@ from audit.services import Actor, audit_event_record
 from commitments import selectors as commitment_selectors
 from commitments import services as commitment_services
 from commitments.errors import CommitmentError, DuplicateExternalRef, NothingChanged
+from commitments.machine import MOVES
 from commitments.models import DESCRIPTION_MAX, EXTERNAL_ID_MAX, Commitment, Status
 from commitments.terms import EXTERNAL_SYSTEM, TermsInvalid, terms_check
 from integrations import selectors as integration_selectors
@@ -592,6 +593,7 @@ def _not_moving(commitment: Commitment) -> Action | None:
     reasons: dict[str, str] = {
         Status.COMPLETED: "it was completed already",
         Status.REFUSED: "it was declined",
+        Status.WITHDRAWN: "it was withdrawn",
         Status.DRAFT: "it is a draft",
     }
     why = reasons.get(commitment.status)
@@ -629,26 +631,27 @@ def _close(delivery: _Delivery) -> list[Action]:
 
 def _not_done(delivery: _Delivery) -> list[Action]:
     """Closed without being done (not planned, canceled, won't do): not a kept
-    commitment, so nothing is completed; each open commitment of the issue
-    records it (its timeline says so). Issue 26 (withdrawal) makes this a
-    withdrawal: call that move here instead."""
+    commitment, so nothing is completed; the assigner no longer needs it, so
+    each commitment of the issue still open (waiting, accepted or declined)
+    is withdrawn, the tracker's words its reason (its timeline says so)."""
     change = delivery.change
     words = f"Closed in {delivery.tracker} {change.closed_as}"
     existing = _issue_commitments(delivery.connection, change.key)
     actions: list[Action] = []
     for commitment in existing:
-        stays = _not_moving(commitment)
-        if stays is not None:
+        if commitment.status not in MOVES["withdraw"].from_statuses:
+            stays = _not_moving(commitment)
+            assert stays is not None  # every status withdraw cannot leave stays
             actions.append(stays)
             continue
         try:
-            commitment_services.commitment_record_closed_not_done(
-                actor=delivery.actor, commitment_id=commitment.pk, words=words
+            commitment_services.commitment_withdraw(
+                actor=delivery.actor, commitment_id=commitment.pk, reason=words
             )
         except CommitmentError as exc:
             actions.append(_about(commitment, Did.KEPT, str(exc)))
             continue
-        actions.append(_about(commitment, Did.RECORDED, f"{words}: not completed"))
+        actions.append(_about(commitment, Did.WITHDRAWN, f"{words}: withdrawn"))
     return actions
 
 

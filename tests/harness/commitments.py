@@ -29,6 +29,8 @@ def commitment_in(status: str, assigner, assignee, *, deadline=DEADLINE) -> Comm
         services.commitment_accept(actor=knight, commitment_id=c.pk)
     if status == Status.COMPLETED:
         services.commitment_complete(actor=knight, commitment_id=c.pk)
+    if status == Status.WITHDRAWN:
+        services.commitment_withdraw(actor=lead, commitment_id=c.pk)
     c.refresh_from_db()
     assert c.status == status
     return c
