@@ -233,8 +233,19 @@ def _conversation_context(
     viewer may make with their forms (a form posted with errors comes back
     bound), the conversation in time order and the deadlines' history."""
     assert request.user.is_authenticated
-    proposals = list(selectors_conversation.commitment_proposals(commitment=commitment))
-    comments = list(selectors_conversation.commitment_comments(commitment=commitment))
+    # Every proposal and comment is written with its audit row (one write):
+    # a commitment whose timeline has none has none, and costs no query more.
+    said = {entry["event"].action for entry in timeline}
+    proposals = (
+        list(selectors_conversation.commitment_proposals(commitment=commitment))
+        if said & {AuditAction.PROPOSED, AuditAction.EXTENSION_REQUESTED}
+        else []
+    )
+    comments = (
+        list(selectors_conversation.commitment_comments(commitment=commitment))
+        if AuditAction.COMMENTED in said
+        else []
+    )
     open_proposal = next((p for p in proposals if p.state == ProposalState.OPEN), None)
     moves = selectors_conversation.conversation_moves_for(
         user=request.user, commitment=commitment, open_proposal=open_proposal

@@ -446,9 +446,11 @@ def test_the_dashboard_needs_your_answer_to_a_request_for_more_time(client, assi
 
 
 def _busy(assigner, assignee, n: int) -> Commitment:
-    """`n` commitments, and one with a conversation: two proposals answered,
-    one open, three comments."""
+    """`n` commitments each way (every section of either Accord has rows), and
+    one with a conversation: a proposal declined, one open, three comments."""
     many_commitments(assigner, assignee, n)
+    many_commitments(assignee, assigner, n)
+    commitment_in(Status.WITHDRAWN, assignee, assigner)
     c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
     lead, knight = Actor.for_user(assigner), Actor.for_user(assignee)
     first = propose(assignee, c)

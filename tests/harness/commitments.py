@@ -55,7 +55,11 @@ def many_commitments(assigner, assignee, n: int) -> None:
     """`n` commitments between the two (each asks the other, and drafts), in
     every status, with deadlines around now and completions over the last 80
     days, written in bulk."""
-    statuses = [s.value for s in Status]
+    # The five statuses before Withdrawn (issue 26), in their order: with a
+    # sixth, the alternation of roles would give each person only half of
+    # them (no Declined for the asker at 10); a test that wants Withdrawn
+    # rows makes them.
+    statuses = [s.value for s in Status if s != Status.WITHDRAWN]
     now = timezone.now()
     rows = []
     for i in range(n):
