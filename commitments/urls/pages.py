@@ -66,7 +66,8 @@ urlpatterns += [
         )
     ),
 ]
-# Decline, complete and withdraw ask to confirm first (commitments.views.commitment.commitment_confirm).
+# Decline, complete and withdraw ask to confirm first
+# (commitments.views.commitment.commitment_confirm).
 urlpatterns += [
     path(
         f"commitments/<uuid:commitment_id>/{action}/confirm",

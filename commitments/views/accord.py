@@ -125,9 +125,7 @@ def _accord_context(request: AuthenticatedRequest, *, last_seen: dt.datetime | N
     }
 
 
-def _answers_context(
-    request: AuthenticatedRequest, *, person: Any, text: str
-) -> dict[str, Any]:
+def _answers_context(request: AuthenticatedRequest, *, person: Any, text: str) -> dict[str, Any]:
     """The page of proposals waiting for the person's answer, filtered as the
     rest of the Accord (by who proposed, by words of the description)."""
     rows = selectors_conversation.answers_waiting_for(user=request.user)

@@ -562,9 +562,7 @@ def _form_error(
 def _not_done(request: HttpRequest, commitment_id: uuid.UUID, message: str) -> HttpResponse:
     """The page as it is now, saying why nothing was done (409): another move
     came first (an answer, a proposal)."""
-    return _render_detail(
-        request, _visible(request, commitment_id), problem=message, status=409
-    )
+    return _render_detail(request, _visible(request, commitment_id), problem=message, status=409)
 
 
 def _not_permitted(request: HttpRequest, exc: NotPermitted, view_kwargs: dict) -> HttpResponse:
@@ -673,7 +671,9 @@ def commitment_request_extension(request: HttpRequest, commitment_id: uuid.UUID)
         return _not_done(
             request, commitment_id, "Nothing was sent: a request is already waiting for an answer."
         )
-    messages.success(request, f"Asked for more time: {commitment.assigner.name} is asked to answer.")
+    messages.success(
+        request, f"Asked for more time: {commitment.assigner.name} is asked to answer."
+    )
     return redirect("commitment_detail", commitment_id=commitment_id)
 
 

@@ -169,7 +169,9 @@ def conversation(
     ]
     for proposal in proposals:
         asked = "Asked for more time" if proposal.kind == ProposalKind.EXTENSION else "Proposed"
-        entries.append(Entry(kind="proposal", at=proposal.created_at, proposal=proposal, words=asked))
+        entries.append(
+            Entry(kind="proposal", at=proposal.created_at, proposal=proposal, words=asked)
+        )
         words = ANSWER_WORDS.get((ProposalKind(proposal.kind), ProposalState(proposal.state)))
         if words and proposal.answered_at:
             entries.append(

@@ -59,7 +59,8 @@ def ask_more_time(assignee, c: Commitment, deadline=LATER) -> Proposal:
 
 
 def outbox_kinds(c: Commitment) -> list[str]:
-    return list(OutboxEvent.objects.filter(commitment=c).order_by("id").values_list("kind", flat=True))
+    rows = OutboxEvent.objects.filter(commitment=c).order_by("id")
+    return list(rows.values_list("kind", flat=True))
 
 
 # --- offered to the one who may make it ----------------------------------------------
@@ -75,7 +76,7 @@ def test_the_assignee_is_offered_to_propose_and_the_assigner_to_withdraw_and_rea
     assert "Propose other terms" in theirs
     assert "Withdraw…" not in theirs and "Reassign" not in theirs
     assert 'name="propose-terms_version" value="1"' in theirs
-    assert 'action="/commitments/%s/comment"' % c.pk in theirs
+    assert f'action="/commitments/{c.pk}/comment"' in theirs
 
     client.force_login(assigner)
     mine = page(client, c)
@@ -125,15 +126,16 @@ def test_a_proposal_posted_waits_and_accepting_it_activates_on_its_terms(
     proposal = Proposal.objects.get(commitment=c)
     assert proposal.deadline == FRIDAY and proposal.state == ProposalState.OPEN
     mine = page(client, c)
-    assert "Waiting for Lead’s answer." in mine and "Friday, not Tuesday" in mine
+    assert (
+        "Waiting for Lead\N{RIGHT SINGLE QUOTATION MARK}s answer." in mine
+        and "Friday, not Tuesday" in mine
+    )
 
     client.force_login(assigner)
     shown = page(client, c)
     assert "Knight</strong> proposes other terms" in shown
     assert "Accept the proposal" in shown
-    response = client.post(
-        f"/commitments/{c.pk}/proposal/accept", {"proposal_id": proposal.pk}
-    )
+    response = client.post(f"/commitments/{c.pk}/proposal/accept", {"proposal_id": proposal.pk})
     assert response.status_code == 302
     c.refresh_from_db()
     assert (c.status, c.deadline) == (Status.ACTIVE, FRIDAY)
@@ -168,7 +170,9 @@ def test_a_proposal_on_terms_changed_meanwhile_is_not_sent(client, assigner, ass
     c = commitment_in(Status.PENDING_HANDSHAKE, assigner, assignee)
     shown_version = c.terms_version
     services.commitment_renegotiate(
-        actor=Actor.for_user(assigner), commitment_id=c.pk, deadline=LATER,
+        actor=Actor.for_user(assigner),
+        commitment_id=c.pk,
+        deadline=LATER,
         terms_version=shown_version,
     )
     client.force_login(assignee)
@@ -224,7 +228,7 @@ def test_an_empty_proposal_is_a_form_error(client, assigner, assignee):
 
     assert response.status_code == 400
     assert "an empty proposal changes nothing" in text(response)
-    assert "<details class=\"move\" open>" in response.content.decode()
+    assert '<details class="move" open>' in response.content.decode()
     assert snapshot(c) == before
 
 
@@ -418,7 +422,10 @@ def test_the_accord_shows_a_proposal_as_waiting_for_the_askers_answer(client, as
 
     client.force_login(assignee)
     theirs = text(client.get("/"))
-    assert "You proposed other terms: " in theirs and "waiting for Lead’s answer" in theirs
+    assert (
+        "You proposed other terms: " in theirs
+        and "waiting for Lead\N{RIGHT SINGLE QUOTATION MARK}s answer" in theirs
+    )
 
     client.force_login(assigner)
     mine = text(client.get("/"))
