@@ -81,6 +81,7 @@ class AuditAction(models.TextChoices):
     WITHDRAWN = "withdrawn"
     REASSIGNED = "reassigned"
     # commitments: what a tracker connection records, without a move
+    # (CLOSED_NOT_DONE is retired: see RETIRED_ACTIONS)
     CLOSED_NOT_DONE = "closed_not_done"
     SOURCE_DEADLINE_CHANGED = "source_deadline_changed"
     EXTERNAL_REF_CHANGED = "external_ref_changed"
@@ -118,6 +119,15 @@ class AuditAction(models.TextChoices):
     TRACKER_CONNECTION_SITE_CHANGED = "tracker_connection_site_changed"
     TRACKER_CONNECTION_SITE_LEARNT = "tracker_connection_site_learnt"
     TRACKER_CONNECTION_DELETED = "tracker_connection_deleted"
+
+
+# Members nothing writes any more, kept because old rows store them (a value
+# is never removed): readers still word them. `closed_not_done` recorded an
+# issue closed in its tracker without being done, the status kept; since
+# issue 26 the tracker connection withdraws such a commitment instead
+# (`withdrawn`). tests/audit/test_actions.py checks that nothing writes them
+# and that every other member has a writer.
+RETIRED_ACTIONS: frozenset[AuditAction] = frozenset({AuditAction.CLOSED_NOT_DONE})
 
 
 class AuditEventQuerySet(models.QuerySet):

@@ -12,7 +12,7 @@ from django.contrib.contenttypes.admin import GenericTabularInline
 
 from audit.admin_mixins import AuditedAdminMixin
 from audit.models import AuditEvent
-from commitments.models import Commitment, Invitation, OutboxEvent
+from commitments.models import Comment, Commitment, Invitation, OutboxEvent, Proposal
 from lib.admin import ExactUuidSearchMixin, ReadOnlyAdminMixin, ReadOnlyInlineMixin
 
 
@@ -34,6 +34,7 @@ class OutboxEventInline(ReadOnlyInlineMixin, admin.TabularInline):
         "previous_status",
         "new_status",
         "occurred_at",
+        "detail",
         "actor_kind",
         "actor_user",
         "actor_token_id",
@@ -43,6 +44,31 @@ class OutboxEventInline(ReadOnlyInlineMixin, admin.TabularInline):
     )
     readonly_fields = fields
     verbose_name_plural = "Outbox events"
+
+
+class ProposalInline(ReadOnlyInlineMixin, admin.TabularInline):
+    model = Proposal
+    fields = (
+        "created_at",
+        "kind",
+        "state",
+        "proposed_by",
+        "deadline",
+        "description",
+        "note",
+        "answered_at",
+        "answered_by",
+        "answer_note",
+    )
+    readonly_fields = fields
+    show_change_link = True
+
+
+class CommentInline(ReadOnlyInlineMixin, admin.TabularInline):
+    model = Comment
+    fields = ("created_at", "author", "body")
+    readonly_fields = fields
+    show_change_link = True
 
 
 @admin.register(Commitment)
@@ -74,10 +100,11 @@ class CommitmentAdmin(
     )
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
-    inlines = (AuditEventInline, OutboxEventInline)
+    inlines = (ProposalInline, CommentInline, AuditEventInline, OutboxEventInline)
     fieldsets = (
         (None, {"fields": ("id", "status", "description", "raw_text", "deadline")}),
         ("People", {"fields": ("assigner", "assignee", "invitation")}),
+        ("Terms", {"fields": ("terms_version",)}),
         ("External reference", {"fields": ("external_system", "external_id")}),
         (
             "Times",
@@ -89,6 +116,7 @@ class CommitmentAdmin(
                     "completed_at",
                     "refused_at",
                     "renegotiated_at",
+                    "withdrawn_at",
                 )
             },
         ),
@@ -113,3 +141,42 @@ class InvitationAdmin(AuditedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ("claimed_by",)
     search_fields = ("email",)
     ordering = ("-created_at",)
+
+
+@admin.register(Proposal)
+class ProposalAdmin(AuditedAdminMixin, ExactUuidSearchMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Counter-proposals and requests for more time, and their answers."""
+
+    list_display = (
+        "commitment",
+        "kind",
+        "state",
+        "proposed_by",
+        "deadline",
+        "created_at",
+        "answered_at",
+    )
+    list_filter = ("kind", "state")
+    list_select_related = ("commitment", "proposed_by")
+    uuid_search_fields = ("pk", "commitment__pk")
+    search_fields = ("commitment__description", "proposed_by__email", "note", "answer_note")
+    search_help_text = "Proposal or commitment id, the commitment's description, an e-mail, a note."
+    date_hierarchy = "created_at"
+    ordering = ("-created_at",)
+
+
+@admin.register(Comment)
+class CommentAdmin(AuditedAdminMixin, ExactUuidSearchMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """What the two people wrote on a commitment's timeline."""
+
+    list_display = ("commitment", "author", "short_body", "created_at")
+    list_select_related = ("commitment", "author")
+    uuid_search_fields = ("pk", "commitment__pk")
+    search_fields = ("body", "author__email", "commitment__description")
+    search_help_text = "Comment or commitment id, words of the comment, the author's e-mail."
+    date_hierarchy = "created_at"
+    ordering = ("-created_at",)
+
+    @admin.display(description="comment")
+    def short_body(self, obj: Comment) -> str:
+        return obj.body if len(obj.body) <= 80 else obj.body[:79] + "…"

@@ -179,6 +179,7 @@ def _scored_rows(*, user: User, since: dt.datetime, until: dt.datetime) -> list[
     `until`: completed since, or with a deadline in between. One query."""
     rows = (
         Commitment.objects.filter(assignee=user, activated_at__isnull=False)
+        .exclude(status=Status.WITHDRAWN)
         .filter(Q(completed_at__gte=since) | Q(deadline__gte=since, deadline__lt=until))
         .values_list("deadline", "activated_at", "completed_at")
     )
@@ -188,9 +189,10 @@ def _scored_rows(*, user: User, since: dt.datetime, until: dt.datetime) -> list[
 class _History:
     """The Flow Score at any past moment, from the rows of `_scored_rows`:
     the definition of `selectors.flow_score_parts` applied to the past
-    (completion is final, and the deadline no longer changes once a
-    commitment is accepted). Completions are counted by bisection; the rows
-    that were ever overdue are few, and walked."""
+    (completion is final; a commitment counts against the deadline both
+    agreed last, so more time granted moves its past too, as it does the
+    score now; a withdrawn one never counts). Completions are counted by
+    bisection; the rows that were ever overdue are few, and walked."""
 
     def __init__(self, rows: list[_Scored]) -> None:
         self.completed = sorted(r.completed_at for r in rows if r.completed_at is not None)
@@ -266,6 +268,7 @@ def flow_score_day_moves(*, user: User, day: dt.date, tz: dt.tzinfo) -> list[Day
     rows = (
         _for_pages()
         .filter(assignee=user, activated_at__isnull=False)
+        .exclude(status=Status.WITHDRAWN)
         .filter(
             Q(completed_at__gte=start, completed_at__lt=end)
             | (

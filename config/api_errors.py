@@ -15,10 +15,13 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 
 from commitments.errors import (
+    CommitmentError,
     CommitmentNotFound,
     DuplicateExternalRef,
     InvalidTransition,
     NotPermitted,
+    ProposalAlreadyOpen,
+    ProposalNotOpen,
     TermsChanged,
 )
 from lib.api_errors import (
@@ -58,6 +61,15 @@ def _from_domain(exc: Exception) -> Exception:
         # current ones: nothing changed; fetch the commitment and ask again.
         details = {"termsVersion": exc.current_version}
         return ApiError(str(exc), error="terms_changed", status_code=409, details=details)
+    if isinstance(exc, ProposalNotOpen | ProposalAlreadyOpen):
+        # No route of the contract makes the conversation's moves (issue 26);
+        # should one, these are conflicts with the commitment's state.
+        name = "proposal_not_open" if isinstance(exc, ProposalNotOpen) else "proposal_open"
+        return ApiError(str(exc), error=name, status_code=409)
+    if isinstance(exc, CommitmentError):
+        # What the services refuse as it was asked (nothing changed, a blank
+        # comment, an address that cannot be asked, ...).
+        return ApiError(str(exc), error="invalid_payload", status_code=400)
     return exc
 
 

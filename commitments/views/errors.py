@@ -8,8 +8,11 @@ place, as config/api_errors.py does for the API: a view decorated with
 - InvalidTransition: back to the page (`back`, else the commitment's page)
   with "Could not <move> this commitment: its status is <status>.";
 - TermsChanged: the view's own answer (`on_terms_changed`), which shows the
-  current terms; without one, the error rises (a view that posts no terms
-  version cannot meet it).
+  current terms; without one, back to the page with the error's sentence;
+- every other error of the services (a proposal answered already or one
+  open already, a blank comment, a reassignment to the person asked, an
+  address that cannot be asked, nothing changed, ...): back to the page with
+  the error's sentence. No domain error answers 500.
 
 A view may answer NotPermitted itself too (`on_not_permitted`: the
 commitment's page, saying why, with 403), for a person who sees the
@@ -29,7 +32,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 
-from commitments.errors import CommitmentNotFound, InvalidTransition, NotPermitted, TermsChanged
+from commitments.errors import (
+    CommitmentError,
+    CommitmentNotFound,
+    InvalidTransition,
+    NotPermitted,
+    TermsChanged,
+)
 from commitments.models import Status
 
 __all__ = ["maps_domain_errors"]
@@ -75,8 +84,12 @@ def maps_domain_errors(
                 return redirect(back(request, kwargs))
             except TermsChanged as exc:
                 if on_terms_changed is None:
-                    raise
+                    messages.error(request, str(exc))
+                    return redirect(back(request, kwargs))
                 answer = functools.partial(on_terms_changed, request, exc, kwargs)
+            except CommitmentError as exc:
+                messages.error(request, str(exc))
+                return redirect(back(request, kwargs))
             # Outside the handlers above, so the answer's own reads are mapped
             # too (the commitment may have gone from sight meanwhile).
             try:

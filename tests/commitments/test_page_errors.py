@@ -1,7 +1,8 @@
 """The pages map the domain errors of commitments' services in one place
 (commitments.views.errors.maps_domain_errors), as config/api_errors.py does
 for the API: a view lets CommitmentNotFound, NotPermitted,
-InvalidTransition and TermsChanged rise, and no view catches them by hand."""
+InvalidTransition, TermsChanged and the other errors of the services rise,
+and no view catches the first four by hand."""
 
 from __future__ import annotations
 
@@ -18,7 +19,19 @@ from django.http import Http404, HttpResponse
 from django.test import RequestFactory
 
 import commitments.views
-from commitments.errors import CommitmentNotFound, InvalidTransition, NotPermitted, TermsChanged
+from commitments.errors import (
+    AddressNotAskable,
+    CommentInvalid,
+    CommitmentNotFound,
+    InvalidTransition,
+    NothingChanged,
+    NotPermitted,
+    ProposalAlreadyOpen,
+    ProposalInvalid,
+    ProposalNotOpen,
+    ReassignInvalid,
+    TermsChanged,
+)
 from commitments.models import Status
 from commitments.views.errors import maps_domain_errors
 
@@ -95,10 +108,34 @@ def test_terms_changed_answer_that_finds_the_commitment_gone_is_a_404():
         view(_request(), commitment_id=COMMITMENT_ID)
 
 
-def test_terms_changed_rises_from_a_view_without_an_answer():
-    error = TermsChanged(action="accept", shown_version=1, current_version=2)
-    with pytest.raises(TermsChanged):
-        maps_domain_errors(_raising(error))(_request(), commitment_id=COMMITMENT_ID)
+def test_terms_changed_without_an_answer_goes_back_with_the_errors_sentence():
+    error = TermsChanged(action="propose other terms for", shown_version=1, current_version=2)
+    request = _request()
+    response = maps_domain_errors(_raising(error))(request, commitment_id=COMMITMENT_ID)
+    assert response.status_code == 302
+    assert response["Location"] == f"/commitments/{COMMITMENT_ID}"
+    assert [str(m) for m in get_messages(request)] == [str(error)]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ProposalNotOpen(),
+        ProposalAlreadyOpen(),
+        ProposalInvalid("More time needs a deadline later than the current one."),
+        CommentInvalid("Write something to comment."),
+        ReassignInvalid("It is asked of that person already."),
+        AddressNotAskable("This address belongs to a closed account."),
+        NothingChanged(),
+    ],
+    ids=lambda error: type(error).__name__,
+)
+def test_every_other_domain_error_goes_back_with_its_sentence(error):
+    request = _request()
+    view = maps_domain_errors(_raising(error), back=lambda request, kwargs: request.POST["next"])
+    response = view(request, commitment_id=COMMITMENT_ID)
+    assert (response.status_code, response["Location"]) == (302, "/?status=active")
+    assert [str(m) for m in get_messages(request)] == [str(error)]
 
 
 def _caught_by_hand(path: Path) -> list[str]:

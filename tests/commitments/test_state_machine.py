@@ -19,7 +19,7 @@ from audit.models import AuditEvent
 from audit.services import Actor
 from commitments import services
 from commitments.errors import CommitmentError, InvalidTransition, NotPermitted
-from commitments.models import Commitment, EventKind, OutboxEvent, Status
+from commitments.models import Comment, Commitment, EventKind, OutboxEvent, Proposal, Status
 from tests.harness.commitments import commitment_in, snapshot
 
 pytestmark = pytest.mark.django_db
@@ -27,12 +27,40 @@ pytestmark = pytest.mark.django_db
 STATUSES = [s.value for s in Status]
 ACTORS = ["assigner", "assignee", "outsider", "assigner_token", "assignee_token", "system"]
 LATER = timezone.now() + dt.timedelta(days=7)
+LATER_STILL = LATER + dt.timedelta(days=3)
 
-# action -> (function, allowed statuses, allowed actors, resulting status,
-#            stamped field, audit action, outbox event kind)
+SAME = None  # the move keeps the status it starts from
+OPEN_STATUSES = {Status.PENDING_HANDSHAKE, Status.ACTIVE, Status.REFUSED}
+
+
+def _open_proposal(c):
+    """The proposal a move answers: an open one, made by the assignee when
+    the status lets them (a counter-proposal while it waits, more time once
+    Active); a made-up id otherwise."""
+    knight = Actor.for_user(c.assignee)
+    if c.status == Status.PENDING_HANDSHAKE:
+        return services.commitment_propose(
+            actor=knight, commitment_id=c.pk, terms_version=c.terms_version, deadline=LATER_STILL
+        ).pk
+    if c.status == Status.ACTIVE:
+        return services.commitment_extension_request(
+            actor=knight, commitment_id=c.pk, deadline=LATER_STILL
+        ).pk
+    return uuid.uuid4()
+
+
+# action -> (function, allowed statuses, allowed actors, resulting status (SAME:
+#            unchanged), stamped field, audit action, outbox event kind)
+# A function takes the actor, the commitment and what `SETUP` made for it.
+SETUP = {
+    "accept_proposal": _open_proposal,
+    "decline_proposal": _open_proposal,
+    "grant_extension": _open_proposal,
+    "decline_extension": _open_proposal,
+}
 ACTIONS = {
     "send": (
-        lambda actor, c: services.commitment_send_for_handshake(actor=actor, commitment_id=c.pk),
+        lambda actor, c, _: services.commitment_send_for_handshake(actor=actor, commitment_id=c.pk),
         {Status.DRAFT},
         {"assigner"},
         Status.PENDING_HANDSHAKE,
@@ -41,7 +69,7 @@ ACTIONS = {
         EventKind.HANDSHAKE_REQUESTED,
     ),
     "accept": (
-        lambda actor, c: services.commitment_accept(actor=actor, commitment_id=c.pk),
+        lambda actor, c, _: services.commitment_accept(actor=actor, commitment_id=c.pk),
         {Status.PENDING_HANDSHAKE},
         {"assignee"},
         Status.ACTIVE,
@@ -50,7 +78,7 @@ ACTIONS = {
         EventKind.ACTIVATED,
     ),
     "decline": (
-        lambda actor, c: services.commitment_decline(actor=actor, commitment_id=c.pk),
+        lambda actor, c, _: services.commitment_decline(actor=actor, commitment_id=c.pk),
         {Status.PENDING_HANDSHAKE},
         {"assignee"},
         Status.REFUSED,
@@ -59,7 +87,7 @@ ACTIONS = {
         EventKind.REFUSED,
     ),
     "complete": (
-        lambda actor, c: services.commitment_complete(actor=actor, commitment_id=c.pk),
+        lambda actor, c, _: services.commitment_complete(actor=actor, commitment_id=c.pk),
         {Status.ACTIVE},
         {"assigner", "assignee", "assigner_token"},
         Status.COMPLETED,
@@ -68,7 +96,7 @@ ACTIONS = {
         EventKind.COMPLETED,
     ),
     "renegotiate": (
-        lambda actor, c: services.commitment_renegotiate(
+        lambda actor, c, _: services.commitment_renegotiate(
             actor=actor, commitment_id=c.pk, description=c.description + " (revised)"
         ),
         {Status.PENDING_HANDSHAKE, Status.REFUSED},
@@ -79,7 +107,7 @@ ACTIONS = {
         EventKind.RENEGOTIATED,
     ),
     "edit_draft": (
-        lambda actor, c: services.commitment_update_draft(
+        lambda actor, c, _: services.commitment_update_draft(
             actor=actor, commitment_id=c.pk, description="Edited draft"
         ),
         {Status.DRAFT},
@@ -89,11 +117,111 @@ ACTIONS = {
         "draft_edited",
         None,
     ),
+    # The conversation (issue 26)
+    "propose": (
+        lambda actor, c, _: services.commitment_propose(
+            actor=actor, commitment_id=c.pk, terms_version=c.terms_version, deadline=LATER_STILL
+        ),
+        {Status.PENDING_HANDSHAKE},
+        {"assignee"},
+        SAME,
+        None,
+        "proposed",
+        EventKind.PROPOSED,
+    ),
+    "accept_proposal": (
+        lambda actor, c, proposal_id: services.commitment_proposal_accept(
+            actor=actor, commitment_id=c.pk, proposal_id=proposal_id
+        ),
+        {Status.PENDING_HANDSHAKE},
+        {"assigner"},
+        Status.ACTIVE,
+        "activated_at",
+        "proposal_accepted",
+        EventKind.ACTIVATED,
+    ),
+    "decline_proposal": (
+        lambda actor, c, proposal_id: services.commitment_proposal_decline(
+            actor=actor, commitment_id=c.pk, proposal_id=proposal_id
+        ),
+        {Status.PENDING_HANDSHAKE},
+        {"assigner"},
+        SAME,
+        None,
+        "proposal_declined",
+        EventKind.PROPOSAL_DECLINED,
+    ),
+    "request_extension": (
+        lambda actor, c, _: services.commitment_extension_request(
+            actor=actor, commitment_id=c.pk, deadline=LATER_STILL
+        ),
+        {Status.ACTIVE},
+        {"assignee"},
+        SAME,
+        None,
+        "extension_requested",
+        EventKind.EXTENSION_REQUESTED,
+    ),
+    "grant_extension": (
+        lambda actor, c, proposal_id: services.commitment_extension_grant(
+            actor=actor, commitment_id=c.pk, proposal_id=proposal_id
+        ),
+        {Status.ACTIVE},
+        {"assigner"},
+        SAME,
+        None,
+        "extension_granted",
+        EventKind.EXTENSION_GRANTED,
+    ),
+    "decline_extension": (
+        lambda actor, c, proposal_id: services.commitment_extension_decline(
+            actor=actor, commitment_id=c.pk, proposal_id=proposal_id
+        ),
+        {Status.ACTIVE},
+        {"assigner"},
+        SAME,
+        None,
+        "extension_declined",
+        EventKind.EXTENSION_DECLINED,
+    ),
+    "comment": (
+        lambda actor, c, _: services.commitment_comment(
+            actor=actor, commitment_id=c.pk, body="Any news?"
+        ),
+        {s.value for s in Status} - {Status.DRAFT},
+        {"assigner", "assignee"},
+        SAME,
+        None,
+        "commented",
+        EventKind.COMMENTED,
+    ),
+    "withdraw": (
+        lambda actor, c, _: services.commitment_withdraw(actor=actor, commitment_id=c.pk),
+        OPEN_STATUSES,
+        {"assigner"},
+        Status.WITHDRAWN,
+        "withdrawn_at",
+        "withdrawn",
+        EventKind.WITHDRAWN,
+    ),
+    "reassign": (
+        lambda actor, c, _: services.commitment_reassign(
+            actor=actor, commitment_id=c.pk, assignee_email="squire@example.com"
+        ),
+        OPEN_STATUSES,
+        {"assigner"},
+        Status.PENDING_HANDSHAKE,
+        None,
+        "reassigned",
+        EventKind.REASSIGNED,
+    ),
 }
+# The tracker connection's own moves are in tests/trackers.
 
 
 @pytest.fixture
-def people(assigner, assignee, outsider):
+def people(assigner, assignee, outsider, make_user):
+    make_user("squire@example.com")  # whom a reassignment asks
     return {"assigner": assigner, "assignee": assignee, "outsider": outsider}
 
 
@@ -112,14 +240,18 @@ def actor_for(name: str, people) -> Actor:
 )
 def test_every_status_action_actor_combination(status, action, actor_name, people):
     fn, statuses, actors, to, stamp, audit_action, event_kind = ACTIONS[action]
+    to = status if to is SAME else to
     c = commitment_in(status, people["assigner"], people["assignee"], deadline=LATER)
+    made = SETUP[action](c) if action in SETUP else None
     actor = actor_for(actor_name, people)
     before = snapshot(c)
+    proposals_before = list(Proposal.objects.values_list("pk", "state").order_by("pk"))
+    comments_before = Comment.objects.count()
     audit_before = set(AuditEvent.objects.values_list("pk", flat=True))
     outbox_before = set(OutboxEvent.objects.values_list("pk", flat=True))
 
     if status in statuses and actor_name in actors:
-        result = fn(actor, c)
+        result = fn(actor, c, made)
         c.refresh_from_db()
         assert c.status == to
         if stamp:
@@ -146,7 +278,7 @@ def test_every_status_action_actor_combination(status, action, actor_name, peopl
             assert result.previous_status == status
     else:
         with pytest.raises(CommitmentError) as excinfo:
-            fn(actor, c)
+            fn(actor, c, made)
         if actor_name in actors:
             # The right person, the wrong moment: the error names the status.
             assert isinstance(excinfo.value, InvalidTransition)
@@ -155,6 +287,8 @@ def test_every_status_action_actor_combination(status, action, actor_name, peopl
         else:
             assert isinstance(excinfo.value, NotPermitted)
         assert snapshot(c) == before
+        assert list(Proposal.objects.values_list("pk", "state").order_by("pk")) == proposals_before
+        assert Comment.objects.count() == comments_before
 
 
 def test_it_creates_pending_commitments_for_the_assigner_and_their_token(people):

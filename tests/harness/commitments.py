@@ -54,16 +54,13 @@ def snapshot(c: Commitment) -> tuple:
 def many_commitments(assigner, assignee, n: int) -> None:
     """`n` commitments between the two (each asks the other, and drafts), in
     every status, with deadlines around now and completions over the last 80
-    days, written in bulk."""
-    # The five statuses before Withdrawn (issue 26), in their order: with a
-    # sixth, the alternation of roles would give each person only half of
-    # them (no Declined for the asker at 10); a test that wants Withdrawn
-    # rows makes them.
+    days, written in bulk. Every seventh is Withdrawn; the others go round
+    the statuses before it (so each person has some of each)."""
     statuses = [s.value for s in Status if s != Status.WITHDRAWN]
     now = timezone.now()
     rows = []
     for i in range(n):
-        status = statuses[i % len(statuses)]
+        status = statuses[i % len(statuses)] if i % 7 != 6 else Status.WITHDRAWN
         accepted = status in (Status.ACTIVE, Status.COMPLETED)
         rows.append(
             Commitment(
@@ -79,6 +76,7 @@ def many_commitments(assigner, assignee, n: int) -> None:
                 if status == Status.COMPLETED
                 else None,
                 refused_at=now - dt.timedelta(days=i % 30) if status == Status.REFUSED else None,
+                withdrawn_at=now - dt.timedelta(days=i % 9) if status == Status.WITHDRAWN else None,
             )
         )
     Commitment.objects.bulk_create(rows)

@@ -5,6 +5,7 @@ moved issues, long keys, and how the connection's log names people."""
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 
 import pytest
@@ -204,10 +205,28 @@ def test_the_site_is_changed_on_the_connections_page(client, assigner):
     assert "https on <code>git.example.org</code>" in client.get(url).content.decode()
 
 
-# --- 9: closed as not done is not completed ------------------------------------------
+# --- 9: closed as not done is withdrawn, not completed (issue 26) ----------------------
 
 
-def test_github_closed_as_not_planned_is_recorded_not_completed(client, github, assignee):
+def _withdrawn_because(commitment) -> str:
+    """The reason of the commitment's withdrawal by the tracker connection,
+    after checking it was withdrawn by it, once, with its outbox row."""
+    commitment.refresh_from_db()
+    assert commitment.status == Status.WITHDRAWN
+    assert commitment.withdrawn_at is not None
+    assert not OutboxEvent.objects.filter(commitment=commitment, kind="completed").exists()
+    event = OutboxEvent.objects.get(commitment=commitment, kind="withdrawn")
+    assert (event.previous_status, event.new_status, event.actor_kind) == (
+        Status.ACTIVE,
+        Status.WITHDRAWN,
+        "tracker",
+    )
+    row = AuditEvent.objects.get(action="withdrawn", subject_id=commitment.pk)
+    assert row.actor_kind == "tracker"
+    return row.payload["reason"]
+
+
+def test_github_closed_as_not_planned_is_withdrawn_not_completed(client, github, assignee):
     connection, secret = github
     deliver(client, connection, secret, issues_event("assigned"))
     commitment = _accepted(assignee)
@@ -215,15 +234,33 @@ def test_github_closed_as_not_planned_is_recorded_not_completed(client, github, 
     closed["issue"]["state_reason"] = "not_planned"
     response = deliver(client, connection, secret, closed)
     assert response.status_code == 200
-    commitment.refresh_from_db()
-    assert commitment.status == Status.ACTIVE
-    assert not OutboxEvent.objects.filter(commitment=commitment, kind="completed").exists()
-    row = AuditEvent.objects.get(action="closed_not_done", subject_id=commitment.pk)
-    assert row.payload["words"] == "Closed in GitHub as not planned"
-    assert "Closed in GitHub as not planned: not completed" in _summary()
+    assert _withdrawn_because(commitment) == "Closed in GitHub as not planned"
+    assert "Closed in GitHub as not planned: withdrawn" in _summary()
     client.force_login(assignee)
     page = client.get(f"/commitments/{commitment.pk}").content.decode()
-    assert "Closed in GitHub as not planned" in page
+    assert '<span class="badge status-withdrawn">Withdrawn</span>' in page
+
+
+def test_a_second_close_as_not_done_leaves_a_withdrawn_commitment_as_it_is(
+    client, github, assignee
+):
+    connection, secret = github
+    deliver(client, connection, secret, issues_event("assigned"))
+    commitment = _accepted(assignee)
+    closed = issues_event("closed")
+    closed["issue"]["state_reason"] = "not_planned"
+    deliver(client, connection, secret, closed)
+    outbox = OutboxEvent.objects.count()
+    again = copy.deepcopy(closed)  # the same close, told again (not a redelivery of the first)
+    again["issue"]["updated_at"] = "2030-01-02T00:00:00Z"
+    response = deliver(client, connection, secret, again)
+    assert response.status_code == 202  # nothing changed
+    assert response.json()["actions"][0]["why"] == "it was withdrawn"
+    commitment.refresh_from_db()
+    assert commitment.status == Status.WITHDRAWN
+    assert AuditEvent.objects.filter(subject_id=commitment.pk, action="withdrawn").count() == 1
+    assert OutboxEvent.objects.count() == outbox
+    assert "it was withdrawn" in _summary()
 
 
 def test_github_closed_as_completed_still_completes(client, github, assignee):
@@ -237,7 +274,7 @@ def test_github_closed_as_completed_still_completes(client, github, assignee):
     assert commitment.status == Status.COMPLETED
 
 
-def test_a_canceled_linear_issue_is_recorded_not_completed(client, linear, assignee):
+def test_a_canceled_linear_issue_is_withdrawn_not_completed(client, linear, assignee):
     connection, secret = linear
     payload, event = samples.linear_samples()["assigned"]
     deliver(client, connection, secret, payload, event=event)
@@ -247,16 +284,13 @@ def test_a_canceled_linear_issue_is_recorded_not_completed(client, linear, assig
     )
     canceled["data"]["state"]["name"] = "Canceled"
     assert deliver(client, connection, secret, canceled, event=event).status_code == 200
-    commitment.refresh_from_db()
-    assert commitment.status == Status.ACTIVE
-    words = AuditEvent.objects.get(action="closed_not_done").payload["words"]
-    assert words == "Closed in Linear as Canceled"
+    assert _withdrawn_because(commitment) == "Closed in Linear as Canceled"
 
 
 @pytest.mark.parametrize(
     ("resolution", "status"), [("Won't Do", "Done"), ("Duplicate", "Done"), (None, "Won\u2019t Do")]
 )
-def test_a_jira_issue_resolved_as_not_done_is_recorded_not_completed(
+def test_a_jira_issue_resolved_as_not_done_is_withdrawn_not_completed(
     client, jira, assignee, resolution, status
 ):
     connection, secret = jira
@@ -266,15 +300,11 @@ def test_a_jira_issue_resolved_as_not_done_is_recorded_not_completed(
     payload["issue"]["fields"]["status"]["name"] = status
     payload["issue"]["fields"]["resolution"] = {"name": resolution} if resolution else None
     deliver(client, connection, secret, payload)
-    commitment.refresh_from_db()
-    assert commitment.status == Status.ACTIVE
     said = resolution or status
-    assert AuditEvent.objects.get(action="closed_not_done").payload["words"] == (
-        f"Closed in Jira as {said}"
-    )
+    assert _withdrawn_because(commitment) == f"Closed in Jira as {said}"
 
 
-def test_a_gitlab_issue_closed_as_a_duplicate_is_recorded_not_completed(client, gitlab, assignee):
+def test_a_gitlab_issue_closed_as_a_duplicate_is_withdrawn_not_completed(client, gitlab, assignee):
     connection, secret = gitlab
     payload, event = samples.gitlab_samples()["assigned"]
     deliver(client, connection, secret, payload, event=event)
@@ -282,9 +312,7 @@ def test_a_gitlab_issue_closed_as_a_duplicate_is_recorded_not_completed(client, 
     closed, event = samples.gitlab_issue("close")
     closed["object_attributes"]["duplicated_to_id"] = 302
     deliver(client, connection, secret, closed, event=event)
-    commitment.refresh_from_db()
-    assert commitment.status == Status.ACTIVE
-    assert "as a duplicate" in AuditEvent.objects.get(action="closed_not_done").payload["words"]
+    assert "as a duplicate" in _withdrawn_because(commitment)
 
 
 def test_a_gitlab_issue_closed_by_a_move_is_not_completed(client, gitlab, assignee):

@@ -142,7 +142,7 @@ def test_github_ping_and_issue_events_json_and_form_encoded(server, assigner, as
     assert TrackerEvent.objects.filter(connection=github.connection).count() == 7
 
 
-def test_github_close_as_not_planned_does_not_complete(server, assigner, assignee):
+def test_github_close_as_not_planned_withdraws(server, assigner, assignee):
     github = Tracker(server, assigner, "github", **{"knight-gh": "knight@example.com"})
     response = github.send(as_form(saved("github/issues.assigned.2.json")), content_type=FORM)
     assert response.status_code == 200, response.text
@@ -151,9 +151,10 @@ def test_github_close_as_not_planned_does_not_complete(server, assigner, assigne
         as_form(saved("github/issues.closed.not_planned.json")), content_type=FORM
     )
     assert response.is_success, response.text
-    assert status_of("acme-corp/hello-app#2") == Status.ACTIVE
+    assert status_of("acme-corp/hello-app#2") == Status.WITHDRAWN
     commitment = Commitment.objects.get()
-    assert AuditEvent.objects.for_object(commitment).filter(action="closed_not_done").exists()
+    withdrawn = AuditEvent.objects.for_object(commitment).get(action="withdrawn")
+    assert withdrawn.payload["reason"] == "Closed in GitHub as not planned"
 
 
 def test_gitlab_issue_hook_open_close_reopen_unassign(server, assigner, assignee):
