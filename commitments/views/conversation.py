@@ -70,7 +70,7 @@ class ProposeForm(forms.Form):
     terms_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         if not self.errors and data.get("deadline") is None and not data.get("description"):
             raise forms.ValidationError(
                 "Propose a deadline, other wording or both: an empty proposal changes nothing.",

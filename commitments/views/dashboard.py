@@ -22,7 +22,7 @@ from django.utils.formats import date_format
 from django.views.decorators.http import require_safe
 
 from accounts.requests import AuthenticatedRequest
-from commitments import selectors, selectors_conversation, selectors_dashboard
+from commitments import selectors, selectors_dashboard
 from commitments.models import Status
 from commitments.selectors_dashboard import DayPoint
 
@@ -142,11 +142,7 @@ def dashboard(request: AuthenticatedRequest) -> HttpResponse:
     attention = {
         # Proposals and requests for more time waiting for the person's answer.
         "answers": (
-            list(
-                selectors_conversation.answers_waiting_for(user=user)[
-                    : selectors_dashboard.ATTENTION_ROWS
-                ]
-            )
+            selectors.proposals_waiting_for(user=user, limit=selectors_dashboard.ATTENTION_ROWS)
             if counts.answers
             else []
         ),
