@@ -80,7 +80,9 @@ def test_propose_then_accept_from_the_live_accord_activates_on_the_new_deadline(
     open_move(page, "Propose other terms")
     check_page(page, "propose-form")
     propose_friday(page, c, "Friday, not Tuesday: the smith is away")
-    expect(page.locator(".open-proposal")).to_contain_text("Waiting for Lead\N{RIGHT SINGLE QUOTATION MARK}s answer.")
+    expect(page.locator(".open-proposal")).to_contain_text(
+        "Waiting for Lead\N{RIGHT SINGLE QUOTATION MARK}s answer."
+    )
     check_page(page, "proposal-waiting-assignee")
     page.goto("/")
     expect(page.locator(f"#c-{c.pk}")).to_contain_text("You proposed other terms")
