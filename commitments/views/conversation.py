@@ -111,7 +111,7 @@ class ReassignForm(forms.Form):
     assignee_email = forms.EmailField(
         label="Hand it to (e-mail address)",
         max_length=254,
-        widget=forms.EmailInput(attrs={"list": "collaborators", "autocomplete": "off"}),
+        widget=forms.EmailInput(attrs={"autocomplete": "off"}),
         help_text="Someone without an account gets an invitation by e-mail.",
     )
     note = _note_field()
