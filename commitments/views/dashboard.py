@@ -46,6 +46,7 @@ ASKED_FILTER_WORDS = {
     "overdue": "Overdue",
     Status.COMPLETED.value: "Completed",
     Status.REFUSED.value: Status.REFUSED.label,
+    Status.WITHDRAWN.value: Status.WITHDRAWN.label,
 }
 
 

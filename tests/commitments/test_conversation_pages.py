@@ -515,3 +515,15 @@ def test_the_dashboard_with_answers_waiting_costs_the_same_queries_at_any_size(
     with django_assert_num_queries(12 + 1):
         shown = text(client.get("/dashboard/"))
     assert "Knight proposes other terms" in shown
+
+
+def test_what_you_asked_filters_the_withdrawn(client, assigner, assignee):
+    commitment_in(Status.WITHDRAWN, assigner, assignee)
+    commitment_in(Status.ACTIVE, assigner, assignee)
+    client.force_login(assigner)
+
+    shown = text(client.get("/dashboard/?status=Withdrawn"))
+
+    asked = shown[shown.index('id="asked"') :]
+    assert asked.count('<span class="badge status-withdrawn">Withdrawn</span>') == 1
+    assert 'aria-current="true" class="button small primary">Withdrawn</a>' in asked
