@@ -127,3 +127,32 @@ def test_every_module_name_and_file_a_document_names_exists(document):
     missing = sorted(name for name in names if not _resolves(name))
     missing += sorted(path for path in set(PATH.findall(text)) if not (ROOT / path).exists())
     assert missing == []
+
+
+def _state_machine_rows() -> dict[str, tuple[set[str], set[str]]]:
+    """The table of docs/architecture.md, "The state machine": each move's
+    statuses it starts from and who may make it, as the rows say them."""
+    text = (DOCS / "architecture.md").read_text()
+    section = text.split("## The state machine", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and re.fullmatch(r"`\w+`", cells[0]):
+            statuses = set(re.findall(r"`(\w+)`", cells[1]))
+            people = {who.strip() for who in cells[2].split(",")}
+            rows[cells[0].strip("`")] = (statuses, people)
+    return rows
+
+
+def test_the_architecture_table_is_the_state_machine():
+    from commitments.machine import MOVES
+
+    rows = _state_machine_rows()
+    assert set(rows) == set(MOVES)
+    for name, move in MOVES.items():
+        people = set(move.by)
+        if move.by_assigner_token:
+            people.add("token")
+        if move.by_tracker:
+            people.add("tracker")
+        assert rows[name] == ({str(s) for s in move.from_statuses}, people), name

@@ -12,7 +12,15 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from audit.services import Actor
 from commitments import services
+from commitments.errors import (
+    CommentInvalid,
+    NothingChanged,
+    ProposalAlreadyOpen,
+    ProposalNotOpen,
+    ReassignInvalid,
+)
 from commitments.models import Commitment, EventKind, OutboxEvent, Status
+from config.api_errors import exception_handler
 from integrations.models import ApiToken
 from tests.harness.api import (
     DROP,
@@ -50,6 +58,8 @@ def _commitment(
         services.commitment_complete(actor=Actor.for_user(assignee), commitment_id=commitment.pk)
     if status == Status.REFUSED:
         services.commitment_decline(actor=Actor.for_user(assignee), commitment_id=commitment.pk)
+    if status == Status.WITHDRAWN:
+        services.commitment_withdraw(actor=Actor.for_user(assigner), commitment_id=commitment.pk)
     commitment.refresh_from_db()
     assert commitment.status == status
     return commitment
@@ -132,13 +142,49 @@ def test_unknown_fields_are_ignored(client, token, active):
 # --- refusals ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("status", [Status.PENDING_HANDSHAKE, Status.REFUSED])
+@pytest.mark.parametrize("status", [Status.PENDING_HANDSHAKE, Status.REFUSED, Status.WITHDRAWN])
 def test_an_impossible_move_is_invalid_transition(client, token, assigner, assignee, status):
     _commitment(assigner, assignee, status=status)
     before = rows()
     body = assert_envelope(_sync(client, token), 409, "invalid_transition", details=True)
     assert body["details"] == {"currentStatus": status.value}
+    assert body["message"] == f"Cannot complete a commitment whose status is {status.value}."
     assert rows() == before
+
+
+def test_a_reassigned_commitment_is_still_found_by_its_reference(
+    client, token, assigner, assignee, make_user
+):
+    """Reassigning keeps the external reference: the sync finds it, and once
+    the new person accepted, completes it."""
+    squire = make_user("squire@example.com")
+    c = _commitment(assigner, assignee)
+    services.commitment_reassign(
+        actor=Actor.for_user(assigner), commitment_id=c.pk, assignee_email=squire.email
+    )
+    assert_envelope(_sync(client, token), 409, "invalid_transition", details=True)
+    services.commitment_accept(actor=Actor.for_user(squire), commitment_id=c.pk)
+    response = _sync(client, token)
+    assert response.status_code == 200
+    assert (response.json()["id"], response.json()["status"]) == (str(c.pk), "Completed")
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "name"),
+    [
+        (ProposalNotOpen(), 409, "proposal_not_open"),
+        (ProposalAlreadyOpen(), 409, "proposal_open"),
+        (CommentInvalid("Write something to comment."), 400, "invalid_payload"),
+        (ReassignInvalid("It is asked of that person already."), 400, "invalid_payload"),
+        (NothingChanged(), 400, "invalid_payload"),
+    ],
+)
+def test_the_conversations_errors_answer_the_envelope(error, status, name):
+    """No route of the contract makes the conversation's moves; should one,
+    its errors answer the envelope, never a 500."""
+    response = exception_handler(error, {})
+    assert (response.status_code, response.data["error"]) == (status, name)
+    assert response.data["message"] == str(error)
 
 
 def test_an_unknown_reference_is_not_found(client, token, active):
