@@ -12,11 +12,11 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from audit.models import AuditAction, AuditEvent
-from commitments.models import Commitment, Status, overdue
+from commitments.models import Commitment, Proposal, ProposalState, Status, overdue
 from commitments.selectors import FLOW_SCORE_WINDOW, _for_pages
 
 if TYPE_CHECKING:
@@ -45,12 +45,18 @@ class DashboardCounts:
     declined: int
     overdue_owed: int  # the person's own, past their deadline
     overdue_asked: int  # asked of someone else, past its deadline
+    # what the person asked, with a proposal or a request for more time
+    # waiting for their answer
+    answers: int = 0
 
 
 def dashboard_counts(*, user: User, now: dt.datetime) -> DashboardCounts:
     """Every count the dashboard shows, in one query."""
     mine = Q(assigner=user)
     theirs = Q(assignee=user)
+    open_proposal = Exists(
+        Proposal.objects.filter(commitment=OuterRef("pk"), state=ProposalState.OPEN)
+    )
     totals = Commitment.objects.filter(mine | theirs).aggregate(
         asked=Count("pk", filter=mine),
         owed=Count("pk", filter=theirs & ~Q(status=Status.DRAFT)),
@@ -58,6 +64,12 @@ def dashboard_counts(*, user: User, now: dt.datetime) -> DashboardCounts:
         declined=Count("pk", filter=mine & Q(status=Status.REFUSED)),
         overdue_owed=Count("pk", filter=theirs & overdue(now)),
         overdue_asked=Count("pk", filter=mine & ~theirs & overdue(now)),
+        answers=Count(
+            "pk",
+            filter=mine
+            & Q(status__in=[Status.PENDING_HANDSHAKE, Status.ACTIVE])
+            & Q(open_proposal),
+        ),
     )
     return DashboardCounts(**totals)
 

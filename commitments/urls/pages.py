@@ -34,7 +34,46 @@ urlpatterns = [
         for action in commitment.HANDSHAKE_ACTIONS
     ),
 ]
-# Decline and complete ask to confirm first (commitments.views.commitment.commitment_confirm).
+# The conversation around a commitment (issue 26): the moves with a form of
+# their own; withdraw is one of HANDSHAKE_ACTIONS above (it asks to confirm).
+urlpatterns += [
+    path(
+        "commitments/<uuid:commitment_id>/propose",
+        commitment.commitment_propose,
+        name="commitment_propose",
+    ),
+    path(
+        "commitments/<uuid:commitment_id>/more-time",
+        commitment.commitment_request_extension,
+        name="commitment_request_extension",
+    ),
+    path(
+        "commitments/<uuid:commitment_id>/comment",
+        commitment.commitment_comment,
+        name="commitment_comment",
+    ),
+    path(
+        "commitments/<uuid:commitment_id>/reassign",
+        commitment.commitment_reassign,
+        name="commitment_reassign",
+    ),
+    *(
+        path(
+            f"commitments/<uuid:commitment_id>/{segment}",
+            commitment.commitment_answer_proposal,
+            {"action": action},
+            name=f"commitment_{action}",
+        )
+        for action, segment in (
+            ("accept_proposal", "proposal/accept"),
+            ("decline_proposal", "proposal/decline"),
+            ("grant_extension", "more-time/grant"),
+            ("decline_extension", "more-time/decline"),
+        )
+    ),
+]
+# Decline, complete and withdraw ask to confirm first
+# (commitments.views.commitment.commitment_confirm).
 urlpatterns += [
     path(
         f"commitments/<uuid:commitment_id>/{action}/confirm",

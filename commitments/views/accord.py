@@ -22,7 +22,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts.requests import AuthenticatedRequest
 from audit.services import Actor
-from commitments import selectors, services
+from commitments import selectors, selectors_conversation, services
 from commitments.errors import AddressNotAskable
 from commitments.models import DESCRIPTION_MAX, Status
 from commitments.views.errors import maps_domain_errors
@@ -49,7 +49,11 @@ SECTIONS = (
     Section("completed", Status.COMPLETED.label, Status.COMPLETED, "Nothing completed yet."),
     # The status's word on every page (the glossary of docs/pages.md).
     Section("declined", Status.REFUSED.label, Status.REFUSED, "Nothing declined."),
+    Section("withdrawn", Status.WITHDRAWN.label, Status.WITHDRAWN, "Nothing withdrawn."),
 )
+# The sections whose rows may carry an open proposal (the person's own, waiting
+# for the asker's answer).
+OPEN_SECTIONS = {"waiting", "active"}
 
 
 class AccordFilter(forms.Form):
@@ -72,11 +76,16 @@ def _accord_context(request: AuthenticatedRequest, *, last_seen: dt.datetime | N
     if filters.is_valid():
         person, text = filters.cleaned_data["person"], filters.cleaned_data["q"]
     sections: list[dict[str, Any]] = []
-    total = 0
+    # Proposals and requests for more time on what the person asked, waiting
+    # for their answer: first, answered in the list (two queries).
+    answers = _answers_context(request, person=person, text=text)
+    total = answers["page"].paginator.count
     for section in SECTIONS:
         rows = selectors.accord_section(
             user=request.user, statuses=[section.status], person=person, text=text
         )
+        if section.key in OPEN_SECTIONS:
+            rows = selectors_conversation.with_open_proposal(rows)
         param = f"{section.key}_page"
         page: Page = Paginator(rows, PAGE_SIZE).get_page(_page_number(request.GET.get(param)))
         total += page.paginator.count
@@ -103,6 +112,7 @@ def _accord_context(request: AuthenticatedRequest, *, last_seen: dt.datetime | N
         )
     waiting = sections[0]["page"].paginator.count
     return {
+        "answers": answers,
         "sections": sections,
         "total": total,
         "filtered": bool(person or text),
@@ -112,6 +122,25 @@ def _accord_context(request: AuthenticatedRequest, *, last_seen: dt.datetime | N
         "query": request.GET.urlencode(),
         "poll_seconds": POLL_SECONDS,
         "accord_path": reverse("accord"),
+    }
+
+
+def _answers_context(request: AuthenticatedRequest, *, person: Any, text: str) -> dict[str, Any]:
+    """The page of proposals waiting for the person's answer, filtered as the
+    rest of the Accord (by who proposed, by words of the description)."""
+    rows = selectors_conversation.answers_waiting_for(user=request.user)
+    if person:
+        rows = rows.filter(commitment__assignee_id=person)
+    if text:
+        rows = rows.filter(commitment__description__icontains=text)
+    param = "answers_page"
+    page: Page = Paginator(rows, PAGE_SIZE).get_page(_page_number(request.GET.get(param)))
+    return {
+        "page": page,
+        "previous_url": _with_page(request.GET, param, page.number - 1)
+        if page.has_previous()
+        else None,
+        "next_url": _with_page(request.GET, param, page.number + 1) if page.has_next() else None,
     }
 
 

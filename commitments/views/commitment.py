@@ -1,6 +1,7 @@
 """Pages about one commitment: its detail page with its handshake buttons, the
-terms form and the confirmations. The Accord and asking are in views.accord, the
-dashboard in views.dashboard."""
+terms form, the conversation's moves (views.conversation has their forms) and
+the confirmations. The Accord and asking are in views.accord, the dashboard in
+views.dashboard."""
 
 from __future__ import annotations
 
@@ -22,9 +23,21 @@ from django.views.decorators.http import require_POST, require_safe
 from accounts.requests import AuthenticatedRequest
 from audit.models import ActorKind, AuditAction
 from audit.services import Actor
-from commitments import selectors, services
-from commitments.errors import CommitmentNotFound, NothingChanged, TermsChanged
-from commitments.models import DESCRIPTION_MAX, Commitment, Status
+from commitments import selectors, selectors_conversation, services
+from commitments.errors import (
+    AddressNotAskable,
+    CommentInvalid,
+    CommitmentNotFound,
+    NothingChanged,
+    NotPermitted,
+    ProposalAlreadyOpen,
+    ProposalInvalid,
+    ProposalNotOpen,
+    ReassignInvalid,
+    TermsChanged,
+)
+from commitments.models import DESCRIPTION_MAX, NOTE_MAX, Commitment, ProposalState, Status
+from commitments.views import conversation as conv
 from commitments.views.errors import maps_domain_errors
 from lib.forms import TextField
 
@@ -38,6 +51,8 @@ TIMELINE_WORDS = {
     AuditAction.DECLINED: "Declined",
     AuditAction.COMPLETED: "Marked completed",
     AuditAction.RENEGOTIATED: "Renegotiated",
+    AuditAction.WITHDRAWN: "Withdrew it",
+    AuditAction.REASSIGNED: "Reassigned it",
 }
 # Records of what a tracker did, worded when recorded (their payload's "words":
 # "Closed in GitHub as not planned"), with the generic words as a fallback.
@@ -122,7 +137,11 @@ def _timeline(commitment: Commitment, *, viewer) -> list[dict]:
             # The reason given with a decline (commitments.services.commitment_decline
             # keeps it on the audit row): the asker reads it here, not only in the nudge.
             "reason": (event.payload or {}).get("reason", "")
-            if event.action == AuditAction.DECLINED
+            if event.action in (AuditAction.DECLINED, AuditAction.WITHDRAWN)
+            else "",
+            # The note given with a reassignment (its audit row keeps it).
+            "note": (event.payload or {}).get("note", "")
+            if event.action == AuditAction.REASSIGNED
             else "",
         }
         for event in selectors.commitment_timeline(commitment=commitment)
@@ -136,6 +155,7 @@ MOMENTS = (
     ("renegotiated_at", "Renegotiated"),
     ("refused_at", "Declined"),
     ("completed_at", "Completed"),
+    ("withdrawn_at", "Withdrawn"),
 )
 
 
@@ -206,6 +226,62 @@ def _terms_changed(
     }
 
 
+def _conversation_context(
+    request: HttpRequest, commitment: Commitment, timeline: list[dict], bound: dict[str, Any]
+) -> dict[str, Any]:
+    """The conversation's part of the page: the open proposal, the moves the
+    viewer may make with their forms (a form posted with errors comes back
+    bound), the conversation in time order and the deadlines' history."""
+    assert request.user.is_authenticated
+    # Every proposal and comment is written with its audit row (one write):
+    # a commitment whose timeline has none has none, and costs no query more.
+    said = {entry["event"].action for entry in timeline}
+    proposals = (
+        list(selectors_conversation.commitment_proposals(commitment=commitment))
+        if said & {AuditAction.PROPOSED, AuditAction.EXTENSION_REQUESTED}
+        else []
+    )
+    comments = (
+        list(selectors_conversation.commitment_comments(commitment=commitment))
+        if AuditAction.COMMENTED in said
+        else []
+    )
+    open_proposal = next((p for p in proposals if p.state == ProposalState.OPEN), None)
+    moves = selectors_conversation.conversation_moves_for(
+        user=request.user, commitment=commitment, open_proposal=open_proposal
+    )
+    unbound: dict[str, tuple[str, Callable[[], Any]]] = {
+        "propose_form": (
+            "propose",
+            lambda: conv.ProposeForm(initial={"terms_version": commitment.terms_version}),
+        ),
+        # More time moves a deadline: none, nothing to ask (ProposalInvalid).
+        "extension_form": ("request_extension", conv.ExtensionForm),
+        "comment_form": ("comment", conv.CommentForm),
+        "reassign_form": ("reassign", conv.ReassignForm),
+    }
+    if commitment.deadline is None:
+        moves.discard("request_extension")
+    forms_shown = {
+        name: bound.get(name) or make() for name, (move, make) in unbound.items() if move in moves
+    }
+    return {
+        "moves": moves,
+        "open_proposal": open_proposal,
+        "conversation": conv.conversation(
+            timeline=timeline, proposals=proposals, comments=comments
+        ),
+        "deadline_history": conv.deadline_history(
+            commitment=commitment,
+            events=[entry["event"] for entry in timeline],
+            proposals=proposals,
+        ),
+        "now": timezone.now(),
+        "note_max": NOTE_MAX,
+        **forms_shown,
+    }
+
+
 def _render_detail(
     request: HttpRequest,
     commitment: Commitment,
@@ -213,7 +289,13 @@ def _render_detail(
     terms_form: TermsForm | None = None,
     terms_changed: dict | None = None,
     past_deadline: dt.datetime | None = None,
+    bound: dict[str, Any] | None = None,
+    problem: str = "",
+    status: int | None = None,
 ) -> HttpResponse:
+    """The commitment's page. `bound`: forms of the conversation posted with
+    errors, by their context name; `problem`: why a move was not made, said
+    at the top of the page (with `status`)."""
     # Its views send the signed-out to sign in first.
     assert request.user.is_authenticated
     terms_move = selectors.commitment_terms_move_for(user=request.user, commitment=commitment)
@@ -229,11 +311,14 @@ def _render_detail(
     declines = [
         entry["reason"] for entry in timeline if entry["event"].action == AuditAction.DECLINED
     ]
-    status = 200
-    if terms_changed is not None:
-        status = 409
-    elif terms_form is not None and terms_form.errors:
-        status = 400
+    if status is None:
+        status = 200
+        if terms_changed is not None:
+            status = 409
+        elif (terms_form is not None and terms_form.errors) or any(
+            form.errors for form in (bound or {}).values()
+        ):
+            status = 400
     return render(
         request,
         "commitments/detail.html",
@@ -251,6 +336,8 @@ def _render_detail(
             "deep_link": selectors.commitment_deep_link(viewer=request.user, commitment=commitment),
             # A renegotiation to a deadline already past, not yet confirmed.
             "past_deadline": past_deadline,
+            "problem": problem,
+            **_conversation_context(request, commitment, timeline, bound or {}),
         },
         status=status,
     )
@@ -339,6 +426,7 @@ HANDSHAKE_ACTIONS: dict[str, tuple[Callable[..., object], str]] = {
     "accept": (services.commitment_accept, "Accepted: the commitment is now active."),
     "decline": (services.commitment_decline, "Declined."),
     "complete": (services.commitment_complete, "Marked completed."),
+    "withdraw": (services.commitment_withdraw, "Withdrawn: it no longer counts for anyone."),
 }
 # The moves that answer the terms shown: their forms post the terms version.
 ANSWERS_TO_TERMS = {"accept": "accepted", "decline": "declined"}
@@ -384,8 +472,8 @@ def commitment_act(request: HttpRequest, commitment_id: uuid.UUID, action: str) 
     extra: dict[str, Any] = {}
     if action in ANSWERS_TO_TERMS:
         extra["terms_version"] = posted_terms_version(request.POST.get("terms_version"))
-    if action == "decline":
-        extra["reason"] = request.POST.get("reason", "")
+    if action in ("decline", "withdraw"):
+        extra["reason"] = request.POST.get("reason", "")[: services.DECLINE_REASON_MAX]
     service(actor=Actor.for_user(request.user), commitment_id=commitment_id, **extra)
     messages.success(request, success)
     return redirect(_done_url(request, {"commitment_id": commitment_id}))
@@ -404,7 +492,14 @@ CONFIRMED_MOVES = {
         "button": "Mark completed",
         "style": "primary",
     },
+    "withdraw": {
+        "title": "Withdraw this commitment?",
+        "button": "Withdraw",
+        "style": "danger",
+    },
 }
+# The confirmation's "You cannot <verb> this commitment now".
+CONFIRM_VERBS = {"decline": "decline", "complete": "complete", "withdraw": "withdraw"}
 
 
 @require_safe
@@ -418,9 +513,14 @@ def commitment_confirm(
     the move. A plain page, so it works without JavaScript."""
     commitment = _visible(request, commitment_id)
     detail_url = reverse("commitment_detail", args=[commitment_id])
-    if action not in selectors.commitment_actions_for(user=request.user, commitment=commitment):
+    allowed = selectors.commitment_actions_for(user=request.user, commitment=commitment)
+    if action == "withdraw":
+        allowed = selectors_conversation.conversation_moves_for(
+            user=request.user, commitment=commitment, open_proposal=None
+        )
+    if action not in allowed:
         status = commitment.get_status_display()
-        verb = "decline" if action == "decline" else "complete"
+        verb = CONFIRM_VERBS[action]
         messages.error(request, f"You cannot {verb} this commitment now: its status is {status}.")
         return redirect(detail_url)
     return render(
@@ -437,3 +537,257 @@ def commitment_confirm(
             "reason_max": services.DECLINE_REASON_MAX,
         },
     )
+
+
+# --- the conversation's moves --------------------------------------------------------
+
+
+def _signed_in_or_back(request: HttpRequest, commitment_id: uuid.UUID) -> HttpResponse | None:
+    """A signed-out POST goes to sign in, and back to the page (not to this
+    POST-only address)."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(reverse("commitment_detail", args=[commitment_id]))
+    return None
+
+
+def _form_error(
+    request: HttpRequest, commitment_id: uuid.UUID, name: str, form: Any, message: str
+) -> HttpResponse:
+    """The page again, the form bound with what was sent and `message` as its
+    error (400): nothing was done."""
+    form.add_error(None, message)
+    return _render_detail(request, _visible(request, commitment_id), bound={name: form})
+
+
+def _not_done(request: HttpRequest, commitment_id: uuid.UUID, message: str) -> HttpResponse:
+    """The page as it is now, saying why nothing was done (409): another move
+    came first (an answer, a proposal)."""
+    return _render_detail(request, _visible(request, commitment_id), problem=message, status=409)
+
+
+def _not_permitted(request: HttpRequest, exc: NotPermitted, view_kwargs: dict) -> HttpResponse:
+    """A move this person may not make (a page left open from before a
+    reassignment, a hand-made POST): the page, saying so (403)."""
+    return _render_detail(
+        request,
+        _visible(request, view_kwargs["commitment_id"]),
+        problem=f"Nothing was done. {exc}.",
+        status=403,
+    )
+
+
+def _proposal_not_sent(request: HttpRequest, exc: TermsChanged, view_kwargs: dict) -> HttpResponse:
+    """A proposal on terms changed since it was written: not sent; the page
+    shows the new terms to answer (or propose on) again."""
+    current = _visible(request, view_kwargs["commitment_id"])
+    changed = _terms_changed(
+        current,
+        exc,
+        message=(
+            f"Your proposal was not sent: {current.assigner.name} changed the terms after "
+            "this page was opened. Read the new terms below; accept them, decline them, or "
+            "propose again."
+        ),
+    )
+    return _render_detail(request, current, terms_changed=changed)
+
+
+def _same_minute(value: dt.datetime | None, current: dt.datetime | None) -> bool:
+    """The field shows whole minutes: the current deadline, sent back unchanged."""
+    return (
+        value is not None
+        and current is not None
+        and value == current.replace(second=0, microsecond=0)
+    )
+
+
+@require_POST
+@maps_domain_errors(on_terms_changed=_proposal_not_sent, on_not_permitted=_not_permitted)
+def commitment_propose(request: HttpRequest, commitment_id: uuid.UUID) -> HttpResponse:
+    """The assignee proposes other terms (a deadline, wording, or both, with a
+    note) instead of accepting or declining; the assigner answers."""
+    if (signed_out := _signed_in_or_back(request, commitment_id)) is not None:
+        return signed_out
+    commitment = _visible(request, commitment_id)
+    form = conv.ProposeForm(request.POST)
+    if not form.is_valid():
+        return _render_detail(request, commitment, bound={"propose_form": form})
+    terms: dict[str, Any] = {}
+    deadline = form.cleaned_data["deadline"]
+    if deadline is not None and not _same_minute(deadline, commitment.deadline):
+        terms["deadline"] = deadline
+    if form.cleaned_data["description"]:
+        terms["description"] = form.cleaned_data["description"]
+    try:
+        services.commitment_propose(
+            actor=Actor.for_user(request.user),
+            commitment_id=commitment_id,
+            terms_version=posted_terms_version(form.cleaned_data["terms_version"]),
+            note=form.cleaned_data["note"],
+            **terms,
+        )
+    except NothingChanged:
+        return _form_error(
+            request,
+            commitment_id,
+            "propose_form",
+            form,
+            "These are the terms asked: change the deadline or the wording to propose.",
+        )
+    except ProposalAlreadyOpen:
+        return _not_done(
+            request, commitment_id, "Nothing was sent: a proposal is already waiting for an answer."
+        )
+    messages.success(
+        request, f"Proposed: {commitment.assigner.name} is asked to accept or decline your terms."
+    )
+    return redirect("commitment_detail", commitment_id=commitment_id)
+
+
+@require_POST
+@maps_domain_errors(on_not_permitted=_not_permitted)
+def commitment_request_extension(request: HttpRequest, commitment_id: uuid.UUID) -> HttpResponse:
+    """The assignee asks for a later deadline on an Active commitment (also
+    after the deadline passed, which the request says)."""
+    if (signed_out := _signed_in_or_back(request, commitment_id)) is not None:
+        return signed_out
+    commitment = _visible(request, commitment_id)
+    form = conv.ExtensionForm(request.POST)
+    if not form.is_valid():
+        return _render_detail(request, commitment, bound={"extension_form": form})
+    deadline = form.cleaned_data["deadline"]
+    if _same_minute(deadline, commitment.deadline):
+        deadline = commitment.deadline
+    try:
+        services.commitment_extension_request(
+            actor=Actor.for_user(request.user),
+            commitment_id=commitment_id,
+            deadline=deadline,
+            note=form.cleaned_data["note"],
+        )
+    except ProposalInvalid as exc:
+        return _form_error(request, commitment_id, "extension_form", form, str(exc))
+    except ProposalAlreadyOpen:
+        return _not_done(
+            request, commitment_id, "Nothing was sent: a request is already waiting for an answer."
+        )
+    messages.success(
+        request, f"Asked for more time: {commitment.assigner.name} is asked to answer."
+    )
+    return redirect("commitment_detail", commitment_id=commitment_id)
+
+
+# move -> (service, takes a note, message on success)
+PROPOSAL_ANSWERS: dict[str, tuple[Callable[..., object], bool, str]] = {
+    "accept_proposal": (
+        services.commitment_proposal_accept,
+        False,
+        "Accepted the proposal: the commitment is now active on those terms.",
+    ),
+    "decline_proposal": (
+        services.commitment_proposal_decline,
+        True,
+        "Declined the proposal: your terms wait for an answer again.",
+    ),
+    "grant_extension": (
+        services.commitment_extension_grant,
+        False,
+        "More time granted: the deadline changed.",
+    ),
+    "decline_extension": (
+        services.commitment_extension_decline,
+        True,
+        "Declined: the deadline stays.",
+    ),
+}
+
+
+@require_POST
+@maps_domain_errors(back=_done_url, on_not_permitted=_not_permitted)
+def commitment_answer_proposal(
+    request: HttpRequest, commitment_id: uuid.UUID, action: str
+) -> HttpResponse:
+    """The assigner answers the open proposal the page showed (its id): a
+    counter-proposal accepted or declined, more time granted or declined."""
+    if (signed_out := _signed_in_or_back(request, commitment_id)) is not None:
+        return signed_out
+    _visible(request, commitment_id)
+    form = conv.ProposalAnswerForm(request.POST)
+    if not form.is_valid():
+        return _not_done(
+            request, commitment_id, "Nothing was done: the page did not say which proposal."
+        )
+    service, takes_note, success = PROPOSAL_ANSWERS[action]
+    extra = {"note": form.cleaned_data["note"]} if takes_note else {}
+    try:
+        service(
+            actor=Actor.for_user(request.user),
+            commitment_id=commitment_id,
+            proposal_id=form.cleaned_data["proposal_id"],
+            **extra,
+        )
+    except ProposalNotOpen:
+        return _not_done(
+            request,
+            commitment_id,
+            "Nothing was done: this proposal was answered already (or the terms changed). "
+            "The page shows where things stand now.",
+        )
+    messages.success(request, success)
+    return redirect(_done_url(request, {"commitment_id": commitment_id}))
+
+
+@require_POST
+@maps_domain_errors(on_not_permitted=_not_permitted)
+def commitment_comment(request: HttpRequest, commitment_id: uuid.UUID) -> HttpResponse:
+    """A comment on the commitment's timeline, by either person; the other is told."""
+    if (signed_out := _signed_in_or_back(request, commitment_id)) is not None:
+        return signed_out
+    commitment = _visible(request, commitment_id)
+    form = conv.CommentForm(request.POST)
+    if not form.is_valid():
+        return _render_detail(request, commitment, bound={"comment_form": form})
+    try:
+        services.commitment_comment(
+            actor=Actor.for_user(request.user),
+            commitment_id=commitment_id,
+            body=form.cleaned_data["body"],
+        )
+    except CommentInvalid as exc:
+        return _form_error(request, commitment_id, "comment_form", form, str(exc))
+    messages.success(request, "Comment added.")
+    return redirect(reverse("commitment_detail", args=[commitment_id]) + "#conversation-end")
+
+
+@require_POST
+@maps_domain_errors(on_not_permitted=_not_permitted)
+def commitment_reassign(request: HttpRequest, commitment_id: uuid.UUID) -> HttpResponse:
+    """The assigner hands the commitment to someone else, who is asked for a
+    fresh handshake (an address with no account is invited)."""
+    if (signed_out := _signed_in_or_back(request, commitment_id)) is not None:
+        return signed_out
+    commitment = _visible(request, commitment_id)
+    form = conv.ReassignForm(request.POST)
+    if not form.is_valid():
+        return _render_detail(request, commitment, bound={"reassign_form": form})
+    previous = commitment.assignee_label
+    try:
+        services.commitment_reassign(
+            actor=Actor.for_user(request.user),
+            commitment_id=commitment_id,
+            assignee_email=form.cleaned_data["assignee_email"],
+            note=form.cleaned_data["note"],
+        )
+    except (AddressNotAskable, ReassignInvalid) as exc:
+        form.add_error("assignee_email", str(exc))
+        return _render_detail(request, commitment, bound={"reassign_form": form})
+    now = _visible(request, commitment_id)
+    if now.assignee_id is None:
+        told = (
+            f"{now.assignee_label} has no account yet: they are invited by e-mail, and the "
+            "request waits for them."
+        )
+    else:
+        told = f"{now.assignee_label} is asked for the handshake."
+    messages.success(request, f"Reassigned: {previous} is told and released; {told}")
+    return redirect("commitment_detail", commitment_id=commitment_id)

@@ -46,6 +46,7 @@ ASKED_FILTER_WORDS = {
     "overdue": "Overdue",
     Status.COMPLETED.value: "Completed",
     Status.REFUSED.value: Status.REFUSED.label,
+    Status.WITHDRAWN.value: Status.WITHDRAWN.label,
 }
 
 
@@ -140,6 +141,12 @@ def dashboard(request: AuthenticatedRequest) -> HttpResponse:
         chart = flow_chart(history)
     # Each list is read only when its count says it has rows.
     attention = {
+        # Proposals and requests for more time waiting for the person's answer.
+        "answers": (
+            selectors.proposals_waiting_for(user=user, limit=selectors_dashboard.ATTENTION_ROWS)
+            if counts.answers
+            else []
+        ),
         "declined": selectors_dashboard.attention_declined(user=user) if counts.declined else [],
         "overdue_owed": (
             selectors_dashboard.attention_overdue_owed(user=user, now=now)

@@ -13,6 +13,11 @@ place, as config/api_errors.py does for the API: a view decorated with
   open already, a blank comment, a reassignment to the person asked, an
   address that cannot be asked, nothing changed, ...): back to the page with
   the error's sentence. No domain error answers 500.
+
+A view may answer NotPermitted itself too (`on_not_permitted`: the
+commitment's page, saying why, with 403), for a person who sees the
+commitment but may not make this move on it (a page left open from before
+a reassignment).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ __all__ = ["maps_domain_errors"]
 View = Callable[..., HttpResponse]
 Back = Callable[[HttpRequest, dict[str, Any]], str]
 OnTermsChanged = Callable[[HttpRequest, TermsChanged, dict[str, Any]], HttpResponse]
+OnNotPermitted = Callable[[HttpRequest, NotPermitted, dict[str, Any]], HttpResponse]
 
 
 def _commitment_page(request: HttpRequest, view_kwargs: dict[str, Any]) -> str:
@@ -52,19 +58,24 @@ def maps_domain_errors(
     *,
     back: Back = _commitment_page,
     on_terms_changed: OnTermsChanged | None = None,
+    on_not_permitted: OnNotPermitted | None = None,
 ) -> Any:
-    """Decorate a page view (bare, or with `back` and `on_terms_changed`,
-    which receive the request and the view's keyword arguments)."""
+    """Decorate a page view (bare, or with `back`, `on_terms_changed` and
+    `on_not_permitted`, which receive the request and the view's keyword
+    arguments)."""
 
     def decorate(view: View) -> View:
         @functools.wraps(view)
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            answer: Callable[[], HttpResponse]
             try:
                 return view(request, *args, **kwargs)
             except CommitmentNotFound:
                 raise Http404("No such commitment.") from None
             except NotPermitted as exc:
-                raise PermissionDenied(str(exc)) from None
+                if on_not_permitted is None:
+                    raise PermissionDenied(str(exc)) from None
+                answer = functools.partial(on_not_permitted, request, exc, kwargs)
             except InvalidTransition as exc:
                 status = Status(exc.current_status).label
                 messages.error(
@@ -75,14 +86,14 @@ def maps_domain_errors(
                 if on_terms_changed is None:
                     messages.error(request, str(exc))
                     return redirect(back(request, kwargs))
-                changed = exc
+                answer = functools.partial(on_terms_changed, request, exc, kwargs)
             except CommitmentError as exc:
                 messages.error(request, str(exc))
                 return redirect(back(request, kwargs))
             # Outside the handlers above, so the answer's own reads are mapped
             # too (the commitment may have gone from sight meanwhile).
             try:
-                return on_terms_changed(request, changed, kwargs)
+                return answer()
             except CommitmentNotFound:
                 raise Http404("No such commitment.") from None
 

@@ -1,7 +1,7 @@
 // The Accord, live: every few seconds, fetch its sections (the fragment URL,
 // same filters and pages) and swap them in when they changed, unless the
-// person is in the middle of something there (focus inside, a reason typed,
-// a Decline open). The navigation's count follows. Without this script the
+// person is in the middle of something there (focus inside, a reason or a
+// note typed, a Decline open). The navigation's count follows. Without this script the
 // page is the same, only a reload shows news.
 (function () {
   "use strict";
@@ -21,7 +21,7 @@
     var active = document.activeElement;
     if (active && active !== document.body && live.contains(active)) return true;
     if (live.querySelector("details[open]")) return true;
-    var inputs = live.querySelectorAll("input[name=reason]");
+    var inputs = live.querySelectorAll("input[name=reason], input[name=note]");
     for (var i = 0; i < inputs.length; i++) {
       if (inputs[i].value) return true;
     }

@@ -198,20 +198,20 @@ def test_a_button_is_offered_exactly_when_the_service_allows_the_move(people, st
 
 
 @pytest.mark.parametrize(
-    ("status", "role", "expected", "terms"),
+    ("status", "role", "expected", "terms", "conversation"),
     [
-        (Status.DRAFT, "assigner", {"send"}, "Save the draft"),
-        (Status.PENDING_HANDSHAKE, "assigner", set(), "Renegotiate"),
-        (Status.PENDING_HANDSHAKE, "assignee", {"accept", "decline"}, None),
-        (Status.ACTIVE, "assigner", {"complete"}, None),
-        (Status.ACTIVE, "assignee", {"complete"}, None),
-        (Status.COMPLETED, "assignee", set(), None),
-        (Status.REFUSED, "assigner", set(), "Renegotiate"),
-        (Status.REFUSED, "assignee", set(), None),
+        (Status.DRAFT, "assigner", {"send"}, "Save the draft", set()),
+        (Status.PENDING_HANDSHAKE, "assigner", set(), "Renegotiate", {"reassign", "comment"}),
+        (Status.PENDING_HANDSHAKE, "assignee", {"accept", "decline"}, None, {"propose", "comment"}),
+        (Status.ACTIVE, "assigner", {"complete"}, None, {"reassign", "comment"}),
+        (Status.ACTIVE, "assignee", {"complete"}, None, {"more-time", "comment"}),
+        (Status.COMPLETED, "assignee", set(), None, {"comment"}),
+        (Status.REFUSED, "assigner", set(), "Renegotiate", {"reassign", "comment"}),
+        (Status.REFUSED, "assignee", set(), None, {"comment"}),
     ],
 )
 def test_the_page_shows_the_allowed_buttons_as_post_forms(
-    client, people, status, role, expected, terms
+    client, people, status, role, expected, terms, conversation
 ):
     c = commitment_in(status, people["assigner"], people["assignee"])
     client.force_login(people[role])
@@ -232,7 +232,11 @@ def test_the_page_shows_the_allowed_buttons_as_post_forms(
     assert (terms_form in page) == (terms is not None)
     if terms:
         assert f">{terms}</button>" in page
-    forms = len(expected - CONFIRMED) + (terms is not None) + 1  # + sign out
+    # The conversation's forms (issue 26; tests/commitments/test_conversation_pages.py).
+    for move in ("propose", "more-time", "comment", "reassign"):
+        form = f'<form method="post" action="/commitments/{c.pk}/{move}"'
+        assert (form in page) == (move in conversation), move
+    forms = len(expected - CONFIRMED) + (terms is not None) + len(conversation) + 1  # + sign out
     assert page.count("csrfmiddlewaretoken") == forms
 
 

@@ -47,7 +47,7 @@ def test_no_warning_before_the_deadline_or_without_one(client, assigner, assigne
         html = client.get(f"/commitments/{c.pk}").content.decode()
         assert "Accept" in html
         assert WARNING not in html
-        assert "aria-describedby" not in html
+        assert 'aria-describedby="accept-warning' not in html
 
 
 @pytest.mark.parametrize("status", [Status.DRAFT, Status.ACTIVE, Status.REFUSED])
