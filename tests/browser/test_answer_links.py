@@ -57,8 +57,9 @@ def mailed_link(mailbox, address: str, words: str) -> str:
     """The link under `words` in the last mail to `address`, as a path."""
     body = mails_to(mailbox, address)[-1].body
     after = body[body.index(f"\n{words}:\n") :]
-    url = LINK.search(after).group(0)
-    return urlsplit(url).path
+    found = LINK.search(after)
+    assert found is not None, f"no link under {words!r} in:\n{body}"
+    return urlsplit(found.group(0)).path
 
 
 def test_accept_from_the_mails_link_signed_out_sign_in_confirm_active(
