@@ -685,6 +685,16 @@ def proposal_of(*, commitment_id: uuid.UUID, proposal_id: uuid.UUID) -> Proposal
     return Proposal.objects.filter(pk=proposal_id, commitment_id=commitment_id).first()
 
 
+def comment_body(*, commitment_id: uuid.UUID, comment_id: uuid.UUID) -> str | None:
+    """The text of one comment of a commitment (None when it has no such
+    comment): for the nudge that tells the other person. One query."""
+    return (
+        Comment.objects.filter(pk=comment_id, commitment_id=commitment_id)
+        .values_list("body", flat=True)
+        .first()
+    )
+
+
 def proposals_open_for(*, commitment_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Proposal]:
     """The open proposal of each of many commitments, by commitment id (those
     without one are absent): one query, whatever their number."""

@@ -20,8 +20,8 @@ from accounts.selectors import user_has_verified_primary_email, users_with_verif
 from accounts.timezones import zone_named
 from audit.models import ActorKind
 from commitments.answer_links import answer_path
-from commitments.models import Comment, Commitment, EventKind, OutboxEvent, Proposal, Status
-from commitments.selectors import commitment_decline_reason
+from commitments.models import Commitment, EventKind, OutboxEvent, Proposal, Status
+from commitments.selectors import comment_body, commitment_decline_reason, proposal_of
 from lib.text import excerpt
 from notifications.models import DigestReason, NewsKind, NudgeDelivery, Reminder, ReminderKind
 from notifications.selectors import reminder_still_due, reminders_turned_off
@@ -197,13 +197,16 @@ def _completed_by(event: OutboxEvent, commitment: Commitment) -> str:
 def _proposal(event: OutboxEvent) -> Proposal | None:
     """The proposal a move was about (its detail's proposalId), if any."""
     proposal_id = event.detail.get("proposalId")
-    return Proposal.objects.filter(pk=proposal_id).first() if proposal_id else None
+    if not proposal_id:
+        return None
+    return proposal_of(commitment_id=event.commitment_id, proposal_id=proposal_id)
 
 
 def _comment_body(event: OutboxEvent) -> str:
     comment_id = event.detail.get("commentId")
-    found = Comment.objects.filter(pk=comment_id).values_list("body", flat=True).first()
-    return found if comment_id and found is not None else ""
+    if not comment_id:
+        return ""
+    return comment_body(commitment_id=event.commitment_id, comment_id=comment_id) or ""
 
 
 def quoted(text: str) -> str:

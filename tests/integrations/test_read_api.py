@@ -445,6 +445,9 @@ def test_the_reads_take_the_same_statements_at_10_and_10000_commitments(
     links.link_template_add(owner=assigner, system="jira", template=JIRA)
     target = pending(assigner, assignee, external_id="BUDGET-1")
     accept(target, assignee)
+    # Every page below holds a row with an external reference (its link is one
+    # more statement), whatever `many_commitments` puts in the first pages.
+    pending(assignee, assigner, external_id="BUDGET-2")  # asked of the token's owner
     warm_caches()
     assert get(client, LIST, token).status_code == 200  # the token's use of this minute
 
