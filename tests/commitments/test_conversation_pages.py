@@ -14,7 +14,7 @@ import pytest
 from django.utils import timezone
 
 from audit.services import Actor
-from commitments import services
+from commitments import selectors, selectors_conversation, services
 from commitments.models import (
     COMMENT_MAX,
     Commitment,
@@ -492,14 +492,14 @@ def test_the_accord_with_answers_waiting_costs_the_same_queries_at_any_size(
     client.force_login(assigner)
     client.get("/")
 
-    # session, user, the visit (read, write), people, the answers (count,
-    # page), 5 sections x (count, page), the navigation's count
-    with django_assert_num_queries(2 + 2 + 1 + 2 + 10 + 1):
+    # session, user, the visit (read, write), people, one count of every
+    # part, the answers' page, 5 sections' pages, the navigation's count
+    with django_assert_num_queries(2 + 2 + 1 + 1 + 1 + 5 + 1):
         shown = text(client.get("/"))
     assert "Knight proposes" in shown
 
-    # session, user, last seen, the answers (count, page), 5 sections x (count, page)
-    with django_assert_num_queries(2 + 1 + 2 + 10):
+    # session, user, last seen, the counts, the answers' page, 5 sections' pages
+    with django_assert_num_queries(2 + 1 + 1 + 1 + 5):
         client.get("/accord/fragment")
 
 
@@ -527,3 +527,34 @@ def test_what_you_asked_filters_the_withdrawn(client, assigner, assignee):
     asked = shown[shown.index('id="asked"') :]
     assert asked.count('<span class="badge status-withdrawn">Withdrawn</span>') == 1
     assert 'aria-current="true" class="button small primary">Withdrawn</a>' in asked
+
+
+def test_one_count_of_the_accords_parts_agrees_with_their_rows_under_every_filter(
+    assigner, assignee, make_user
+):
+    other = make_user("other@example.com", display_name="Other")
+    for status in Status:
+        commitment_in(status, assigner, assignee)  # asked of the assignee
+        commitment_in(status, assignee, other)  # the assignee's own asks
+    # proposals waiting for the assignee's answer: one from each person
+    propose(assigner, commitment_in(Status.PENDING_HANDSHAKE, assignee, assigner))
+    ask_more_time(other, commitment_in(Status.ACTIVE, assignee, other))
+
+    for person, words in [(None, ""), (assigner.pk, ""), (other.pk, "REPORT"), (None, "zzz")]:
+        counts = selectors.accord_counts(user=assignee, person=person, text=words)
+
+        answers = selectors_conversation.answers_waiting_for(user=assignee)
+        if person:
+            answers = answers.filter(commitment__assignee_id=person)
+        if words:
+            answers = answers.filter(commitment__description__icontains=words)
+        assert counts["answers"] == answers.count()
+        for status in Status:
+            if status == Status.DRAFT:
+                assert status.value not in counts
+                continue
+            rows = selectors.accord_section(
+                user=assignee, statuses=[status], person=person, text=words
+            )
+            assert counts[status.value] == rows.count(), (person, words, status)
+    assert selectors.accord_counts(user=assignee)["answers"] == 2
