@@ -1093,8 +1093,9 @@ def commitment_withdraw(
     being done) no longer needs it: Pending_Handshake, Active or Refused ->
     Withdrawn, an end state the Flow Score ignores. An open proposal is
     superseded. `reason` (at most NOTE_MAX characters) is kept on the audit
-    row. Outbox `withdrawn`, to the assignee (if there is one; a request to
-    an address without an account stays as it was asked)."""
+    row and in the outbox row's detail (`{"reason"}`, for the nudge). Outbox
+    `withdrawn`, to the assignee (if there is one; a request to an address
+    without an account stays as it was asked)."""
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move="withdraw")
     now = timezone.now()
@@ -1108,6 +1109,7 @@ def commitment_withdraw(
         previous_status=previous,
         event=EventKind.WITHDRAWN,
         payload={"reason": reason} if reason else None,
+        detail={"reason": reason} if reason else None,
         updates_where=_superseding(commitment, now=now),
     )
     return TransitionResult(commitment, previous, True)

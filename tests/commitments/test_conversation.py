@@ -494,6 +494,7 @@ def test_the_assigner_withdraws_and_the_assignee_is_told(status, assigner, assig
         status,
         Status.WITHDRAWN,
     )
+    assert event.detail == {"reason": "Dropped it"}  # for the assignee's nudge
 
 
 @pytest.mark.parametrize("who", ["other person", "stranger", "staff", "token", "system"])
