@@ -1136,7 +1136,10 @@ def commitment_reassign(
     "assigneeId", "invitationId"} (ids or null): who was released, and who
     is asked now: a user (`assigneeId`), or an address with no account
     (`assigneeId` null, `invitationId` set, as `commitment.invitation`): then
-    the nudge is the invitation mail."""
+    the nudge is the invitation mail. The audit row has the same, the new
+    terms version, the note, and who is asked now as the page names them
+    (`assigneeEmail`, `assigneeName`: the account's name then, "" for an
+    address with no account)."""
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move="reassign")
     email = (assignee_email or "").strip().lower()
@@ -1180,7 +1183,14 @@ def commitment_reassign(
         now=now,
         extra_fields=("assignee", "invitation", "activated_at", "refused_at", "terms_version"),
     )
-    payload: dict[str, Any] = {**detail, "termsVersion": commitment.terms_version}
+    # Who is asked now, as the conversation names them (without a query a
+    # row): the address, and an account's name as it was then.
+    payload: dict[str, Any] = {
+        **detail,
+        "termsVersion": commitment.terms_version,
+        "assigneeEmail": assignee.email if assignee is not None else email,
+        "assigneeName": assignee.name if assignee is not None else "",
+    }
     if note_text := _note_text(note):
         payload["note"] = note_text
     _record(

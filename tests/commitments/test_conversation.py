@@ -558,6 +558,8 @@ def test_reassigning_asks_the_new_person_for_a_fresh_handshake(
         "to": Status.PENDING_HANDSHAKE,
         **detail,
         "termsVersion": 2,
+        "assigneeEmail": "squire@example.com",
+        "assigneeName": squire.name,
         "note": "Knight is away",
     }
     # The new person answers; the previous one no longer can.

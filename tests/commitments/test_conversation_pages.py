@@ -11,6 +11,8 @@ import datetime as dt
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from audit.services import Actor
@@ -397,6 +399,46 @@ def test_reassigning_to_an_address_with_no_account_invites_it(client, assigner, 
     c.refresh_from_db()
     assert c.assignee is None and c.invitation.email == "new@example.com"
     assert "new@example.com has no account yet: they are invited" in page(client, c)
+    assert "Reassigned it to new@example.com</strong> by you" in page(client, c)
+
+
+def test_the_conversation_names_each_person_reassigned_to_at_no_query_a_row(
+    client, assigner, assignee, make_user
+):
+    c = commitment_in(Status.ACTIVE, assigner, assignee)
+    squire = make_user("squire@example.com", display_name="Squire")
+    lead = Actor.for_user(assigner)
+    client.force_login(assigner)
+
+    def reassign_and_look(email: str) -> tuple[int, str]:
+        services.commitment_reassign(actor=lead, commitment_id=c.pk, assignee_email=email)
+        with CaptureQueriesContext(connection) as queries:
+            shown = page(client, c)
+        return len(queries), shown
+
+    once, _ = reassign_and_look("squire@example.com")
+    reassign_and_look("new@example.com")
+    thrice, shown = reassign_and_look("page@example.com")
+
+    assert thrice == once
+    assert "Reassigned it to Squire</strong> by you" in shown
+    assert "Reassigned it to new@example.com</strong> by you" in shown
+    assert "Reassigned it to page@example.com</strong> by you" in shown
+    squire.display_name = "Sir Squire"  # named as they were when asked
+    squire.save()
+    assert "Reassigned it to Squire</strong> by you" in page(client, c)
+
+
+def test_the_person_reassigned_to_reads_it_was_reassigned_to_them(
+    client, assigner, assignee, make_user
+):
+    c = commitment_in(Status.ACTIVE, assigner, assignee)
+    squire = make_user("squire@example.com", display_name="Squire")
+    services.commitment_reassign(
+        actor=Actor.for_user(assigner), commitment_id=c.pk, assignee_email=squire.email
+    )
+    client.force_login(squire)
+    assert "Reassigned it to you</strong> by Lead" in page(client, c)
 
 
 def test_reassigning_to_oneself_is_a_form_error(client, assigner, assignee):
