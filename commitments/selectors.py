@@ -91,8 +91,12 @@ def _answer_waiting(user: User) -> Q:
 
 
 def accord_waiting_count(*, user: User) -> int:
-    """How many requests wait for `user`'s handshake: one COUNT."""
-    return Commitment.objects.filter(assignee=user, status=Status.PENDING_HANDSHAKE).count()
+    """How many things wait for `user` (the count beside "Accord"): requests
+    waiting for their handshake, and proposals or requests for more time
+    waiting for their answer (one open proposal a commitment at most). One
+    COUNT."""
+    handshakes = Q(assignee=user, status=Status.PENDING_HANDSHAKE)
+    return Commitment.objects.filter(handshakes | _answer_waiting(user)).count()
 
 
 def accord_counts(*, user: User, person: uuid.UUID | None = None, text: str = "") -> dict[str, int]:

@@ -124,7 +124,9 @@ def _accord_context(request: AuthenticatedRequest, *, last_seen: dt.datetime | N
                 else None,
             }
         )
-    waiting = sections[0]["page"].paginator.count
+    # The navigation's count (`selectors.accord_waiting_count`), for the
+    # script to follow: handshakes and answers waiting.
+    waiting = counts[Status.PENDING_HANDSHAKE] + counts["answers"]
     return {
         "answers": answers,
         "sections": sections,
