@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from types import SimpleNamespace
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from audit.models import AuditEvent
 from audit.services import Actor
 from commitments import selectors, selectors_conversation, services
 from commitments.models import (
@@ -26,6 +28,7 @@ from commitments.models import (
     ProposalState,
     Status,
 )
+from commitments.views.commitment import _moved_words
 from tests.harness.commitments import DEADLINE, commitment_in, many_commitments, snapshot
 
 pytestmark = pytest.mark.django_db
@@ -439,6 +442,35 @@ def test_the_person_reassigned_to_reads_it_was_reassigned_to_them(
     )
     client.force_login(squire)
     assert "Reassigned it to you</strong> by Lead" in page(client, c)
+
+
+def test_a_reassignment_recorded_before_it_named_anyone_names_the_person_still_asked(
+    assigner, assignee, make_user
+):
+    c = commitment_in(Status.ACTIVE, assigner, assignee)
+    squire = make_user("squire@example.com", display_name="Squire")
+    lead = Actor.for_user(assigner)
+    for email in ("squire@example.com", "new@example.com"):
+        services.commitment_reassign(actor=lead, commitment_id=c.pk, assignee_email=email)
+    c = Commitment.objects.select_related("assignee", "invitation").get(pk=c.pk)
+    # The audit trail is append-only: the older shape (no assigneeEmail nor
+    # assigneeName) as rows written before, read by the page's helper.
+    older = [
+        SimpleNamespace(
+            action=row.action,
+            payload={
+                k: v for k, v in row.payload.items() if k not in ("assigneeEmail", "assigneeName")
+            },
+        )
+        for row in AuditEvent.objects.filter(action="reassigned").order_by("occurred_at", "pk")
+    ]
+
+    words = [_moved_words(row, c, viewer=assigner) for row in older]
+
+    # The first (to Squire, asked no more) reads as before; the last names
+    # the address asked now, from the commitment the page shows.
+    assert words == ["Reassigned it", "Reassigned it to new@example.com"]
+    assert _moved_words(older[0], c, viewer=squire) == "Reassigned it to you"
 
 
 def test_reassigning_to_oneself_is_a_form_error(client, assigner, assignee):
