@@ -10,8 +10,9 @@ from commitments.selectors import accord_waiting_count
 
 def accord_waiting(request: HttpRequest) -> dict:
     """`accord_waiting`: how many requests wait for the signed-in person's
-    handshake, for the count beside "Accord". Lazy: one COUNT query, run only
-    by a page that shows it."""
+    handshake and how many proposals wait for their answer, for the count
+    beside "Accord". Lazy: one COUNT query, run only by a page that shows
+    it."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}

@@ -226,7 +226,8 @@ class EventKind(models.TextChoices):
     INVITED = "invited", "Invited"
     # The conversation around a commitment (issue 26). Accepting a
     # counter-proposal is `activated` (the contract's event); the outbox row's
-    # `detail` names the proposal, comment or previous assignee.
+    # `detail` names the proposal, comment or previous assignee, or a
+    # withdrawal's reason.
     PROPOSED = "proposed", "Proposed other terms"
     PROPOSAL_DECLINED = "proposal_declined", "Proposal declined"
     EXTENSION_REQUESTED = "extension_requested", "Asked for more time"

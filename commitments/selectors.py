@@ -16,6 +16,7 @@ from django.db import connection
 from django.db.models import (
     BooleanField,
     Count,
+    Exists,
     ExpressionWrapper,
     F,
     OuterRef,
@@ -79,9 +80,46 @@ def commitment_list_with_status(*, status: Status) -> QuerySet[Commitment]:
 # --- the Accord -------------------------------------------------------------------
 
 
+def _answer_waiting(user: User) -> Q:
+    """What `user` asked that has an open proposal waiting for their answer
+    (a counter-proposal on a request waiting for its handshake, or a request
+    for more time on an Active commitment)."""
+    open_one = Proposal.objects.filter(commitment=OuterRef("pk"), state=ProposalState.OPEN)
+    return Q(assigner=user, status__in=[Status.PENDING_HANDSHAKE, Status.ACTIVE]) & Q(
+        Exists(open_one)
+    )
+
+
 def accord_waiting_count(*, user: User) -> int:
-    """How many requests wait for `user`'s handshake: one COUNT."""
-    return Commitment.objects.filter(assignee=user, status=Status.PENDING_HANDSHAKE).count()
+    """How many things wait for `user` (the count beside "Accord"): requests
+    waiting for their handshake, and proposals or requests for more time
+    waiting for their answer (one open proposal a commitment at most). One
+    COUNT."""
+    handshakes = Q(assignee=user, status=Status.PENDING_HANDSHAKE)
+    return Commitment.objects.filter(handshakes | _answer_waiting(user)).count()
+
+
+def accord_counts(*, user: User, person: uuid.UUID | None = None, text: str = "") -> dict[str, int]:
+    """How many rows each part of the Accord holds, filtered as its rows
+    (`accord_section`, `selectors_conversation.answers_waiting_for`): by
+    status (each status but Draft) of what others asked of `user`, and
+    "answers": the proposals waiting for `user`'s answer (one open proposal
+    a commitment at most). One query, whatever the number of commitments."""
+    owed = Q(assignee=user) & ~Q(status=Status.DRAFT)
+    answers = _answer_waiting(user)
+    if person:
+        owed &= Q(assigner_id=person)
+        answers &= Q(assignee_id=person)
+    rows = Commitment.objects.filter(owed | answers)
+    if text:
+        rows = rows.filter(description__icontains=text)
+    counts: dict[str, Any] = {
+        status.value: Count("pk", filter=owed & Q(status=status))
+        for status in Status
+        if status != Status.DRAFT
+    }
+    counts["answers"] = Count("pk", filter=answers)
+    return rows.aggregate(**counts)
 
 
 def accord_last_seen(*, user: User) -> dt.datetime | None:

@@ -1093,8 +1093,9 @@ def commitment_withdraw(
     being done) no longer needs it: Pending_Handshake, Active or Refused ->
     Withdrawn, an end state the Flow Score ignores. An open proposal is
     superseded. `reason` (at most NOTE_MAX characters) is kept on the audit
-    row. Outbox `withdrawn`, to the assignee (if there is one; a request to
-    an address without an account stays as it was asked)."""
+    row and in the outbox row's detail (`{"reason"}`, for the nudge). Outbox
+    `withdrawn`, to the assignee (if there is one; a request to an address
+    without an account stays as it was asked)."""
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move="withdraw")
     now = timezone.now()
@@ -1108,6 +1109,7 @@ def commitment_withdraw(
         previous_status=previous,
         event=EventKind.WITHDRAWN,
         payload={"reason": reason} if reason else None,
+        detail={"reason": reason} if reason else None,
         updates_where=_superseding(commitment, now=now),
     )
     return TransitionResult(commitment, previous, True)
@@ -1134,7 +1136,10 @@ def commitment_reassign(
     "assigneeId", "invitationId"} (ids or null): who was released, and who
     is asked now: a user (`assigneeId`), or an address with no account
     (`assigneeId` null, `invitationId` set, as `commitment.invitation`): then
-    the nudge is the invitation mail."""
+    the nudge is the invitation mail. The audit row has the same, the new
+    terms version, the note, and who is asked now as the page names them
+    (`assigneeEmail`, `assigneeName`: the account's name then, "" for an
+    address with no account)."""
     commitment = _lock(pk=commitment_id)
     _check(commitment, actor=actor, move="reassign")
     email = (assignee_email or "").strip().lower()
@@ -1178,7 +1183,14 @@ def commitment_reassign(
         now=now,
         extra_fields=("assignee", "invitation", "activated_at", "refused_at", "terms_version"),
     )
-    payload: dict[str, Any] = {**detail, "termsVersion": commitment.terms_version}
+    # Who is asked now, as the conversation names them (without a query a
+    # row): the address, and an account's name as it was then.
+    payload: dict[str, Any] = {
+        **detail,
+        "termsVersion": commitment.terms_version,
+        "assigneeEmail": assignee.email if assignee is not None else email,
+        "assigneeName": assignee.name if assignee is not None else "",
+    }
     if note_text := _note_text(note):
         payload["note"] = note_text
     _record(

@@ -68,17 +68,29 @@ def _page_number(value: str | None) -> int:
         return 1
 
 
+class CountedPaginator(Paginator):
+    """A paginator told how many rows there are (`selectors.accord_counts`
+    counts every part of the Accord in one query): it only fetches its page,
+    and nothing for an empty part."""
+
+    def __init__(self, object_list: Any, per_page: int, *, count: int) -> None:
+        super().__init__(object_list, per_page)
+        self.__dict__["count"] = count  # the cached_property, known already
+
+
 def _accord_context(request: AuthenticatedRequest, *, last_seen: dt.datetime | None) -> dict:
-    """The sections of the Accord, each a page of PAGE_SIZE rows: two queries
-    a section (count, page), whatever the number of commitments."""
+    """The sections of the Accord, each a page of PAGE_SIZE rows: one query
+    counts them all, then one a section with rows (its page), whatever the
+    number of commitments."""
     filters = AccordFilter(request.GET)
     person, text = None, ""
     if filters.is_valid():
         person, text = filters.cleaned_data["person"], filters.cleaned_data["q"]
+    counts = selectors.accord_counts(user=request.user, person=person, text=text)
     sections: list[dict[str, Any]] = []
     # Proposals and requests for more time on what the person asked, waiting
-    # for their answer: first, answered in the list (two queries).
-    answers = _answers_context(request, person=person, text=text)
+    # for their answer: first, answered in the list.
+    answers = _answers_context(request, person=person, text=text, count=counts["answers"])
     total = answers["page"].paginator.count
     for section in SECTIONS:
         rows = selectors.accord_section(
@@ -87,7 +99,9 @@ def _accord_context(request: AuthenticatedRequest, *, last_seen: dt.datetime | N
         if section.key in OPEN_SECTIONS:
             rows = selectors_conversation.with_open_proposal(rows)
         param = f"{section.key}_page"
-        page: Page = Paginator(rows, PAGE_SIZE).get_page(_page_number(request.GET.get(param)))
+        page: Page = CountedPaginator(rows, PAGE_SIZE, count=counts[section.status]).get_page(
+            _page_number(request.GET.get(param))
+        )
         total += page.paginator.count
         for c in page.object_list:
             c.is_new = last_seen is not None and c.created_at > last_seen
@@ -110,7 +124,9 @@ def _accord_context(request: AuthenticatedRequest, *, last_seen: dt.datetime | N
                 else None,
             }
         )
-    waiting = sections[0]["page"].paginator.count
+    # The navigation's count (`selectors.accord_waiting_count`), for the
+    # script to follow: handshakes and answers waiting.
+    waiting = counts[Status.PENDING_HANDSHAKE] + counts["answers"]
     return {
         "answers": answers,
         "sections": sections,
@@ -125,16 +141,21 @@ def _accord_context(request: AuthenticatedRequest, *, last_seen: dt.datetime | N
     }
 
 
-def _answers_context(request: AuthenticatedRequest, *, person: Any, text: str) -> dict[str, Any]:
-    """The page of proposals waiting for the person's answer, filtered as the
-    rest of the Accord (by who proposed, by words of the description)."""
+def _answers_context(
+    request: AuthenticatedRequest, *, person: Any, text: str, count: int
+) -> dict[str, Any]:
+    """The page of proposals waiting for the person's answer (`count` of
+    them), filtered as the rest of the Accord (by who proposed, by words of
+    the description)."""
     rows = selectors_conversation.answers_waiting_for(user=request.user)
     if person:
         rows = rows.filter(commitment__assignee_id=person)
     if text:
         rows = rows.filter(commitment__description__icontains=text)
     param = "answers_page"
-    page: Page = Paginator(rows, PAGE_SIZE).get_page(_page_number(request.GET.get(param)))
+    page: Page = CountedPaginator(rows, PAGE_SIZE, count=count).get_page(
+        _page_number(request.GET.get(param))
+    )
     return {
         "page": page,
         "previous_url": _with_page(request.GET, param, page.number - 1)

@@ -127,11 +127,34 @@ def _terms_diff(event) -> list[dict]:
     return diff
 
 
+def _reassigned_to(event, commitment: Commitment, *, viewer) -> str:
+    """Who a reassignment asked, from its audit row (no query): "you", the
+    account's name as it was then, or the address invited. A row written
+    before the row said so names the person only if they are still asked."""
+    payload = event.payload or {}
+    if viewer.pk is not None and payload.get("assigneeId") == str(viewer.pk):
+        return "you"
+    if payload.get("assigneeName") or payload.get("assigneeEmail"):
+        return payload.get("assigneeName") or payload["assigneeEmail"]
+    if payload.get("assigneeId") and payload["assigneeId"] == str(commitment.assignee_id):
+        return commitment.assignee_label
+    if payload.get("invitationId") and payload["invitationId"] == str(commitment.invitation_id):
+        return commitment.assignee_label
+    return ""
+
+
+def _moved_words(event, commitment: Commitment, *, viewer) -> str:
+    if event.action == AuditAction.REASSIGNED:
+        to = _reassigned_to(event, commitment, viewer=viewer)
+        return f"Reassigned it to {to}" if to else _words(event)
+    return _words(event)
+
+
 def _timeline(commitment: Commitment, *, viewer) -> list[dict]:
     return [
         {
             "event": event,
-            "words": _words(event),
+            "words": _moved_words(event, commitment, viewer=viewer),
             "who": _timeline_who(event, viewer=viewer),
             "diff": _terms_diff(event),
             # The reason given with a decline (commitments.services.commitment_decline

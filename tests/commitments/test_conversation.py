@@ -494,6 +494,7 @@ def test_the_assigner_withdraws_and_the_assignee_is_told(status, assigner, assig
         status,
         Status.WITHDRAWN,
     )
+    assert event.detail == {"reason": "Dropped it"}  # for the assignee's nudge
 
 
 @pytest.mark.parametrize("who", ["other person", "stranger", "staff", "token", "system"])
@@ -557,6 +558,8 @@ def test_reassigning_asks_the_new_person_for_a_fresh_handshake(
         "to": Status.PENDING_HANDSHAKE,
         **detail,
         "termsVersion": 2,
+        "assigneeEmail": "squire@example.com",
+        "assigneeName": squire.name,
         "note": "Knight is away",
     }
     # The new person answers; the previous one no longer can.

@@ -226,11 +226,22 @@ def test_a_comment_nudges_the_other_person_with_its_words_as_plain_text(
 def test_a_withdrawal_tells_the_assignee(assigner, assignee):
     c = ask(assigner, assignee)
     services.commitment_accept(actor=as_user(assignee), commitment_id=c.pk)
-    services.commitment_withdraw(actor=as_user(assigner), commitment_id=c.pk, reason="Dropped")
+    services.commitment_withdraw(
+        actor=as_user(assigner), commitment_id=c.pk, reason="The client dropped it"
+    )
     delivery, sent = one_nudge(EventKind.WITHDRAWN)
     assert delivery.recipient == assignee
     assert sent.subject == "Lead withdrew: Ship the report"
     assert "you no longer need to do it" in sent.body
+    assert "Their reason:\n    | The client dropped it\n" in sent.body
+
+
+def test_a_withdrawal_without_a_reason_says_none(assigner, assignee):
+    c = ask(assigner, assignee)
+    services.commitment_withdraw(actor=as_user(assigner), commitment_id=c.pk)
+    _, sent = one_nudge(EventKind.WITHDRAWN)
+    assert "you no longer need to do it" in sent.body
+    assert "reason" not in sent.body
 
 
 def test_a_reassignment_asks_the_new_person_and_releases_the_previous_one(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import re
 
 import pytest
 
@@ -241,6 +242,10 @@ def test_github_closed_as_not_planned_is_withdrawn_not_completed(client, github,
     client.force_login(assignee)
     page = client.get(f"/commitments/{commitment.pk}").content.decode()
     assert '<span class="badge status-withdrawn">Withdrawn</span>' in page
+    # The conversation says the tracker's words, and when (the page's moments).
+    assert "Reason: Closed in GitHub as not planned" in page
+    assert "via GitHub connection" in page
+    assert re.search(r"<dt>Withdrawn</dt>\s*<dd>", page), page
 
 
 def test_a_second_close_as_not_done_leaves_a_withdrawn_commitment_as_it_is(
