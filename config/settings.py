@@ -99,6 +99,9 @@ MIDDLEWARE = [
     # Before anything asks request.is_secure(): a forwarded scheme header from
     # a peer that is not one of your proxies is dropped.
     "config.middleware.UntrustedProxyHeadersMiddleware",
+    # A probe of /healthz or /readyz over plain HTTP or with a pod-IP Host is
+    # answered, never redirected or refused (docs/production.md).
+    "config.middleware.HealthProbeMiddleware",
     "config.middleware.HttpsOnlyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
