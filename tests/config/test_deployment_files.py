@@ -45,6 +45,7 @@ SchemaValidator = jsonschema.Draft201909Validator
 PRODUCTION_ENV = {
     "SECRET_KEY": "x" * 50,
     "ALLOWED_HOSTS": "commitments.example.com",
+    "SITE_URL": "https://commitments.example.com",
     "POSTGRES_PASSWORD": "pg-secret",
     "POSTGRES_SERVICE_PASSWORD": "pg-service-secret",
     "FIELD_ENCRYPTION_KEYS": "mQ9kB0m0yK2cO0d4VbHkR3t1xqC8s5Yw7Zp2Lr6Ju4E=",
@@ -220,6 +221,7 @@ def test_compose_accepts_the_file_with_the_production_environment(compose_config
     [
         "SECRET_KEY",
         "ALLOWED_HOSTS",
+        "SITE_URL",
         "POSTGRES_PASSWORD",
         "POSTGRES_SERVICE_PASSWORD",
         "FIELD_ENCRYPTION_KEYS",
@@ -267,6 +269,7 @@ def test_app_services_are_configured_by_environment(compose, name):
     assert env["DEBUG"] == "0"
     assert env["SECRET_KEY"] == PRODUCTION_ENV["SECRET_KEY"]
     assert env["ALLOWED_HOSTS"] == PRODUCTION_ENV["ALLOWED_HOSTS"]
+    assert env["SITE_URL"] == PRODUCTION_ENV["SITE_URL"]  # required: no localhost default
     database = dj_database_url.parse(env["DATABASE_URL"])
     postgres = compose["services"]["postgres"]["environment"]
     assert database["ENGINE"] == "django.db.backends.postgresql"
@@ -322,7 +325,6 @@ def test_migrate_runs_as_the_owner_then_grants_the_service_role(compose):
 def test_unset_optional_variables_take_the_files_defaults(compose):
     env = compose["services"]["web"]["environment"]
 
-    assert env["SITE_URL"] == "http://localhost:3000"
     assert env["TRUST_X_FORWARDED_PROTO"] == "0"
     assert env["CSRF_TRUSTED_ORIGINS"] == ""
     assert env["WEB_CONCURRENCY"] == "3"
