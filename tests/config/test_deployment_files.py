@@ -200,7 +200,7 @@ def test_the_schema_catches_a_broken_compose_file(compose_file, schema):
     # The check above can fail: a misspelt key and a bad condition are caught.
     broken = json.loads(json.dumps(compose_file))
     broken["services"]["web"]["helthcheck"] = broken["services"]["web"].pop("healthcheck")
-    broken["services"]["worker"]["depends_on"]["web"]["condition"] = "service_ready"
+    broken["services"]["worker"]["depends_on"]["migrate"]["condition"] = "service_ready"
     validator = SchemaValidator(schema)
 
     paths = {tuple(e.absolute_path) for e in validator.iter_errors(broken)}
@@ -319,7 +319,21 @@ def test_migrate_runs_as_the_owner_then_grants_the_service_role(compose):
         "service_completed_successfully"
     )
     for name in ("worker", "webhook-worker", "beat"):
-        assert services[name]["depends_on"]["web"]["condition"] == "service_healthy"
+        assert services[name]["depends_on"]["migrate"]["condition"] == (
+            "service_completed_successfully"
+        )
+
+
+@pytest.mark.parametrize("name", ["worker", "webhook-worker", "beat"])
+def test_workers_start_when_the_database_is_ready_not_when_web_is(compose, name):
+    """Waiting for web's health check (30 s at least) left /readyz 503 for the
+    first half minute of every start: no live consumer yet."""
+    depends_on = compose["services"][name]["depends_on"]
+
+    assert set(depends_on) == {"postgres", "redis", "migrate"}
+    assert depends_on["postgres"]["condition"] == "service_healthy"
+    assert depends_on["redis"]["condition"] == "service_healthy"
+    assert depends_on["migrate"]["condition"] == "service_completed_successfully"
 
 
 def test_unset_optional_variables_take_the_files_defaults(compose):
@@ -349,7 +363,7 @@ def test_every_depends_on_condition_can_be_met(compose_file):
                 assert check.get("test") and not check.get("disable"), (name, dependency)
     for name in ("web", "worker", "webhook-worker", "beat"):
         assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
-    for name in ("web", "worker", "webhook-worker"):
+    for name in ("web", "worker", "webhook-worker", "beat"):
         assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
 
 
