@@ -51,6 +51,8 @@ COPY static ./static
 # The receiver documentation, served at /settings/webhooks/docs.md.
 COPY docs/webhooks.md ./docs/webhooks.md
 COPY scripts/start ./scripts/start
+# An operator's request to the service from inside the container (no curl here).
+COPY scripts/request ./scripts/request
 
 # Static files are collected (hashed and compressed) at build time. The key
 # exists only for this one command: production settings refuse to load
