@@ -4,6 +4,10 @@
 # the environment: SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, REDIS_URL, ...
 #
 #   docker build -t commitments .
+#   podman build --format docker -t commitments .
+#
+# With podman (or buildah), build in Docker's format: the default OCI format has
+# no HEALTHCHECK, and podman drops it with a warning (docs/production.md).
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 

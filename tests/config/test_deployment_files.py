@@ -690,3 +690,23 @@ def test_python_below_3_11_3_is_refused_where_the_lock_lacks_async_timeout():
     assert "\nasync-timeout==" not in lock  # redis needs it below 3.11.3 only
     assert "3.11.2" not in requires and "3.11.3" in requires
     assert "(3, 11, 3)" in (ROOT / "scripts" / "_venv.sh").read_text()
+
+
+def test_every_podman_build_the_project_documents_keeps_the_healthcheck(dockerfile):
+    """podman's default OCI format drops HEALTHCHECK: every `podman build` or
+    `buildah build` the project writes down says `--format docker`."""
+    texts = {
+        name: (ROOT / name).read_text()
+        for name in ("Dockerfile", "docs/production.md", "README.md", "compose.yaml")
+    }
+    builds = [
+        (name, line)
+        for name, text in texts.items()
+        for line in text.splitlines()
+        if re.search(r"\b(podman|buildah) (build|bud)\b", line)
+    ]
+
+    assert builds, "the podman build is documented"
+    for name, line in builds:
+        assert "--format docker" in line, (name, line)
+    assert any(instruction == "HEALTHCHECK" for instruction, _ in final_stage(dockerfile))
