@@ -469,6 +469,28 @@ def test_it_installs_the_runtime_lock_with_hashes(dockerfile):
         assert f"\n{dev_tool}==" not in lock_text
 
 
+def test_no_installer_is_left_in_the_runtime_image(dockerfile):
+    """pip and setuptools (about 23 MB in the venv, with their bytecode) have no
+    use at run time: the build stage removes them from the venv before it is
+    compiled and copied, the runtime stage takes only the venv from it, and
+    removes the base image's pip as well."""
+    (install,) = [a for k, a in dockerfile if k == "RUN" and "pip install" in a]
+    steps = [step.strip() for step in install.split("&&")]
+    uninstall = "/opt/venv/bin/python -m pip uninstall --yes pip setuptools wheel"
+    assert uninstall in steps
+    compile_step = next(i for i, step in enumerate(steps) if "compileall" in step)
+    assert steps.index(uninstall) < compile_step
+    runtime = final_stage(dockerfile)
+    from_build = [a for k, a in runtime if k == "COPY" and a.startswith("--from")]
+    assert from_build == ["--from=build /opt/venv /opt/venv"]
+    runtime_runs = " ".join(a for k, a in runtime if k == "RUN")
+    assert "pip uninstall --yes --root-user-action=ignore pip setuptools wheel" in runtime_runs
+    # Nothing the service runs needs them.
+    lock = (ROOT / "requirements.lock").read_text()
+    for name in ("pip", "setuptools", "wheel"):
+        assert not re.search(rf"^{name}==", lock, re.MULTILINE), name
+
+
 def test_it_runs_as_a_non_root_user_in_production_mode(dockerfile):
     stage = final_stage(dockerfile)
     users = [a for k, a in stage if k == "USER"]
