@@ -4,6 +4,10 @@
 # the environment: SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, REDIS_URL, ...
 #
 #   docker build -t commitments .
+#   podman build --format docker -t commitments .
+#
+# With podman (or buildah), build in Docker's format: the default OCI format has
+# no HEALTHCHECK, and podman drops it with a warning (docs/production.md).
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
@@ -15,7 +19,11 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 RUN python -m venv /opt/venv
 COPY requirements.lock /tmp/requirements.lock
 # The runtime lock only (no dev tools), every file checked against its hash.
+# Then the installer itself goes: the venv's pip and setuptools (about 23 MB
+# with their bytecode) have no use at run time, and only /opt/venv is copied
+# into the runtime stage.
 RUN /opt/venv/bin/pip install --require-hashes -r /tmp/requirements.lock \
+ && /opt/venv/bin/python -m pip uninstall --yes pip setuptools wheel \
  && /opt/venv/bin/python -m compileall -q -j 0 /opt/venv
 
 # --- runtime --------------------------------------------------------------------
@@ -28,8 +36,12 @@ ENV PATH=/opt/venv/bin:$PATH \
     STATIC_ROOT=/app/staticfiles \
     WEB_CONCURRENCY=3
 
+# The base image's own pip and setuptools are removed too, so that nothing can
+# install packages at run time (their bytes stay in the base's layer).
 RUN groupadd --system --gid 10001 app \
- && useradd --system --uid 10001 --gid app --home-dir /app --no-create-home app
+ && useradd --system --uid 10001 --gid app --home-dir /app --no-create-home app \
+ && (python -m pip uninstall --yes --root-user-action=ignore pip setuptools wheel || true) \
+ && rm -f /usr/local/bin/pip /usr/local/bin/pip3*
 
 WORKDIR /app
 COPY --from=build /opt/venv /opt/venv
@@ -51,6 +63,8 @@ COPY static ./static
 # The receiver documentation, served at /settings/webhooks/docs.md.
 COPY docs/webhooks.md ./docs/webhooks.md
 COPY scripts/start ./scripts/start
+# An operator's request to the service from inside the container (no curl here).
+COPY scripts/request ./scripts/request
 
 # Static files are collected (hashed and compressed) at build time. The key
 # exists only for this one command: production settings refuse to load

@@ -14,11 +14,14 @@ started, with the message `check --deploy` gives.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 
 from lib.crypto import MAKE_A_KEY
+from lib.outbound import is_loopback_host
 
 # Mail backends that never deliver: they print, keep in memory, or drop.
 NON_DELIVERING_MAIL = {
@@ -84,6 +87,21 @@ def _outbound_loopback() -> list[checks.CheckMessage]:
     ]
 
 
+def _site_url() -> list[checks.CheckMessage]:
+    host = urlsplit(settings.SITE_URL).netloc.rsplit("@", 1)[-1]
+    if host and not is_loopback_host(host):
+        return []
+    return [
+        checks.Error(
+            f"DEBUG=0 with SITE_URL={settings.SITE_URL or '(empty)'} on a site others reach "
+            "(ALLOWED_HOSTS names another host): every link in the service's mail (nudges, "
+            "their answer links, sign-up, password reset) would point at this machine.",
+            hint="Set SITE_URL to the address people open, e.g. https://commitments.example.com.",
+            id="commitments.E005",
+        )
+    ]
+
+
 def production_problems() -> list[checks.CheckMessage]:
     if settings.DEBUG:
         return []
@@ -93,7 +111,13 @@ def production_problems() -> list[checks.CheckMessage]:
         # and webhooks to a receiver on this machine are what it is for.
         found = _encryption_keys()
     else:
-        found = [*_mail_backend(), *_broker(), *_encryption_keys(), *_outbound_loopback()]
+        found = [
+            *_mail_backend(),
+            *_broker(),
+            *_encryption_keys(),
+            *_outbound_loopback(),
+            *_site_url(),
+        ]
     # A settings module silences one of these as it silences any of Django's
     # checks (benchmarks/settings.py: outbound requests to its loopback
     # receivers), so `check --deploy` and a process's start say the same.

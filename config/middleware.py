@@ -19,6 +19,7 @@ from django.http import (
 from django.http.request import UnreadablePostError
 from django.utils.cache import patch_cache_control
 
+from config import views
 from lib import request_body
 from lib.api_errors import INTERNAL_ERROR_MESSAGE, envelope, error_name
 from lib.client_address import from_trusted_proxy
@@ -89,6 +90,50 @@ class UntrustedProxyHeadersMiddleware:
         if header and header[0] in request.META and not from_trusted_proxy(request):
             del request.META[header[0]]
         return self.get_response(request)
+
+
+# The probe routes (config/urls.py): answered to a probe whatever its scheme or
+# Host (HealthProbeMiddleware).
+PROBE_PATHS = ("/healthz", "/readyz")
+
+
+class HealthProbeMiddleware:
+    """`/healthz` and `/readyz` tell a balancer's or an orchestrator's probe
+    the truth, over plain HTTP and with whatever Host it sends.
+
+    A probe comes from the balancer's or the kubelet's address, over plain
+    HTTP, often with the pod's IP as its Host: HttpsOnlyMiddleware would
+    answer it 301 (which Kubernetes counts as success, whatever the state)
+    and Django's host check 400. So a GET or HEAD of a probe route that
+    would be refused for its scheme or its Host is answered here, before
+    those guards, by the same views. That is safe because what they answer
+    does not depend on the Host (no link, no redirect, no cookie) and says
+    only `{"status": ...}` to such a caller (the readiness checks go to a
+    probe on this machine or to staff: config.views.may_see_readiness_details;
+    no session is read here, so staff see them over HTTPS). Every other
+    request to them, and every other route, passes through unchanged.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path in PROBE_PATHS and request.method in ("GET", "HEAD"):
+            refused_scheme = (
+                settings.HTTPS_ONLY and not request.is_secure() and not is_local_request(request)
+            )
+            if refused_scheme or not _host_allowed(request):
+                view = views.healthz if request.path == "/healthz" else views.readyz
+                return view(request)
+        return self.get_response(request)
+
+
+def _host_allowed(request: HttpRequest) -> bool:
+    try:
+        request.get_host()
+    except DisallowedHost:
+        return False
+    return True
 
 
 class HttpsOnlyMiddleware:

@@ -99,6 +99,9 @@ MIDDLEWARE = [
     # Before anything asks request.is_secure(): a forwarded scheme header from
     # a peer that is not one of your proxies is dropped.
     "config.middleware.UntrustedProxyHeadersMiddleware",
+    # A probe of /healthz or /readyz over plain HTTP or with a pod-IP Host is
+    # answered, never redirected or refused (docs/production.md).
+    "config.middleware.HealthProbeMiddleware",
     "config.middleware.HttpsOnlyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -188,9 +191,21 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
     "allauth.account.auth_backends.AuthenticationBackend",
 ]
-# E-mail uniqueness is enforced case-insensitively by a functional unique index
-# (accounts.User.Meta.constraints), which this check does not recognise.
-SILENCED_SYSTEM_CHECKS = ["auth.W004"]
+SILENCED_SYSTEM_CHECKS = [
+    # E-mail uniqueness is enforced case-insensitively by a functional unique
+    # index (accounts.User.Meta.constraints), which this check does not recognise.
+    "auth.W004",
+    # SECURE_SSL_REDIRECT is off on purpose: HTTPS is enforced by
+    # config.middleware.HttpsOnlyMiddleware, which redirects pages but answers
+    # the API 403 (a client must not re-send its token after a redirect), serves
+    # loopback on plain HTTP (the container's health check) and leaves the
+    # probe routes to HealthProbeMiddleware (docs/production.md).
+    "security.W008",
+    # SECURE_HSTS_PRELOAD stays off: the preload list binds the whole domain
+    # and its subdomains to HTTPS in every browser, for months after leaving
+    # it; that is the domain owner's decision, not this service's.
+    "security.W021",
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -45,6 +45,7 @@ SchemaValidator = jsonschema.Draft201909Validator
 PRODUCTION_ENV = {
     "SECRET_KEY": "x" * 50,
     "ALLOWED_HOSTS": "commitments.example.com",
+    "SITE_URL": "https://commitments.example.com",
     "POSTGRES_PASSWORD": "pg-secret",
     "POSTGRES_SERVICE_PASSWORD": "pg-service-secret",
     "FIELD_ENCRYPTION_KEYS": "mQ9kB0m0yK2cO0d4VbHkR3t1xqC8s5Yw7Zp2Lr6Ju4E=",
@@ -199,7 +200,7 @@ def test_the_schema_catches_a_broken_compose_file(compose_file, schema):
     # The check above can fail: a misspelt key and a bad condition are caught.
     broken = json.loads(json.dumps(compose_file))
     broken["services"]["web"]["helthcheck"] = broken["services"]["web"].pop("healthcheck")
-    broken["services"]["worker"]["depends_on"]["web"]["condition"] = "service_ready"
+    broken["services"]["worker"]["depends_on"]["migrate"]["condition"] = "service_ready"
     validator = SchemaValidator(schema)
 
     paths = {tuple(e.absolute_path) for e in validator.iter_errors(broken)}
@@ -220,6 +221,7 @@ def test_compose_accepts_the_file_with_the_production_environment(compose_config
     [
         "SECRET_KEY",
         "ALLOWED_HOSTS",
+        "SITE_URL",
         "POSTGRES_PASSWORD",
         "POSTGRES_SERVICE_PASSWORD",
         "FIELD_ENCRYPTION_KEYS",
@@ -267,6 +269,7 @@ def test_app_services_are_configured_by_environment(compose, name):
     assert env["DEBUG"] == "0"
     assert env["SECRET_KEY"] == PRODUCTION_ENV["SECRET_KEY"]
     assert env["ALLOWED_HOSTS"] == PRODUCTION_ENV["ALLOWED_HOSTS"]
+    assert env["SITE_URL"] == PRODUCTION_ENV["SITE_URL"]  # required: no localhost default
     database = dj_database_url.parse(env["DATABASE_URL"])
     postgres = compose["services"]["postgres"]["environment"]
     assert database["ENGINE"] == "django.db.backends.postgresql"
@@ -316,13 +319,26 @@ def test_migrate_runs_as_the_owner_then_grants_the_service_role(compose):
         "service_completed_successfully"
     )
     for name in ("worker", "webhook-worker", "beat"):
-        assert services[name]["depends_on"]["web"]["condition"] == "service_healthy"
+        assert services[name]["depends_on"]["migrate"]["condition"] == (
+            "service_completed_successfully"
+        )
+
+
+@pytest.mark.parametrize("name", ["worker", "webhook-worker", "beat"])
+def test_workers_start_when_the_database_is_ready_not_when_web_is(compose, name):
+    """Waiting for web's health check (30 s at least) left /readyz 503 for the
+    first half minute of every start: no live consumer yet."""
+    depends_on = compose["services"][name]["depends_on"]
+
+    assert set(depends_on) == {"postgres", "redis", "migrate"}
+    assert depends_on["postgres"]["condition"] == "service_healthy"
+    assert depends_on["redis"]["condition"] == "service_healthy"
+    assert depends_on["migrate"]["condition"] == "service_completed_successfully"
 
 
 def test_unset_optional_variables_take_the_files_defaults(compose):
     env = compose["services"]["web"]["environment"]
 
-    assert env["SITE_URL"] == "http://localhost:3000"
     assert env["TRUST_X_FORWARDED_PROTO"] == "0"
     assert env["CSRF_TRUSTED_ORIGINS"] == ""
     assert env["WEB_CONCURRENCY"] == "3"
@@ -347,7 +363,7 @@ def test_every_depends_on_condition_can_be_met(compose_file):
                 assert check.get("test") and not check.get("disable"), (name, dependency)
     for name in ("web", "worker", "webhook-worker", "beat"):
         assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
-    for name in ("web", "worker", "webhook-worker"):
+    for name in ("web", "worker", "webhook-worker", "beat"):
         assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
 
 
@@ -451,6 +467,28 @@ def test_it_installs_the_runtime_lock_with_hashes(dockerfile):
     lock_text = (ROOT / "requirements.lock").read_text()
     for dev_tool in ("pytest", "ruff", "schemathesis"):
         assert f"\n{dev_tool}==" not in lock_text
+
+
+def test_no_installer_is_left_in_the_runtime_image(dockerfile):
+    """pip and setuptools (about 23 MB in the venv, with their bytecode) have no
+    use at run time: the build stage removes them from the venv before it is
+    compiled and copied, the runtime stage takes only the venv from it, and
+    removes the base image's pip as well."""
+    (install,) = [a for k, a in dockerfile if k == "RUN" and "pip install" in a]
+    steps = [step.strip() for step in install.split("&&")]
+    uninstall = "/opt/venv/bin/python -m pip uninstall --yes pip setuptools wheel"
+    assert uninstall in steps
+    compile_step = next(i for i, step in enumerate(steps) if "compileall" in step)
+    assert steps.index(uninstall) < compile_step
+    runtime = final_stage(dockerfile)
+    from_build = [a for k, a in runtime if k == "COPY" and a.startswith("--from")]
+    assert from_build == ["--from=build /opt/venv /opt/venv"]
+    runtime_runs = " ".join(a for k, a in runtime if k == "RUN")
+    assert "pip uninstall --yes --root-user-action=ignore pip setuptools wheel" in runtime_runs
+    # Nothing the service runs needs them.
+    lock = (ROOT / "requirements.lock").read_text()
+    for name in ("pip", "setuptools", "wheel"):
+        assert not re.search(rf"^{name}==", lock, re.MULTILINE), name
 
 
 def test_it_runs_as_a_non_root_user_in_production_mode(dockerfile):
@@ -674,3 +712,23 @@ def test_python_below_3_11_3_is_refused_where_the_lock_lacks_async_timeout():
     assert "\nasync-timeout==" not in lock  # redis needs it below 3.11.3 only
     assert "3.11.2" not in requires and "3.11.3" in requires
     assert "(3, 11, 3)" in (ROOT / "scripts" / "_venv.sh").read_text()
+
+
+def test_every_podman_build_the_project_documents_keeps_the_healthcheck(dockerfile):
+    """podman's default OCI format drops HEALTHCHECK: every `podman build` or
+    `buildah build` the project writes down says `--format docker`."""
+    texts = {
+        name: (ROOT / name).read_text()
+        for name in ("Dockerfile", "docs/production.md", "README.md", "compose.yaml")
+    }
+    builds = [
+        (name, line)
+        for name, text in texts.items()
+        for line in text.splitlines()
+        if re.search(r"\b(podman|buildah) (build|bud)\b", line)
+    ]
+
+    assert builds, "the podman build is documented"
+    for name, line in builds:
+        assert "--format docker" in line, (name, line)
+    assert any(instruction == "HEALTHCHECK" for instruction, _ in final_stage(dockerfile))

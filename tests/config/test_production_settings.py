@@ -212,6 +212,10 @@ HTTPS = {
 }
 
 
+# A page (not a probe route: those answer over plain HTTP, tests/config/test_probes.py).
+PAGE = "/accounts/login/"
+
+
 @pytest.fixture
 def https_only():
     with override_settings(**HTTPS):
@@ -286,7 +290,7 @@ class TestHttpsOnlyMiddleware:
 
     @pytest.mark.django_db
     def test_a_forwarded_proto_is_ignored_unless_trusted(self, client):
-        response = client.get("/healthz", HTTP_HOST="example.com", HTTP_X_FORWARDED_PROTO="https")
+        response = client.get(PAGE, HTTP_HOST="example.com", HTTP_X_FORWARDED_PROTO="https")
 
         assert response.status_code == 301
 
@@ -295,7 +299,7 @@ class TestHttpsOnlyMiddleware:
         settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
         settings.TRUSTED_PROXY_NETWORKS = ["127.0.0.1/32"]  # the test client's peer
 
-        response = client.get("/healthz", HTTP_HOST="example.com", HTTP_X_FORWARDED_PROTO="https")
+        response = client.get(PAGE, HTTP_HOST="example.com", HTTP_X_FORWARDED_PROTO="https")
 
         assert response.status_code == 200
 
@@ -309,8 +313,8 @@ class TestHttpsOnlyMiddleware:
         says_https = {"HTTP_HOST": "example.com", "HTTP_X_FORWARDED_PROTO": "https"}
 
         for peer in ("198.51.100.7", "127.0.0.1"):
-            assert client.get("/healthz", **says_https, REMOTE_ADDR=peer).status_code == 301
-        assert client.get("/healthz", **says_https, REMOTE_ADDR="10.0.0.2").status_code == 200
+            assert client.get(PAGE, **says_https, REMOTE_ADDR=peer).status_code == 301
+        assert client.get(PAGE, **says_https, REMOTE_ADDR="10.0.0.2").status_code == 200
 
 
 @pytest.mark.django_db

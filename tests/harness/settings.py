@@ -19,6 +19,7 @@ MODE_VARIABLES = (
     "DEBUG",
     "SECRET_KEY",
     "ALLOWED_HOSTS",
+    "SITE_URL",
     "HTTPS_ONLY",
     "DATABASE_URL",
     "REDIS_URL",
