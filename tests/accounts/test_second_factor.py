@@ -219,3 +219,20 @@ def test_removing_a_factor_nobody_has_changes_nothing(assigner):
     assert not AuditEvent.objects.filter(
         action=AuditAction.SECOND_FACTOR_RESET_BY_OPERATOR
     ).exists()
+
+
+# The session, the user, the Accord's waiting count in the layout, the factors (one).
+SECURITY_QUERIES = 4
+
+
+@pytest.mark.parametrize("with_factor", [False, True])
+def test_the_security_page_takes_its_budget_of_queries(
+    client, assigner, with_factor, django_assert_num_queries
+):
+    if with_factor:
+        give_totp(assigner)
+    client.force_login(assigner)
+    client.get(SECURITY)  # warm: content types, the session's first read
+
+    with django_assert_num_queries(SECURITY_QUERIES):
+        assert client.get(SECURITY).status_code == 200
