@@ -16,10 +16,18 @@ from allauth.mfa.adapter import DefaultMFAAdapter
 from allauth.mfa.models import Authenticator
 from allauth.mfa.utils import is_mfa_enabled
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import transaction
 from django.http import HttpRequest
 
 from accounts.adapter import SERVICE_NAME
-from lib.crypto import decrypt_str, encrypt_str
+from lib.crypto import (
+    DecryptionError,
+    ReencryptReport,
+    decrypt_str,
+    encrypt_str,
+    reencrypt,
+    under_newest_key,
+)
 
 
 class MFAAdapter(DefaultMFAAdapter):
@@ -47,3 +55,35 @@ def session_used_second_factor(request: HttpRequest) -> bool:
         record.get("method") == "mfa"
         for record in get_authentication_records(request, request.user)
     )
+
+
+# The keys of Authenticator.data that hold a value encrypted by MFAAdapter.
+ENCRYPTED_KEYS = ("secret", "seed")
+
+
+def second_factors_reencrypt(report: ReencryptReport) -> None:
+    """Rewrite the encrypted secrets of every second factor that is not under
+    the newest of FIELD_ENCRYPTION_KEYS (`manage.py reencrypt_secrets`, through
+    lib.crypto.reencrypt_all), one row at a time, each under its row lock."""
+    for pk in Authenticator.objects.values_list("pk", flat=True).order_by("pk"):
+        with transaction.atomic():
+            row = Authenticator.objects.select_for_update().filter(pk=pk).first()
+            if row is None:
+                continue  # removed in the meantime
+            changed = False
+            for name in ENCRYPTED_KEYS:
+                token = row.data.get(name)
+                if not isinstance(token, str) or not token:
+                    continue
+                if under_newest_key(token):
+                    report.current += 1
+                    continue
+                try:
+                    row.data[name] = reencrypt(token)
+                except DecryptionError:
+                    report.unreadable.append(f"mfa.Authenticator.data[{name}] {pk}")
+                    continue
+                report.rewritten += 1
+                changed = True
+            if changed:
+                row.save(update_fields=["data"])

@@ -5,6 +5,7 @@ encrypted at rest, and each change on the audit trail."""
 
 from __future__ import annotations
 
+import io
 from urllib.parse import quote
 
 import pyotp
@@ -236,3 +237,27 @@ def test_the_security_page_takes_its_budget_of_queries(
 
     with django_assert_num_queries(SECURITY_QUERIES):
         assert client.get(SECURITY).status_code == 200
+
+
+def test_reencrypt_secrets_rewrites_the_factors_under_the_newest_key(assigner, settings):
+    from cryptography.fernet import Fernet
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.FIELD_ENCRYPTION_KEYS = [old]
+    app, codes = give_totp(assigner)
+    settings.FIELD_ENCRYPTION_KEYS = [new, old]
+
+    out = io.StringIO()
+    call_command("reencrypt_secrets", stdout=out)
+    assert "Re-encrypted 2 secret(s)" in out.getvalue()
+
+    settings.FIELD_ENCRYPTION_KEYS = [new]  # the old key dropped
+    totp = Authenticator.objects.get(user_id=assigner.pk, type=Authenticator.Type.TOTP)
+    assert decrypt_str(totp.data["secret"]) == app.secret
+    recovery = Authenticator.objects.get(
+        user_id=assigner.pk, type=Authenticator.Type.RECOVERY_CODES
+    )
+    assert RecoveryCodes(recovery).generate_codes() == codes
+    again = io.StringIO()
+    call_command("reencrypt_secrets", stdout=again)
+    assert "Re-encrypted 0 secret(s) under the newest key; 2 already were" in again.getvalue()
