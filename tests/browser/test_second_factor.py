@@ -58,3 +58,18 @@ def test_signing_in_asks_for_the_code_after_the_password(page, make_user, check_
     page.goto("/settings/security/")
     assert page.url.endswith("/settings/security/")
     assert "Authenticator app" in page.content()
+
+
+def test_the_admin_says_why_it_refuses_staff_without_a_factor(
+    page, sign_in, make_user, check_page, settings
+):
+    settings.ADMIN_REQUIRES_MFA = True  # production's default
+    staff = make_user("staff@example.com", is_staff=True, is_superuser=True)
+    sign_in(page, staff)
+
+    response = page.goto("/admin/")
+    assert response.status == 403
+    assert page.get_by_role("heading", name="The admin needs a second factor").is_visible()
+    check_page(page, "admin-needs-second-factor")
+    page.get_by_role("link", name="Settings, Security").click()
+    assert page.url.endswith("/settings/security/")
