@@ -20,6 +20,7 @@ profile, address and password are changed on Settings, as anyone's are).
 from __future__ import annotations
 
 from allauth.account.models import EmailAddress
+from allauth.mfa.models import Authenticator
 from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import GroupAdmin as DjangoGroupAdmin
@@ -167,3 +168,30 @@ class GroupAdmin(AuditedAdminMixin, DjangoGroupAdmin):
         if not request.user.is_superuser and "permissions" not in fields:
             fields += ("permissions",)
         return fields
+
+
+# allauth.mfa's second factors: listed, never edited here (the secrets stay
+# out of the admin). A superuser deletes the rows of a person who lost their
+# factor (both of them, the app and the recovery codes), audited as every
+# deletion is; `manage.py remove_second_factor` does the same with a reason.
+if admin.site.is_registered(Authenticator):
+    admin.site.unregister(Authenticator)
+
+
+@admin.register(Authenticator)
+class AuthenticatorAdmin(AuditedAdminMixin, admin.ModelAdmin):
+    list_display = ("user", "type", "created_at", "last_used_at")
+    list_filter = ("type",)
+    search_fields = ("user__email",)
+    list_select_related = ("user",)
+    fields = ("user", "type", "created_at", "last_used_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return request.user.is_superuser

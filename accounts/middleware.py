@@ -4,9 +4,11 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import resolve_url
+from django.shortcuts import render, resolve_url
+from django.urls import reverse
 from django.utils import timezone
 
+from accounts.mfa import session_used_second_factor, user_has_second_factor
 from accounts.timezones import user_zone
 
 
@@ -69,3 +71,32 @@ class SessionEndedMiddleware:
         # has): a key that named no live session, or a session flushed because
         # its password hash no longer matches, leaves no key.
         return request.session.session_key is None
+
+
+class AdminRequiresSecondFactorMiddleware:
+    """Django admin opens for staff only in a session signed in with a second
+    factor, when ADMIN_REQUIRES_MFA is on (the default in production):
+    otherwise a page says why and what to do (a 403, never a stack trace).
+    Having a factor is not enough: the session must have used it (at sign-in
+    or a re-authentication), so a session signed in before it was set up
+    signs in again. People who are not staff meet the admin's own sign-in."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        user = request.user
+        if settings.ADMIN_REQUIRES_MFA and user.is_authenticated and self._guarded(request):
+            has_factor = user_has_second_factor(user)
+            if not (has_factor and session_used_second_factor(request)):
+                return render(
+                    request,
+                    "accounts/admin_second_factor_required.html",
+                    {"has_factor": has_factor},
+                    status=403,
+                )
+        return self.get_response(request)
+
+    @staticmethod
+    def _guarded(request: HttpRequest) -> bool:
+        return request.user.is_staff and request.path.startswith(reverse("admin:index"))

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from allauth.account.models import EmailAddress
+from allauth.mfa import app_settings as allauth_mfa_settings
+from allauth.mfa.models import Authenticator
 from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, QuerySet
 
@@ -35,3 +39,26 @@ def users_with_verified_primary_email() -> QuerySet[User]:
 
 def user_has_verified_primary_email(*, user: User) -> bool:
     return users_with_verified_primary_email().filter(pk=user.pk).exists()
+
+
+@dataclass(frozen=True)
+class SecondFactors:
+    """What Settings, Security shows of a person's second factor."""
+
+    totp_since: datetime | None  # when the authenticator app was set up; None: not set up
+    recovery_codes_left: int | None  # unused recovery codes; None: none made
+
+
+def second_factors_of(*, user: User) -> SecondFactors:
+    # One query: a person has at most one row of each type (allauth's rule).
+    rows = {row.type: row for row in Authenticator.objects.filter(user_id=user.pk)}
+    totp = rows.get(Authenticator.Type.TOTP)
+    codes = rows.get(Authenticator.Type.RECOVERY_CODES)
+    left = None
+    if codes is not None:
+        # Counted from the used-codes mask, so the codes are never derived here.
+        used = bin(codes.data.get("used_mask", 0)).count("1")
+        left = max(allauth_mfa_settings.RECOVERY_CODE_COUNT - used, 0)
+    return SecondFactors(
+        totp_since=totp.created_at if totp is not None else None, recovery_codes_left=left
+    )

@@ -10,6 +10,8 @@ from allauth.account.internal.flows.email_verification import (
     consume_email_verification_rate_limit,
 )
 from allauth.account.models import EmailAddress
+from allauth.mfa.recovery_codes import views as allauth_recovery_codes_views
+from allauth.mfa.totp import views as allauth_totp_views
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
@@ -19,8 +21,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from accounts.forms import ProfileForm
+from accounts.reauth import recent_sign_in_required
 from accounts.requests import AuthenticatedRequest
-from accounts.selectors import user_has_verified_primary_email
+from accounts.selectors import second_factors_of, user_has_verified_primary_email
 from audit.models import AuditAction
 from audit.services import Actor, audit_event_record
 
@@ -59,6 +62,31 @@ def profile_update(request: AuthenticatedRequest) -> HttpResponse:
             )
     messages.success(request, "Profile saved.")
     return redirect("accounts:settings")
+
+
+@login_required
+@require_http_methods(["GET"])
+def security(request: AuthenticatedRequest) -> HttpResponse:
+    """Settings, Security: the second factor, and where to turn it on or off."""
+    return render(
+        request, "accounts/security.html", {"factors": second_factors_of(user=request.user)}
+    )
+
+
+def second_factor_index(request: HttpRequest) -> HttpResponse:
+    """allauth's own page of factors (where its pages return to) is Settings, Security."""
+    return redirect("accounts:security")
+
+
+# allauth's pages that turn a factor on or off, or make new recovery codes,
+# behind the service's re-authentication (accounts.reauth): the password (or
+# the second factor) is asked for on the GET when the sign-in is old, and a
+# stale POST is refused rather than parked in the session.
+activate_totp = login_required(recent_sign_in_required(allauth_totp_views.activate_totp))
+deactivate_totp = login_required(recent_sign_in_required(allauth_totp_views.deactivate_totp))
+generate_recovery_codes = login_required(
+    recent_sign_in_required(allauth_recovery_codes_views.generate_recovery_codes)
+)
 
 
 class LoginView(allauth_views.LoginView):

@@ -55,6 +55,13 @@ class AuditAction(models.TextChoices):
     USER_EMAIL_PRIMARY_CHANGED = "user_email_primary_changed"
     USER_EMAIL_REMOVED = "user_email_removed"
     USER_PROFILE_CHANGED = "user_profile_changed"
+    # accounts: the second factor (allauth.mfa's signals, audit.receivers)
+    USER_SECOND_FACTOR_ADDED = "user_second_factor_added"
+    USER_SECOND_FACTOR_REMOVED = "user_second_factor_removed"
+    USER_RECOVERY_CODES_MADE = "user_recovery_codes_made"
+    USER_SECOND_FACTOR_FAILED = "user_second_factor_failed"
+    # an operator removed a person's second factor (manage.py remove_second_factor)
+    SECOND_FACTOR_RESET_BY_OPERATOR = "second_factor_reset_by_operator"
     # staff in the admin (audit.admin_mixins) and its custom actions
     ADMIN_ADDED = "admin_added"
     ADMIN_CHANGED = "admin_changed"

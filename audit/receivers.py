@@ -1,4 +1,4 @@
-"""Sign-ins, passwords and e-mail addresses on the audit trail.
+"""Sign-ins, passwords, e-mail addresses and second factors on the audit trail.
 
 Django and allauth announce these with signals, and signals are the only
 hook they offer, so this module receives them (connected in
@@ -26,6 +26,7 @@ from typing import Any
 
 from allauth.account import signals as allauth_signals
 from allauth.account.models import EmailAddress
+from allauth.mfa import signals as mfa_signals
 from django.contrib.auth import get_user_model
 from django.contrib.auth import signals as auth_signals
 from django.http import HttpRequest
@@ -125,6 +126,35 @@ def on_email_removed(sender, request=None, user=None, email_address=None, **kwar
     _record_for_user(request, user, AuditAction.USER_EMAIL_REMOVED, email=email_address.email)
 
 
+def on_authenticator_added(sender, request=None, user=None, authenticator=None, **kwargs) -> None:
+    _record_for_user(request, user, AuditAction.USER_SECOND_FACTOR_ADDED, factor=authenticator.type)
+
+
+def on_authenticator_removed(sender, request=None, user=None, authenticator=None, **kwargs) -> None:
+    _record_for_user(
+        request, user, AuditAction.USER_SECOND_FACTOR_REMOVED, factor=authenticator.type
+    )
+
+
+def on_authenticator_reset(sender, request=None, user=None, authenticator=None, **kwargs) -> None:
+    # allauth sends this when new recovery codes replace the old ones.
+    _record_for_user(request, user, AuditAction.USER_RECOVERY_CODES_MADE, factor=authenticator.type)
+
+
+def on_second_factor_failed(sender, request=None, user=None, authenticator=None, **kwargs) -> None:
+    # A wrong code after a right password: someone may hold the password.
+    audit_event_record(
+        actor=Actor.system(),
+        subject=user,
+        action=AuditAction.USER_SECOND_FACTOR_FAILED,
+        payload={
+            "ip": client_address(request),
+            "factor": authenticator.type if authenticator is not None else None,
+            "reauthentication": bool(kwargs.get("reauthentication")),
+        },
+    )
+
+
 def connect() -> None:
     """Connect the receivers (once: dispatch_uid makes a second call a no-op)."""
     pairs = [
@@ -137,6 +167,10 @@ def connect() -> None:
         (allauth_signals.email_confirmed, on_email_confirmed),
         (allauth_signals.email_changed, on_email_changed),
         (allauth_signals.email_removed, on_email_removed),
+        (mfa_signals.authenticator_added, on_authenticator_added),
+        (mfa_signals.authenticator_removed, on_authenticator_removed),
+        (mfa_signals.authenticator_reset, on_authenticator_reset),
+        (mfa_signals.authentication_failed, on_second_factor_failed),
     ]
     for signal, receiver in pairs:
         signal.connect(receiver, dispatch_uid=f"audit.{receiver.__name__}")

@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "csp",
     "allauth",
     "allauth.account",
+    "allauth.mfa",
     "ratelimits",
     "accounts",
     "audit",
@@ -117,6 +118,8 @@ MIDDLEWARE = [
     "accounts.middleware.UserTimezoneMiddleware",
     # After messages: a redirect to sign in from a session that has ended says so.
     "accounts.middleware.SessionEndedMiddleware",
+    # After authentication: staff without a second factor are told why the admin is closed.
+    "accounts.middleware.AdminRequiresSecondFactorMiddleware",
     # Innermost: on the way out it sees who the request was for (a session's
     # user, or a token's once DRF authenticated it) and every response a view
     # made, error pages included: Cache-Control: private, no-store for anyone
@@ -262,6 +265,23 @@ ACCOUNT_LOGOUT_REDIRECT_URL = "/accounts/login/"
 # could send them (lib.client_address). The default trusts no proxy:
 # X-Forwarded-For is ignored, since anyone can send it. A count or a header
 # without networks is refused at start (config/environment.py).
+# A second factor (allauth.mfa; docs/security.md, "Second factor"): an
+# authenticator app (TOTP) and recovery codes, asked for after the password.
+# Security keys and passkeys (WebAuthn) are not offered yet. The TOTP secret
+# and the recovery codes' seed are stored encrypted with FIELD_ENCRYPTION_KEYS
+# (accounts.mfa.MFAAdapter); the codes are shown once, when made.
+MFA_ADAPTER = "accounts.mfa.MFAAdapter"
+MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+MFA_RECOVERY_CODES_SHOW_ONCE = True
+# Turning a factor on or off and making new recovery codes are behind the
+# service's re-authentication (accounts.reauth, on the URLs accounts.urls.auth
+# mounts over allauth's), where a fresh sign-in counts; allauth's own check
+# would ask again right after signing in, and parks a stale POST in the session.
+MFA_REAUTHENTICATION_REQUIRED = False
+# Staff open Django admin only once they have a second factor (the admin shows
+# why it refuses otherwise: accounts.middleware.AdminRequiresSecondFactorMiddleware).
+# On by default in production, off by default with DEBUG.
+ADMIN_REQUIRES_MFA = env_bool("ADMIN_REQUIRES_MFA", not DEBUG)
 ALLAUTH_TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 ALLAUTH_TRUSTED_CLIENT_IP_HEADER = env_str("TRUSTED_CLIENT_IP_HEADER") or None
 TRUSTED_PROXY_NETWORKS = normalise_networks(env_list("TRUSTED_PROXY_NETWORKS"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
@@ -169,6 +170,17 @@ class ReencryptReport:
     unreadable: list[str] = field(default_factory=list)  # "label pk": no key decrypts it
 
 
+# Secrets kept outside an EncryptedTextField (allauth.mfa's second factors, in
+# a JSON column: accounts.mfa): their owner registers a function, called by
+# reencrypt_all with its report, that rewrites them the same way.
+EXTRA_REENCRYPTORS: list[Callable[[ReencryptReport], None]] = []
+
+
+def under_newest_key(token: str) -> bool:
+    """True when the first (newest) of FIELD_ENCRYPTION_KEYS encrypted `token`."""
+    return _under_newest_key(token)
+
+
 def encrypted_columns() -> list[tuple[type[models.Model], EncryptedTextField]]:
     return [
         (model, model_field)
@@ -211,4 +223,6 @@ def reencrypt_all() -> ReencryptReport:
                     [rotated, row_pk, token],
                 )
                 report.rewritten += cursor.rowcount
+    for reencryptor in EXTRA_REENCRYPTORS:
+        reencryptor(report)
     return report

@@ -8,4 +8,13 @@ urlpatterns = [
     path("login/", views.login, name="account_login"),
     path("email/", views.email, name="account_email"),
     path("confirm-email/", views.email_verification_code, name="account_email_verification_sent"),
+    # allauth.mfa's pages that change a factor, behind accounts.reauth.
+    path("2fa/", views.second_factor_index, name="mfa_index"),
+    path("2fa/totp/activate/", views.activate_totp, name="mfa_activate_totp"),
+    path("2fa/totp/deactivate/", views.deactivate_totp, name="mfa_deactivate_totp"),
+    path(
+        "2fa/recovery-codes/generate/",
+        views.generate_recovery_codes,
+        name="mfa_generate_recovery_codes",
+    ),
 ]

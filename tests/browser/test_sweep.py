@@ -15,6 +15,7 @@ SIGNED_IN_PAGES = [
     ("settings-webhooks", "/settings/webhooks/"),
     ("settings-trackers", "/settings/trackers/"),
     ("settings-model-keys", "/settings/model-keys/"),
+    ("settings-security", "/settings/security/"),
     ("settings-email", "/accounts/email/"),
     ("settings-password", "/accounts/password/change/"),
     ("api-reference", "/api-reference"),

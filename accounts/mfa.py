@@ -1,0 +1,89 @@
+"""The second factor (allauth.mfa): what the service adds to allauth's.
+
+allauth keeps a person's factors as `allauth.mfa.models.Authenticator` rows,
+their secrets in a JSON column: the TOTP secret, and the seed the recovery
+codes are derived from (allauth derives the codes with HMAC from the seed and
+keeps a bit mask of the used ones, so it cannot store only their hashes).
+Both are encrypted here with the service's field encryption
+(lib.crypto, FIELD_ENCRYPTION_KEYS) through allauth's adapter hooks, so a
+copy of the database alone yields neither (docs/security.md, "Second factor").
+"""
+
+from __future__ import annotations
+
+from allauth.account.authentication import get_authentication_records
+from allauth.mfa.adapter import DefaultMFAAdapter
+from allauth.mfa.models import Authenticator
+from allauth.mfa.utils import is_mfa_enabled
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import transaction
+from django.http import HttpRequest
+
+from accounts.adapter import SERVICE_NAME
+from lib.crypto import (
+    DecryptionError,
+    ReencryptReport,
+    decrypt_str,
+    encrypt_str,
+    reencrypt,
+    under_newest_key,
+)
+
+
+class MFAAdapter(DefaultMFAAdapter):
+    def encrypt(self, text: str) -> str:
+        return encrypt_str(text)
+
+    def decrypt(self, encrypted_text: str) -> str:
+        return decrypt_str(encrypted_text)
+
+    def get_totp_issuer(self) -> str:
+        # The name an authenticator app shows beside the code.
+        return SERVICE_NAME
+
+
+def user_has_second_factor(user: AbstractBaseUser) -> bool:
+    """True when the person signs in with a second factor (an authenticator
+    app; recovery codes alone do not count, allauth makes them with one)."""
+    return is_mfa_enabled(user, types=[Authenticator.Type.TOTP])
+
+
+def session_used_second_factor(request: HttpRequest) -> bool:
+    """True when this session's sign-in (or a re-authentication in it) gave a
+    second factor, as allauth records it."""
+    return any(
+        record.get("method") == "mfa"
+        for record in get_authentication_records(request, request.user)
+    )
+
+
+# The keys of Authenticator.data that hold a value encrypted by MFAAdapter.
+ENCRYPTED_KEYS = ("secret", "seed")
+
+
+def second_factors_reencrypt(report: ReencryptReport) -> None:
+    """Rewrite the encrypted secrets of every second factor that is not under
+    the newest of FIELD_ENCRYPTION_KEYS (`manage.py reencrypt_secrets`, through
+    lib.crypto.reencrypt_all), one row at a time, each under its row lock."""
+    for pk in Authenticator.objects.values_list("pk", flat=True).order_by("pk"):
+        with transaction.atomic():
+            row = Authenticator.objects.select_for_update().filter(pk=pk).first()
+            if row is None:
+                continue  # removed in the meantime
+            changed = False
+            for name in ENCRYPTED_KEYS:
+                token = row.data.get(name)
+                if not isinstance(token, str) or not token:
+                    continue
+                if under_newest_key(token):
+                    report.current += 1
+                    continue
+                try:
+                    row.data[name] = reencrypt(token)
+                except DecryptionError:
+                    report.unreadable.append(f"mfa.Authenticator.data[{name}] {pk}")
+                    continue
+                report.rewritten += 1
+                changed = True
+            if changed:
+                row.save(update_fields=["data"])

@@ -1,0 +1,75 @@
+"""The second factor in a real browser, at phone and desktop size: an
+authenticator app set up with a real code (its recovery codes shown once),
+and a sign-in that asks for the app's code after the password."""
+
+from __future__ import annotations
+
+import pyotp
+from allauth.mfa.models import Authenticator
+from allauth.mfa.recovery_codes.internal.auth import RecoveryCodes
+from allauth.mfa.totp.internal.auth import TOTP
+
+PASSWORD = "correct horse battery"  # make_user's
+
+
+def test_setting_up_an_authenticator_app(page, sign_in, make_user, check_page):
+    person = make_user("ada@example.com", display_name="Ada")
+    sign_in(page, person)
+    page.goto("/settings/security/")
+    check_page(page, "security-no-factor")
+
+    page.get_by_role("link", name="Set up an authenticator app").click()
+    secret = page.locator("#authenticator_secret").input_value()
+    check_page(page, "totp-activate")
+    page.get_by_label("Authenticator code").fill(pyotp.TOTP(secret).now())
+    page.get_by_role("button", name="Activate").click()
+
+    assert Authenticator.objects.filter(user_id=person.pk, type=Authenticator.Type.TOTP).exists()
+    codes = RecoveryCodes(
+        Authenticator.objects.get(user_id=person.pk, type=Authenticator.Type.RECOVERY_CODES)
+    ).generate_codes()
+    shown = page.content()
+    assert all(code in shown for code in codes)
+    check_page(page, "recovery-codes-shown")
+
+    page.goto("/settings/security/")
+    assert "10 unused" in page.content()
+    assert not any(code in page.content() for code in codes)
+    check_page(page, "security-with-factor")
+
+
+def test_signing_in_asks_for_the_code_after_the_password(page, make_user, check_page):
+    person = make_user("ada@example.com", display_name="Ada")
+    secret = pyotp.random_base32()
+    TOTP.activate(person, secret)
+    RecoveryCodes.activate(person)
+
+    page.goto("/accounts/login/")
+    page.get_by_label("Email").fill(person.email)
+    page.locator("#id_password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+
+    page.wait_for_url("**/accounts/2fa/authenticate/")
+    check_page(page, "second-factor-asked")
+    page.get_by_label("Code").fill(pyotp.TOTP(secret).now())
+    page.get_by_role("button", name="Sign In").click()
+
+    page.wait_for_url(lambda url: url.endswith("/"))
+    page.goto("/settings/security/")
+    assert page.url.endswith("/settings/security/")
+    assert "Authenticator app" in page.content()
+
+
+def test_the_admin_says_why_it_refuses_staff_without_a_factor(
+    page, sign_in, make_user, check_page, settings
+):
+    settings.ADMIN_REQUIRES_MFA = True  # production's default
+    staff = make_user("staff@example.com", is_staff=True, is_superuser=True)
+    sign_in(page, staff)
+
+    response = page.goto("/admin/")
+    assert response.status == 403
+    assert page.get_by_role("heading", name="The admin needs a second factor").is_visible()
+    check_page(page, "admin-needs-second-factor")
+    page.get_by_role("link", name="Settings, Security").click()
+    assert page.url.endswith("/settings/security/")
