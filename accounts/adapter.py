@@ -10,6 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from allauth.account import app_settings
 from allauth.account.adapter import DefaultAccountAdapter
+from django import forms
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 
@@ -58,6 +59,30 @@ class AccountAdapter(DefaultAccountAdapter):
 
     def get_reset_password_from_key_url(self, key: str) -> str:
         return site_url(super().get_reset_password_from_key_url(key))
+
+    def pre_authenticate(self, request, **credentials) -> None:
+        # A password sign-in for an address whose domain an enabled provider
+        # holds is refused before the password is looked at (docs/security.md,
+        # "Single sign-on").
+        self._refuse_sso_domain(str(credentials.get("email") or ""))
+        super().pre_authenticate(request, **credentials)
+
+    def clean_email(self, email: str) -> str:
+        # Sign-up with a password, and adding an address on Settings.
+        self._refuse_sso_domain(email)
+        return super().clean_email(email)
+
+    @staticmethod
+    def _refuse_sso_domain(email: str) -> None:
+        from accounts.sso import enforcing_provider
+
+        provider = enforcing_provider(email) if "@" in email else None
+        if provider is not None:
+            raise forms.ValidationError(
+                f"People at {email.rpartition('@')[2].lower()} sign in with "
+                f'{provider.name}: use "Sign in with {provider.name}".',
+                code="sso_required",
+            )
 
     def get_client_ip(self, request) -> str:
         # The service's one rule (lib.client_address), so allauth's limits, the

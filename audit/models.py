@@ -55,6 +55,9 @@ class AuditAction(models.TextChoices):
     USER_EMAIL_PRIMARY_CHANGED = "user_email_primary_changed"
     USER_EMAIL_REMOVED = "user_email_removed"
     USER_PROFILE_CHANGED = "user_profile_changed"
+    # accounts: single sign-on (audit.receivers; accounts.services for operators' commands)
+    USER_SIGNED_IN_WITH_SSO = "user_signed_in_with_sso"
+    SSO_PROVIDER_ADDED = "sso_provider_added"
     # staff in the admin (audit.admin_mixins) and its custom actions
     ADMIN_ADDED = "admin_added"
     ADMIN_CHANGED = "admin_changed"
