@@ -63,26 +63,13 @@ class AccountAdapter(DefaultAccountAdapter):
     def pre_authenticate(self, request, **credentials) -> None:
         # A password sign-in for an address whose domain an enabled provider
         # holds is refused before the password is looked at (docs/security.md,
-        # "Single sign-on").
-        self._refuse_sso_domain(str(credentials.get("email") or ""))
+        # "Single sign-on"). Password sign-up: accounts.forms.SignupForm.
+        from accounts.selectors import sso_required_message
+
+        message = sso_required_message(str(credentials.get("email") or ""))
+        if message:
+            raise forms.ValidationError(message, code="sso_required")
         super().pre_authenticate(request, **credentials)
-
-    def clean_email(self, email: str) -> str:
-        # Sign-up with a password, and adding an address on Settings.
-        self._refuse_sso_domain(email)
-        return super().clean_email(email)
-
-    @staticmethod
-    def _refuse_sso_domain(email: str) -> None:
-        from accounts.sso import enforcing_provider
-
-        provider = enforcing_provider(email) if "@" in email else None
-        if provider is not None:
-            raise forms.ValidationError(
-                f"People at {email.rpartition('@')[2].lower()} sign in with "
-                f'{provider.name}: use "Sign in with {provider.name}".',
-                code="sso_required",
-            )
 
     def get_client_ip(self, request) -> str:
         # The service's one rule (lib.client_address), so allauth's limits, the

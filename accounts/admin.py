@@ -20,7 +20,7 @@ profile, address and password are changed on Settings, as anyone's are).
 from __future__ import annotations
 
 from allauth.account.models import EmailAddress
-from allauth.socialaccount.models import SocialApp, SocialToken
+from allauth.socialaccount.models import SocialAccount, SocialApp, SocialToken
 from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import GroupAdmin as DjangoGroupAdmin
@@ -207,7 +207,7 @@ class SsoProviderAdminForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        if self.instance.pk:
+        if not self.instance._state.adding:
             self.initial["domains"] = ", ".join(self.instance.domains)
             # The redirect URI registered at the provider names the slug.
             self.fields["slug"].disabled = True
@@ -222,7 +222,7 @@ class SsoProviderAdminForm(forms.ModelForm):
     def clean_client_secret(self) -> str:
         secret = self.cleaned_data.get("client_secret") or ""
         if not secret:
-            if not self.instance.pk:
+            if self.instance._state.adding:
                 raise forms.ValidationError("The client secret is required.")
             return self.instance.client_secret
         return secret
@@ -233,7 +233,7 @@ class SsoProviderAdmin(AuditedAdminMixin, admin.ModelAdmin):
     form = SsoProviderAdminForm
     list_display = ("name", "issuer", "enabled", "trusted_for_domain_addresses", "domain_list")
     list_filter = ("enabled", "trusted_for_domain_addresses")
-    readonly_fields = ("redirect_uri", "created_at", "updated_at")
+    readonly_fields = ("redirect_uri_to_register", "created_at", "updated_at")
     prepopulated_fields = {"slug": ("name",)}
 
     @admin.display(description="Domains")
@@ -241,15 +241,32 @@ class SsoProviderAdmin(AuditedAdminMixin, admin.ModelAdmin):
         return ", ".join(obj.domains)
 
     @admin.display(description="Redirect URI to register at the provider")
-    def redirect_uri(self, obj: SsoProvider) -> str:
-        return redirect_uri(obj) if obj.pk else "(shown once saved)"
+    def redirect_uri_to_register(self, obj: SsoProvider) -> str:
+        if obj._state.adding or not obj.slug:
+            return "(shown once saved)"
+        return redirect_uri(obj)
 
     def get_prepopulated_fields(self, request: HttpRequest, obj=None) -> dict:
         return {} if obj is not None else dict(self.prepopulated_fields)
 
 
 # allauth's own tables for apps and tokens are not used (accounts.sso): their
-# admin pages would invite a plaintext secret that nothing reads.
-for _model in (SocialApp, SocialToken):
+# admin pages would invite a plaintext secret that nothing reads. Its links of
+# people to providers get an audited admin of ours instead of allauth's.
+for _model in (SocialApp, SocialToken, SocialAccount):
     if admin.site.is_registered(_model):
         admin.site.unregister(_model)
+
+
+@admin.register(SocialAccount)
+class SocialAccountAdmin(AuditedAdminMixin, admin.ModelAdmin):
+    """Who is linked to which SSO provider; deleting a link makes the person's
+    next sign-in with that provider follow the first-sign-in rules again."""
+
+    list_display = ("user", "provider", "uid", "last_login", "date_joined")
+    list_filter = ("provider",)
+    search_fields = ("user__email", "uid")
+    readonly_fields = ("user", "provider", "uid", "extra_data", "last_login", "date_joined")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

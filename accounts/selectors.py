@@ -8,6 +8,8 @@ from allauth.account.models import EmailAddress
 from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, QuerySet
 
+from accounts.models import SsoProvider
+
 if TYPE_CHECKING:
     from accounts.models import User
 
@@ -35,3 +37,24 @@ def users_with_verified_primary_email() -> QuerySet[User]:
 
 def user_has_verified_primary_email(*, user: User) -> bool:
     return users_with_verified_primary_email().filter(pk=user.pk).exists()
+
+
+def enforcing_provider(email: str) -> SsoProvider | None:
+    """The enabled provider whose domains include this address's, if any."""
+    domain = email.rpartition("@")[2].strip().lower()
+    if not domain:
+        return None
+    for provider in SsoProvider.objects.filter(enabled=True):
+        if domain in provider.domains:
+            return provider
+    return None
+
+
+def sso_required_message(email: str) -> str | None:
+    """Why a password sign-in or sign-up with this address is refused: its
+    domain belongs to an enabled provider; None when it is not."""
+    provider = enforcing_provider(email) if "@" in email else None
+    if provider is None:
+        return None
+    domain = email.rpartition("@")[2].strip().lower()
+    return f'People at {domain} sign in with {provider.name}: use "Sign in with {provider.name}".'

@@ -72,17 +72,6 @@ def enabled_provider(slug: str) -> SsoProvider | None:
     return SsoProvider.objects.filter(slug=slug, enabled=True).first()
 
 
-def enforcing_provider(email: str) -> SsoProvider | None:
-    """The enabled provider whose domains include this address's, if any."""
-    domain = email.rpartition("@")[2].strip().lower()
-    if not domain:
-        return None
-    for provider in SsoProvider.objects.filter(enabled=True):
-        if domain in provider.domains:
-            return provider
-    return None
-
-
 def address_taken(email: str) -> bool:
     User = get_user_model()
     return (
@@ -101,6 +90,7 @@ def refuse(request: HttpRequest, sociallogin: SocialLogin, reason: str) -> None:
             sociallogin.provider,
             error=AuthError.DENIED,
             exception=PermissionError(reason),
+            extra_context={"sso_refusal": reason},
         )
     )
 
