@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from allauth.account.models import EmailAddress
 from django.contrib.auth import get_user_model
@@ -58,3 +59,14 @@ def sso_required_message(email: str) -> str | None:
         return None
     domain = email.rpartition("@")[2].strip().lower()
     return f'People at {domain} sign in with {provider.name}: use "Sign in with {provider.name}".'
+
+
+def sso_provider_origins() -> list[str]:
+    """The origins (scheme://host[:port]) of the enabled providers' issuers."""
+    origins: list[str] = []
+    for issuer in SsoProvider.objects.filter(enabled=True).values_list("issuer", flat=True):
+        bits = urlsplit(issuer)
+        origin = f"{bits.scheme}://{bits.netloc}"
+        if origin not in origins:
+            origins.append(origin)
+    return origins

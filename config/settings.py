@@ -117,6 +117,8 @@ MIDDLEWARE = [
     "accounts.middleware.UserTimezoneMiddleware",
     # After messages: a redirect to sign in from a session that has ended says so.
     "accounts.middleware.SessionEndedMiddleware",
+    # The SSO buttons' redirect to the provider, allowed by the CSP of their pages.
+    "accounts.middleware.SsoFormActionMiddleware",
     # Innermost: on the way out it sees who the request was for (a session's
     # user, or a token's once DRF authenticated it) and every response a view
     # made, error pages included: Cache-Control: private, no-store for anyone

@@ -82,6 +82,16 @@ def test_the_sign_in_page_offers_the_provider(client, acme):
     assert f'action="/accounts/oidc/{acme.slug}/login/?process=login"' in page
 
 
+def test_the_sign_in_pages_csp_lets_the_button_lead_to_the_provider(client, acme, issuer):
+    csp = client.get("/accounts/login/")["Content-Security-Policy"]
+    form_action = next(d for d in csp.split(";") if d.strip().startswith("form-action"))
+    assert issuer in form_action.split()
+
+    acme.enabled = False
+    acme.save()
+    assert issuer not in client.get("/accounts/login/")["Content-Security-Policy"]
+
+
 def test_the_authorization_request_carries_pkce_state_and_nonce(client, acme):
     query = parse_qs(urlsplit(start(client, acme)).query)
     assert query["code_challenge_method"] == ["S256"] and query["code_challenge"][0]
@@ -256,3 +266,31 @@ def test_password_sign_in_and_sign_up_are_refused_for_the_providers_domain(clien
     assert response.status_code == 200
     assert "sign in with Acme SSO" in response.content.decode()
     assert not User.objects.filter(email="another@acme.example").exists()
+
+
+def test_a_person_who_proves_the_account_links_it_and_then_signs_in_with_the_provider(
+    client, acme, issuer, make_user
+):
+    # Signed in to the account (with its password), the person connects the
+    # provider from their own session: the proof the provider's claim lacks.
+    owner = make_user("owner@elsewhere.example")
+    assert client.login(username="owner@elsewhere.example", password=PASSWORD)
+    provider_claims(issuer, "sub-own", email="owner@elsewhere.example", email_verified=False)
+    response = client.post(f"/accounts/oidc/{acme.slug}/login/?process=connect")
+    client.get(authorize(response["Location"], "sub-own"))
+    assert SocialAccount.objects.get().user == owner
+    client.post("/accounts/logout/")
+    assert signed_in_user(client) is None
+
+    response = sso_sign_in(client, acme, "sub-own")
+
+    assert response.status_code == 302 and signed_in_user(client) == owner
+
+
+def test_the_connections_page_lists_the_provider(client, acme, make_user):
+    client.force_login(make_user("someone@elsewhere.example"))
+
+    page = client.get("/accounts/3rdparty/")
+
+    assert page.status_code == 200
+    assert "Connect Acme SSO" in page.content.decode()
