@@ -5,6 +5,8 @@ HTTP. Each address rule of docs/security.md, "Single sign-on", is tried."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Iterator
 from io import StringIO
 from urllib.parse import parse_qs, quote, urlsplit
@@ -294,3 +296,29 @@ def test_the_connections_page_lists_the_provider(client, acme, make_user):
 
     assert page.status_code == 200
     assert "Connect Acme SSO" in page.content.decode()
+
+
+def test_a_linked_person_may_reauthenticate_by_signing_in_again_with_the_provider(
+    client, acme, issuer, make_user, settings
+):
+    from tests.harness.api import age_the_sign_in
+
+    make_user("re@elsewhere.example")
+    assert client.login(username="re@elsewhere.example", password=PASSWORD)
+    provider_claims(issuer, "sub-re", email="re@elsewhere.example", email_verified=True)
+    response = client.post(f"/accounts/oidc/{acme.slug}/login/?process=connect")
+    client.get(authorize(response["Location"], "sub-re"))
+    sso_sign_in(client, acme, "sub-re")
+    age_the_sign_in(client, settings.ACCOUNT_REAUTHENTICATION_TIMEOUT + 1)
+    asked = client.get("/settings/tokens/")
+    assert asked.status_code == 302 and asked["Location"].startswith("/accounts/reauthenticate/")
+
+    page = client.get(asked["Location"]).content.decode()
+    assert "Sign in again with Acme SSO" in page
+    href = re.search(r'action="(/accounts/oidc/[^"]+)"', page)
+    assert href is not None
+    response = client.post(html.unescape(href.group(1)))
+    back = client.get(authorize(response["Location"], "sub-re"))
+
+    assert back.status_code == 302 and back["Location"] == "/settings/tokens/"
+    assert client.get("/settings/tokens/").status_code == 200
