@@ -84,6 +84,27 @@ def test_the_sign_in_page_offers_the_provider(client, acme):
     assert f'action="/accounts/oidc/{acme.slug}/login/?process=login"' in page
 
 
+def test_the_sign_in_page_asks_the_same_queries_for_one_provider_or_many(
+    client, acme, issuer, django_assert_num_queries
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as one:
+        assert client.get("/accounts/login/").status_code == 200
+    for n in range(3):
+        SsoProvider.objects.create(
+            name=f"Other {n}", slug=f"other-{n}", issuer=f"https://id{n}.example",
+            client_id="x", client_secret="y",
+        )  # fmt: skip
+
+    # The providers' list (the buttons) and their origins (the CSP): one query each.
+    with django_assert_num_queries(len(one.captured_queries)):
+        page = client.get("/accounts/login/").content.decode()
+    assert page.count("Sign in with ") == 4
+    assert len(one.captured_queries) <= 4
+
+
 def test_the_sign_in_pages_csp_lets_the_button_lead_to_the_provider(client, acme, issuer):
     csp = client.get("/accounts/login/")["Content-Security-Policy"]
     form_action = next(d for d in csp.split(";") if d.strip().startswith("form-action"))
