@@ -10,6 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from allauth.account import app_settings
 from allauth.account.adapter import DefaultAccountAdapter
+from django import forms
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 
@@ -58,6 +59,17 @@ class AccountAdapter(DefaultAccountAdapter):
 
     def get_reset_password_from_key_url(self, key: str) -> str:
         return site_url(super().get_reset_password_from_key_url(key))
+
+    def pre_authenticate(self, request, **credentials) -> None:
+        # A password sign-in for an address whose domain an enabled provider
+        # holds is refused before the password is looked at (docs/security.md,
+        # "Single sign-on"). Password sign-up: accounts.forms.SignupForm.
+        from accounts.selectors import sso_required_message
+
+        message = sso_required_message(str(credentials.get("email") or ""))
+        if message:
+            raise forms.ValidationError(message, code="sso_required")
+        super().pre_authenticate(request, **credentials)
 
     def get_client_ip(self, request) -> str:
         # The service's one rule (lib.client_address), so allauth's limits, the

@@ -21,16 +21,19 @@ from __future__ import annotations
 
 from allauth.account.models import EmailAddress
 from allauth.mfa.models import Authenticator
+from allauth.socialaccount.models import SocialAccount, SocialApp, SocialToken
 from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import GroupAdmin as DjangoGroupAdmin
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.contrib.auth.models import Group, Permission
+from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.http import HttpRequest
 
-from accounts.models import User
+from accounts.models import SsoProvider, User, normalise_domains
+from accounts.sso import redirect_uri
 from audit.admin_mixins import AuditedAdminMixin
 
 # What only a superuser may change on a user.
@@ -195,3 +198,103 @@ class AuthenticatorAdmin(AuditedAdminMixin, admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return request.user.is_superuser
+
+
+class SsoProviderAdminForm(forms.ModelForm):
+    """The client secret is written, never shown: empty on a change keeps the
+    stored one. Domains are typed comma- or space-separated."""
+
+    client_secret = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Stored encrypted; leave empty to keep the current secret.",
+    )
+    issuer = forms.URLField(
+        max_length=500,
+        assume_scheme="https",
+        help_text="The issuer URL (its /.well-known/openid-configuration is read).",
+    )
+    domains = forms.CharField(
+        required=False,
+        help_text="Domains whose people must sign in with this provider (comma-separated).",
+    )
+
+    class Meta:
+        model = SsoProvider
+        fields = (
+            "name",
+            "slug",
+            "issuer",
+            "client_id",
+            "client_secret",
+            "domains",
+            "trusted_for_domain_addresses",
+            "enabled",
+        )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.instance._state.adding:
+            self.initial["domains"] = ", ".join(self.instance.domains)
+            # The redirect URI registered at the provider names the slug.
+            self.fields["slug"].disabled = True
+
+    def clean_domains(self) -> list[str]:
+        raw = self.cleaned_data.get("domains") or ""
+        try:
+            return normalise_domains([d for d in raw.replace(",", " ").split() if d])
+        except ValidationError as exc:
+            raise forms.ValidationError(exc.message_dict["domains"]) from exc
+
+    def clean_client_secret(self) -> str:
+        secret = self.cleaned_data.get("client_secret") or ""
+        if not secret:
+            if self.instance._state.adding:
+                raise forms.ValidationError("The client secret is required.")
+            return self.instance.client_secret
+        return secret
+
+
+@admin.register(SsoProvider)
+class SsoProviderAdmin(AuditedAdminMixin, admin.ModelAdmin):
+    form = SsoProviderAdminForm
+    list_display = ("name", "issuer", "enabled", "trusted_for_domain_addresses", "domain_list")
+    list_filter = ("enabled", "trusted_for_domain_addresses")
+    readonly_fields = ("redirect_uri_to_register", "created_at", "updated_at")
+    prepopulated_fields = {"slug": ("name",)}
+
+    @admin.display(description="Domains")
+    def domain_list(self, obj: SsoProvider) -> str:
+        return ", ".join(obj.domains)
+
+    @admin.display(description="Redirect URI to register at the provider")
+    def redirect_uri_to_register(self, obj: SsoProvider) -> str:
+        if obj._state.adding or not obj.slug:
+            return "(shown once saved)"
+        return redirect_uri(obj)
+
+    def get_prepopulated_fields(self, request: HttpRequest, obj=None) -> dict:
+        return {} if obj is not None else dict(self.prepopulated_fields)
+
+
+# allauth's own tables for apps and tokens are not used (accounts.sso): their
+# admin pages would invite a plaintext secret that nothing reads. Its links of
+# people to providers get an audited admin of ours instead of allauth's.
+for _model in (SocialApp, SocialToken, SocialAccount):
+    if admin.site.is_registered(_model):
+        admin.site.unregister(_model)
+
+
+@admin.register(SocialAccount)
+class SocialAccountAdmin(AuditedAdminMixin, admin.ModelAdmin):
+    """Who is linked to which SSO provider; deleting a link makes the person's
+    next sign-in with that provider follow the first-sign-in rules again."""
+
+    list_display = ("user", "provider", "uid", "last_login", "date_joined")
+    list_filter = ("provider",)
+    search_fields = ("user__email", "uid")
+    readonly_fields = ("user", "provider", "uid", "extra_data", "last_login", "date_joined")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

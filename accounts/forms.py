@@ -31,6 +31,18 @@ class SignupForm(forms.Form):
         widget=forms.Select(attrs={"data-detect-timezone": ""}),
     )
 
+    def clean(self) -> dict:
+        cleaned_data = super().clean() or {}
+        # Password sign-up only: allauth's form for a provider's sign-up
+        # (which has a `sociallogin`) shares this base.
+        if not hasattr(self, "sociallogin"):
+            from accounts.selectors import sso_required_message
+
+            message = sso_required_message(str(cleaned_data.get("email") or ""))
+            if message:
+                self.add_error("email" if "email" in self.fields else None, message)
+        return cleaned_data
+
     def signup(self, request, user: User) -> None:
         user.display_name = strip_blank(self.cleaned_data.get("display_name", ""))
         user.timezone = self.cleaned_data.get("timezone") or "UTC"

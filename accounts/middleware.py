@@ -100,3 +100,32 @@ class AdminRequiresSecondFactorMiddleware:
     @staticmethod
     def _guarded(request: HttpRequest) -> bool:
         return request.user.is_staff and request.path.startswith(reverse("admin:index"))
+
+
+# The pages that show "Sign in with ..." (or "Connect ...") buttons.
+SSO_BUTTON_PAGES = frozenset({"account_login", "account_signup", "socialaccount_connections"})
+
+
+class SsoFormActionMiddleware:
+    """A page with SSO buttons lets its forms lead to the providers.
+
+    The button's POST is answered with a redirect to the provider, and the
+    browser holds that redirect to the page's CSP `form-action` ('self'
+    only): so on those pages the enabled providers' issuer origins are
+    added (django-csp's per-response update). Inside CSPMiddleware."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        match = getattr(request, "resolver_match", None)
+        if match is not None and match.url_name in SSO_BUTTON_PAGES:
+            from accounts.selectors import sso_provider_origins
+
+            origins = sso_provider_origins()
+            if origins:
+                update = dict(getattr(response, "_csp_update", None) or {})
+                update["form-action"] = [*update.get("form-action", []), *origins]
+                response._csp_update = update  # type: ignore[attr-defined]
+        return response

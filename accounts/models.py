@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import uuid
 import zoneinfo
 from typing import TYPE_CHECKING, ClassVar
@@ -13,6 +14,7 @@ from django.db import models
 from django.db.models.functions import Lower
 
 from accounts.signals import credentials_changed
+from lib.crypto import EncryptedTextField
 from lib.text import has_control_characters
 
 
@@ -153,3 +155,72 @@ class User(AbstractUser):
 
     def get_short_name(self) -> str:
         return self.name
+
+
+class SsoProvider(models.Model):
+    """An OpenID Connect identity provider people may sign in with (Okta, Entra
+    ID, Google, Keycloak, ...): added by an operator in the admin or with
+    `manage.py add_sso_provider`.
+
+    allauth reads providers from here, never from its own SocialApp table
+    (accounts.sso.SocialAccountAdapter.list_apps builds an unsaved SocialApp
+    per enabled row), so the client secret is stored only encrypted. The
+    address rules it takes part in: docs/security.md, "Single sign-on"."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=100, unique=True, help_text='Shown as "Sign in with NAME".')
+    # allauth's provider_id: the path of its sign-in and callback URLs
+    # (/accounts/oidc/<slug>/login/callback/), so fixed once registered.
+    slug = models.SlugField(max_length=60, unique=True)
+    issuer = models.URLField(
+        max_length=500, help_text="The issuer URL (its /.well-known/openid-configuration is read)."
+    )
+    client_id = models.CharField(max_length=255)
+    client_secret = EncryptedTextField()
+    # Lower-case domains whose people must sign in with this provider.
+    domains = models.JSONField(default=list, blank=True)
+    trusted_for_domain_addresses = models.BooleanField(
+        default=False,
+        help_text=(
+            "Link an existing account to this provider's sign-in when the provider says "
+            "its address (in one of the domains above) is verified."
+        ),
+    )
+    enabled = models.BooleanField(
+        default=True, help_text="A disabled provider refuses new sign-ins at once."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "SSO provider"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        self.domains = normalise_domains(self.domains or [])
+
+    def has_domain_of(self, email: str) -> bool:
+        return email_domain(email) in self.domains
+
+
+def email_domain(email: str) -> str:
+    return email.rpartition("@")[2].strip().lower()
+
+
+def normalise_domains(domains: list[str]) -> list[str]:
+    """Lower-case domains, each once, in the order given; an invalid one is a
+    ValidationError."""
+    seen: list[str] = []
+    for raw in domains:
+        domain = str(raw).strip().lower().lstrip("@")
+        if not DOMAIN_RE.fullmatch(domain):
+            raise ValidationError({"domains": f"Not a domain: {raw!r}."})
+        if domain not in seen:
+            seen.append(domain)
+    return seen
+
+
+DOMAIN_RE = re.compile(r"(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}")

@@ -10,6 +10,7 @@ from allauth.account.internal.flows.email_verification_by_code import (
     EMAIL_VERIFICATION_CODE_SESSION_KEY,
 )
 from allauth.account.internal.stagekit import clear_login
+from allauth.account.models import EmailAddress
 from django.contrib import messages
 from django.db import transaction
 from django.dispatch import receiver
@@ -34,6 +35,18 @@ def announce_verified_address(sender, request, email_address, **kwargs) -> None:
     # Once the confirmation is stored, so receivers see the verified address.
     user = email_address.user
     transaction.on_commit(lambda: email_verified.send(sender=type(user), user=user))
+
+
+@receiver(allauth_signals.user_signed_up)
+def announce_address_verified_by_provider(sender, request, user, **kwargs) -> None:
+    # A first sign-in with an identity provider that said the address is
+    # verified stores it verified without a code being typed, so no
+    # email_confirmed comes: announce it here, as a code would have, so the
+    # commitments and invitations waiting for the address reach the person.
+    if kwargs.get("sociallogin") is None:
+        return
+    if EmailAddress.objects.filter(user=user, primary=True, verified=True).exists():
+        transaction.on_commit(lambda: email_verified.send(sender=type(user), user=user))
 
 
 @receiver(allauth_signals.password_reset)

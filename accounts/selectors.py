@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from allauth.account.models import EmailAddress
 from allauth.mfa import app_settings as allauth_mfa_settings
 from allauth.mfa.models import Authenticator
 from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, QuerySet
+
+from accounts.models import SsoProvider
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -62,3 +65,35 @@ def second_factors_of(*, user: User) -> SecondFactors:
     return SecondFactors(
         totp_since=totp.created_at if totp is not None else None, recovery_codes_left=left
     )
+
+
+def enforcing_provider(email: str) -> SsoProvider | None:
+    """The enabled provider whose domains include this address's, if any."""
+    domain = email.rpartition("@")[2].strip().lower()
+    if not domain:
+        return None
+    for provider in SsoProvider.objects.filter(enabled=True):
+        if domain in provider.domains:
+            return provider
+    return None
+
+
+def sso_required_message(email: str) -> str | None:
+    """Why a password sign-in or sign-up with this address is refused: its
+    domain belongs to an enabled provider; None when it is not."""
+    provider = enforcing_provider(email) if "@" in email else None
+    if provider is None:
+        return None
+    domain = email.rpartition("@")[2].strip().lower()
+    return f'People at {domain} sign in with {provider.name}: use "Sign in with {provider.name}".'
+
+
+def sso_provider_origins() -> list[str]:
+    """The origins (scheme://host[:port]) of the enabled providers' issuers."""
+    origins: list[str] = []
+    for issuer in SsoProvider.objects.filter(enabled=True).values_list("issuer", flat=True):
+        bits = urlsplit(issuer)
+        origin = f"{bits.scheme}://{bits.netloc}"
+        if origin not in origins:
+            origins.append(origin)
+    return origins

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from allauth.account.models import EmailAddress
 from allauth.mfa.models import Authenticator
+from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.text import slugify
 
+from accounts.models import SsoProvider
 from accounts.signals import email_verified
 from audit.models import AuditAction
 from audit.services import Actor, audit_event_record
+from lib.outbound import is_loopback_host
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -57,3 +62,67 @@ def user_second_factors_remove(*, user: User, reason: str) -> list[str]:
         payload={"factors": removed, "reason": reason},
     )
     return removed
+
+
+class SsoProviderError(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def sso_provider_add(
+    *,
+    name: str,
+    issuer: str,
+    client_id: str,
+    client_secret: str,
+    domains: list[str],
+    trusted_for_domain_addresses: bool,
+    actor: Actor,
+) -> SsoProvider:
+    """Register an OpenID Connect provider (enabled), its secret encrypted, and
+    audit it; the payload names the provider, never its secret."""
+    name, issuer, client_id = name.strip(), issuer.strip().rstrip("/"), client_id.strip()
+    slug = slugify(name)[:60].strip("-")
+    if not slug:
+        raise SsoProviderError("The name needs at least one letter or digit.")
+    if not client_secret:
+        raise SsoProviderError("The client secret is empty.")
+    bits = urlsplit(issuer)
+    if bits.scheme != "https" and not (
+        bits.scheme == "http" and is_loopback_host(bits.hostname or "")
+    ):
+        raise SsoProviderError(
+            f"issuer: {issuer!r} must be an https:// URL (plain http only on loopback)."
+        )
+    provider = SsoProvider(
+        name=name,
+        slug=slug,
+        issuer=issuer,
+        client_id=client_id,
+        client_secret=client_secret,
+        domains=domains,
+        trusted_for_domain_addresses=trusted_for_domain_addresses,
+    )
+    try:
+        provider.full_clean()
+    except ValidationError as exc:
+        raise SsoProviderError(
+            "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
+        ) from exc
+    with transaction.atomic():
+        provider.save(force_insert=True)
+        audit_event_record(
+            actor=actor,
+            subject=provider,
+            action=AuditAction.SSO_PROVIDER_ADDED,
+            payload={
+                "name": provider.name,
+                "slug": provider.slug,
+                "issuer": provider.issuer,
+                "clientId": provider.client_id,
+                "domains": provider.domains,
+                "trustedForDomainAddresses": provider.trusted_for_domain_addresses,
+            },
+        )
+    return provider

@@ -62,6 +62,9 @@ class AuditAction(models.TextChoices):
     USER_SECOND_FACTOR_FAILED = "user_second_factor_failed"
     # an operator removed a person's second factor (manage.py remove_second_factor)
     SECOND_FACTOR_RESET_BY_OPERATOR = "second_factor_reset_by_operator"
+    # accounts: single sign-on (audit.receivers; accounts.services for operators' commands)
+    USER_SIGNED_IN_WITH_SSO = "user_signed_in_with_sso"
+    SSO_PROVIDER_ADDED = "sso_provider_added"
     # staff in the admin (audit.admin_mixins) and its custom actions
     ADMIN_ADDED = "admin_added"
     ADMIN_CHANGED = "admin_changed"

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from allauth.account import signals as allauth_signals
+from allauth.account.internal.flows.login import AUTHENTICATION_METHODS_SESSION_KEY
 from allauth.account.models import EmailAddress
 from allauth.mfa import signals as mfa_signals
 from django.contrib.auth import get_user_model
@@ -66,8 +67,26 @@ def _account_named(login: str):
     return address.user if address is not None else None
 
 
+def _sso_provider_of(request: HttpRequest | None) -> str | None:
+    """The SSO provider (its id, as in its sign-in URL) this sign-in went
+    through, from the record allauth keeps in the session just before it signs
+    someone in; None for a password or any other sign-in."""
+    if request is None or not hasattr(request, "session"):
+        return None
+    records = request.session.get(AUTHENTICATION_METHODS_SESSION_KEY) or []
+    last = records[-1] if records else {}
+    if last.get("method") == "socialaccount":
+        return str(last.get("provider") or "")
+    return None
+
+
 def on_signed_in(sender, request: HttpRequest | None = None, user=None, **kwargs) -> None:
-    if user is not None and user.pk is not None:
+    if user is None or user.pk is None:
+        return
+    provider = _sso_provider_of(request)
+    if provider is not None:
+        _record_for_user(request, user, AuditAction.USER_SIGNED_IN_WITH_SSO, provider=provider)
+    else:
         _record_for_user(request, user, AuditAction.USER_SIGNED_IN)
 
 

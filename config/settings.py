@@ -81,6 +81,9 @@ INSTALLED_APPS = [
     "allauth",
     "allauth.account",
     "allauth.mfa",
+    # Sign-in with an OpenID Connect provider (accounts.sso; docs/security.md, "Single sign-on").
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
     "ratelimits",
     "accounts",
     "audit",
@@ -120,6 +123,8 @@ MIDDLEWARE = [
     "accounts.middleware.SessionEndedMiddleware",
     # After authentication: staff without a second factor are told why the admin is closed.
     "accounts.middleware.AdminRequiresSecondFactorMiddleware",
+    # The SSO buttons' redirect to the provider, allowed by the CSP of their pages.
+    "accounts.middleware.SsoFormActionMiddleware",
     # Innermost: on the way out it sees who the request was for (a session's
     # user, or a token's once DRF authenticated it) and every response a view
     # made, error pages included: Cache-Control: private, no-store for anyone
@@ -253,6 +258,22 @@ ACCOUNT_LOGOUT_ON_GET = False
 LOGIN_URL = "account_login"
 LOGIN_REDIRECT_URL = "/"
 ACCOUNT_LOGOUT_REDIRECT_URL = "/accounts/login/"
+# --- Single sign-on (OpenID Connect) -------------------------------------------
+# Providers are accounts.SsoProvider rows (admin, `manage.py add_sso_provider`),
+# handed to allauth by this adapter; allauth's own SocialApp table is not read,
+# so a client secret is stored only encrypted. The adapter also sends and checks
+# the nonce and applies the address rules (docs/security.md, "Single sign-on").
+SOCIALACCOUNT_ADAPTER = "accounts.sso.SocialAccountAdapter"
+SOCIALACCOUNT_PROVIDERS = {"openid_connect": {"OAUTH_PKCE_ENABLED": True}}
+# An existing account is reached by a provider's verified address only where
+# the adapter allows it (a provider trusted for the address's domain), and is
+# then linked to that provider.
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = True
+SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = True
+# The provider's tokens are not kept: only who the person is.
+SOCIALACCOUNT_STORE_TOKENS = False
+# Starting a sign-in is a POST from our sign-in page (allauth's default).
+SOCIALACCOUNT_LOGIN_ON_GET = False
 # allauth's sign-in, sign-up and password-reset limits (ACCOUNT_RATE_LIMITS,
 # its defaults) count in the shared cache (CACHES, below), so they hold across
 # gunicorn workers and hosts; the admin's login goes through allauth's
