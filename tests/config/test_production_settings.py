@@ -150,6 +150,8 @@ import json, re
 from django.core.management import call_command
 from django.test import Client
 call_command("collectstatic", interactive=False, verbosity=0)  # as the Dockerfile does
+# As a deployment does before it serves (the sign-in page reads the SSO providers).
+call_command("migrate", interactive=False, verbosity=0)
 c = Client()
 out = {}
 r = c.get("/dashboard/?x=1", HTTP_HOST="example.com")
@@ -172,7 +174,7 @@ print(json.dumps(out))
 @pytest.mark.processes
 def test_production_configuration_end_to_end(run_django, tmp_path):
     """The real production settings in a fresh process: static files collected as the
-    Dockerfile does, then one request of each kind."""
+    Dockerfile does and the database migrated, then one request of each kind."""
     result = run_django(
         END_TO_END,
         DEBUG="0",
