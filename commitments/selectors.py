@@ -20,7 +20,6 @@ from django.db.models import (
     ExpressionWrapper,
     F,
     OuterRef,
-    Prefetch,
     Q,
     QuerySet,
     Subquery,
@@ -733,26 +732,6 @@ def comment_body(*, commitment_id: uuid.UUID, comment_id: uuid.UUID) -> str | No
     )
 
 
-def proposals_open_for(*, commitment_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Proposal]:
-    """The open proposal of each of many commitments, by commitment id (those
-    without one are absent): one query, whatever their number."""
-    rows = _proposals().filter(commitment_id__in=list(commitment_ids), state=ProposalState.OPEN)
-    return {proposal.commitment_id: proposal for proposal in rows}
-
-
-def with_open_proposals(rows: QuerySet[Commitment]) -> QuerySet[Commitment]:
-    """`rows`, each with `open_proposals`: a list of its open proposal (at
-    most one, with who made it; empty when none), all fetched in one more
-    query for the whole page (a prefetch, no query per row)."""
-    return rows.prefetch_related(
-        Prefetch(
-            "proposals",
-            queryset=_proposals().filter(state=ProposalState.OPEN),
-            to_attr="open_proposals",
-        )
-    )
-
-
 def proposals_waiting_for(*, user: User, limit: int | None = None) -> list[Proposal]:
     """The open proposals that wait for `user`'s answer (they asked; the
     assignee proposed other terms or asked for more time), the oldest first,
@@ -763,145 +742,6 @@ def proposals_waiting_for(*, user: User, limit: int | None = None) -> list[Propo
         .order_by("created_at", "pk")
     )
     return list(rows[:limit] if limit is not None else rows)
-
-
-# The audit rows the conversation shows as its own items (a proposal, its
-# answer, a comment), not as moves.
-_SPOKEN = frozenset(
-    {
-        AuditAction.PROPOSED,
-        AuditAction.EXTENSION_REQUESTED,
-        AuditAction.PROPOSAL_ACCEPTED,
-        AuditAction.PROPOSAL_DECLINED,
-        AuditAction.EXTENSION_GRANTED,
-        AuditAction.EXTENSION_DECLINED,
-        AuditAction.COMMENTED,
-    }
-)
-
-
-@dataclass(frozen=True)
-class ConversationItem:
-    """One item of a commitment's conversation, for a template.
-
-    kind: "move" (`event`: the audit row of a move, such as created,
-    accepted, renegotiated, withdrawn, reassigned), "proposal" (`proposal`
-    made: a counter-proposal or a request for more time, its `state` saying
-    whether it waits, was answered or superseded), "answer" (`proposal`
-    accepted or declined, by `proposal.answered_by`, with its
-    `answer_note`), or "comment" (`comment`). `at`: when; `by`: who (None for
-    a move by a token or the system: `event` says which)."""
-
-    kind: str
-    at: dt.datetime
-    by: User | None
-    event: AuditEvent | None = None
-    proposal: Proposal | None = None
-    comment: Comment | None = None
-
-
-def commitment_conversation(*, commitment: Commitment) -> list[ConversationItem]:
-    """The commitment's conversation in time order (the oldest first): its
-    moves, the proposals made and their answers, and the comments. Three
-    queries, whatever its length."""
-    items: list[ConversationItem] = [
-        ConversationItem(kind="move", at=event.occurred_at, by=event.user, event=event)
-        for event in commitment_timeline(commitment=commitment).exclude(action__in=_SPOKEN)
-    ]
-    for proposal in _proposals().filter(commitment=commitment):
-        items.append(
-            ConversationItem(
-                kind="proposal", at=proposal.created_at, by=proposal.proposed_by, proposal=proposal
-            )
-        )
-        answered = proposal.state in (ProposalState.ACCEPTED, ProposalState.DECLINED)
-        if answered and proposal.answered_at is not None:
-            items.append(
-                ConversationItem(
-                    kind="answer",
-                    at=proposal.answered_at,
-                    by=proposal.answered_by,
-                    proposal=proposal,
-                )
-            )
-    for comment in Comment.objects.filter(commitment=commitment).select_related("author"):
-        items.append(
-            ConversationItem(
-                kind="comment", at=comment.created_at, by=comment.author, comment=comment
-            )
-        )
-    # Stable: what happened at the same instant keeps the order above.
-    return sorted(items, key=lambda item: item.at)
-
-
-@dataclass(frozen=True)
-class DeadlineChange:
-    """A deadline both people agreed, or that was asked: `how` is "asked"
-    (the deadline of the request as sent), "renegotiated" (the assigner
-    asked again with another), "proposal_accepted" (the assignee's
-    counter-proposal, accepted) or "extension_granted" (more time granted);
-    `deadline` None: no deadline. `previous`: the one it replaced (None for
-    "asked")."""
-
-    how: str
-    at: dt.datetime
-    deadline: dt.datetime | None
-    previous: dt.datetime | None
-    by: User | None
-
-
-_DEADLINE_MOVES: dict[str, str] = {
-    AuditAction.RENEGOTIATED: "renegotiated",
-    AuditAction.PROPOSAL_ACCEPTED: "proposal_accepted",
-    AuditAction.EXTENSION_GRANTED: "extension_granted",
-}
-_ASKED = (AuditAction.CREATED, AuditAction.SENT_FOR_HANDSHAKE)
-
-
-def _when(value: str | None) -> dt.datetime | None:
-    return dt.datetime.fromisoformat(value) if value else None
-
-
-def commitment_deadline_history(*, commitment: Commitment) -> list[DeadlineChange]:
-    """The deadlines of the commitment over time, the oldest first: the one
-    asked when it was sent (draft edits before are not shown), then each
-    renegotiation, accepted counter-proposal and granted extension that
-    changed it. Empty for a draft. From the diffs its audit trail keeps; one
-    query."""
-    events = list(
-        commitment_timeline(commitment=commitment).filter(action__in=[*_ASKED, *_TERMS_DIFFS])
-    )
-    # Walk back from the deadline now: before each change, its `previous`.
-    after: dict[Any, dt.datetime | None] = {}
-    deadline = commitment.deadline
-    for event in reversed(events):
-        after[event.pk] = deadline
-        key = _TERMS_DIFFS.get(event.action)
-        diff = (event.payload.get(key, {}) if key else event.payload) or {}
-        if event.action in _TERMS_DIFFS and "deadline" in diff:
-            deadline = _when((event.payload.get("previous") or {}).get("deadline"))
-    history: list[DeadlineChange] = []
-    for event in events:
-        if event.action in _ASKED:
-            if not history:
-                history.append(
-                    DeadlineChange("asked", event.occurred_at, after[event.pk], None, event.user)
-                )
-            continue
-        how = _DEADLINE_MOVES.get(event.action)
-        changes = event.payload.get("changes") or {}
-        if how is None or "deadline" not in changes or not history:
-            continue
-        history.append(
-            DeadlineChange(
-                how,
-                event.occurred_at,
-                after[event.pk],
-                _when((event.payload.get("previous") or {}).get("deadline")),
-                event.user,
-            )
-        )
-    return history
 
 
 def proposals_open_made_between(*, after: dt.datetime, before: dt.datetime) -> QuerySet[Proposal]:
