@@ -16,15 +16,17 @@ its answer to the arrival of what it caused:
 Every second it counts the rows still to deliver (outbox events not
 dispatched, nudges and webhooks not delivered nor failed): the backlog. It
 is **flat** when the least-squares slope of that count over the last half of
-the load is at most `--sustained-flat` (0.02) times the call rate, in rows a
-second: at 100 calls a second, a growth of at most 2 rows a second.
+the load is at most `--sustained-flat` (0.02) times the call rate, and at
+least 1, in rows a second: at 100 calls a second, a growth of at most 2 rows
+a second (the floor keeps a small queue's jitter at low rates from counting
+as growth).
 
 `--sustained-find` steps the rate up (times `--sustained-factor`) from
 `--sustained-start` until the backlog is not flat, and reports the highest
 rate at which it was.
 
 The load is a process of its own on the load's core (`python -m
-benchmarks.sustained generate SPEC`): asyncio on raw sockets, one connection
+benchmarks.sustained generate JOB`): asyncio on raw sockets, one connection
 a call, like benchmarks/load.py, noting each call's due time and the time it
 was answered (time.monotonic, the clock every process on the machine shares).
 """
@@ -53,6 +55,8 @@ INBOX, SYNC = "inbox", "sync"
 # (the call, what it causes): each call kind's deliveries.
 STREAMS = (("inbox", "nudge"), ("sync", "nudge"), ("sync", "webhook"))
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# The least slope (rows a second) that counts as growth, whatever the rate.
+FLAT_FLOOR = 1.0
 # The rows still to deliver. Held nudges (in a digest) count: they wait too.
 BACKLOG_SQL = """
 SELECT
@@ -135,38 +139,38 @@ def check_args(args: Any) -> None:
 # --- the load (its own process) -------------------------------------------------------
 
 
-def call_bodies(spec: dict, n: int) -> tuple[bytes, bytes]:
+def call_bodies(job: dict, n: int) -> tuple[bytes, bytes]:
     """The n-th inbox call's body (asking the people in turn) and the n-th
     completing sync's."""
     inbox = {
-        "assignerEmail": spec["assigner"],
-        "assigneeEmail": spec["person_email"].format(k=n % max(1, spec["people"])),
+        "assignerEmail": job["assigner"],
+        "assigneeEmail": job["person_email"].format(k=n % max(1, job["people"])),
         "description": "Benchmark commitment",
         "deadline": "2030-03-01T17:00:00Z",
-        "externalSystem": spec["system"],
-        "externalId": f"{spec['prefix']}in-{n}",
+        "externalSystem": job["system"],
+        "externalId": f"{job['prefix']}in-{n}",
     }
-    if not spec["people"]:
-        inbox["assigneeEmail"] = spec["assignee"]
+    if not job["people"]:
+        inbox["assigneeEmail"] = job["assignee"]
     sync = {
-        "externalSystem": spec["system"],
-        "externalId": f"{spec['prefix']}sync-{n}",
+        "externalSystem": job["system"],
+        "externalId": f"{job['prefix']}sync-{n}",
         "status": "Completed",
     }
     return json.dumps(inbox).encode(), json.dumps(sync).encode()
 
 
-def http_request(spec: dict, path: str, body: bytes) -> bytes:
+def http_request(job: dict, path: str, body: bytes) -> bytes:
     head = (
-        f"POST {path} HTTP/1.1\r\nHost: localhost:{spec['port']}\r\nConnection: close\r\n"
-        f"Authorization: Bearer {spec['token']}\r\nContent-Type: application/json\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: localhost:{job['port']}\r\nConnection: close\r\n"
+        f"Authorization: Bearer {job['token']}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
     )
     return head.encode() + body
 
 
-async def one_call(spec: dict, request: bytes) -> int:
-    reader, writer = await asyncio.open_connection("127.0.0.1", spec["port"])
+async def one_call(job: dict, request: bytes) -> int:
+    reader, writer = await asyncio.open_connection("127.0.0.1", job["port"])
     try:
         writer.write(request)
         head = await reader.readuntil(b"\r\n\r\n")
@@ -180,21 +184,21 @@ async def one_call(spec: dict, request: bytes) -> int:
         writer.close()
 
 
-async def generate(spec: dict) -> dict:
+async def generate(job: dict) -> dict:
     """Call i is due at start + i / rate: even i the (i // 2)-th inbox call,
     odd i the (i // 2)-th sync. Each call: [kind, n, due, answered, status]
     (status 0: no answer)."""
-    interval = 1.0 / spec["rate"]
-    slots = asyncio.Semaphore(spec.get("max_in_flight", 512))
+    interval = 1.0 / job["rate"]
+    slots = asyncio.Semaphore(job.get("max_in_flight", 512))
     calls: list[list] = []
     tasks = set()
     cpu0 = time.process_time()
     start = time.monotonic() + 0.05
-    end = start + spec["duration"]
+    end = start + job["duration"]
 
     async def run(kind: str, n: int, request: bytes, due: float) -> None:
         try:
-            status = await asyncio.wait_for(one_call(spec, request), spec.get("timeout", 30))
+            status = await asyncio.wait_for(one_call(job, request), job.get("timeout", 30))
         except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError):
             status = 0
         finally:
@@ -204,11 +208,11 @@ async def generate(spec: dict) -> dict:
     i = 0
     while (due := start + i * interval) < end:
         kind, n = (INBOX, i // 2) if i % 2 == 0 else (SYNC, i // 2)
-        inbox_body, sync_body = call_bodies(spec, n)
+        inbox_body, sync_body = call_bodies(job, n)
         request = (
-            http_request(spec, "/api/v1/inbox", inbox_body)
+            http_request(job, "/api/v1/inbox", inbox_body)
             if kind == INBOX
-            else http_request(spec, "/api/v1/sync", sync_body)
+            else http_request(job, "/api/v1/sync", sync_body)
         )
         delay = due - time.monotonic()
         if delay > 0:
@@ -351,11 +355,12 @@ def judge_flat(
     samples: Sequence[tuple[float, int]], start: float, end: float, rate: float, tolerance: float
 ) -> dict[str, Any]:
     """Flat: the slope of the backlog (rows) over the last half of the load
-    [start, end] is at most `tolerance` times the call rate (rows a second).
-    None (undecided) with fewer than 5 samples in that half."""
+    [start, end] is at most `tolerance` times the call rate, and at least
+    FLAT_FLOOR, rows a second. None (undecided) with fewer than 5 samples in
+    that half."""
     middle = start + (end - start) / 2
     half = [(t, float(rows)) for t, rows in samples if middle <= t <= end]
-    threshold = tolerance * rate
+    threshold = max(tolerance * rate, FLAT_FLOOR)
     trend = slope(half) if len(half) >= 5 else None
     return {
         "slope_rows_per_s": None if trend is None else round(trend, 2),
@@ -503,7 +508,7 @@ class Run:
         more_stage(bench, active=syncs_needed(rate, duration), prefix=f"{prefix}sync-")
         left = wait_for_empty_backlog(bench.database_url, args.sustained_wait)
         log(f"sustained {label}: {rate}/s for {duration} s (backlog before: {left} rows)")
-        spec = {
+        job = {
             "port": bench.ctx["port"],
             "token": bench.ctx["token"],
             "assigner": bench.ctx["assigner"],
@@ -516,7 +521,7 @@ class Run:
             "duration": duration,
         }
         sampler = Sampler(bench.database_url).start()
-        load = generate_in_process(args.load_cpu, spec)
+        load = generate_in_process(args.load_cpu, job)
         ids = commitment_ids(bench.database_url, prefix)
         streams, waited = self.wait_for_arrivals(load, ids, prefix, sampler)
         sampler.stop()
@@ -541,11 +546,12 @@ class Run:
             if count != seen:
                 seen, quiet_since = count, now
             empty = sampler.last() == 0
-            if not missing:
+            settled = now >= end + 1.5  # a sample after the load's end, at least
+            if settled and not missing:
                 all_since = all_since or now
                 if empty or now - all_since > 10:
                     break
-            if now > deadline or (empty and now - quiet_since > 3):
+            if settled and (now > deadline or (empty and now - quiet_since > 3)):
                 break
             time.sleep(0.5)
         return streams, round(time.monotonic() - end, 1)
@@ -631,16 +637,16 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds * 1000, 2)
 
 
-def generate_in_process(load_cpu: str, spec: dict) -> dict:
+def generate_in_process(load_cpu: str, job: dict) -> dict:
     """The load, a process of its own pinned to the load's core."""
     command = ["taskset", "-c", load_cpu, PYTHON, "-m", "benchmarks.sustained", "generate"]
     done = subprocess.run(  # noqa: S603
-        [*command, json.dumps(spec)],
+        [*command, json.dumps(job)],
         capture_output=True,
         text=True,
         check=True,
         cwd=ROOT,
-        timeout=spec["duration"] + 120,
+        timeout=job["duration"] + 120,
     )
     return json.loads(done.stdout)
 
@@ -813,6 +819,9 @@ def self_check() -> None:
     assert judge_flat(steady, 0, 60, 100, 0.02)["flat"] is True
     assert judge_flat(growing, 0, 60, 100, 0.02)["flat"] is False
     assert judge_flat(growing[:3], 0, 60, 100, 0.02)["flat"] is None
+    slow = [(t, 0.5 * t) for t in range(60)]  # under the floor: jitter at a low rate
+    assert judge_flat(slow, 0, 60, 2, 0.02)["flat"] is True
+    assert judge_flat([(t, 1.5 * t) for t in range(60)], 0, 60, 2, 0.02)["flat"] is False
     assert per_second([1, 2, 3, 9], 0, 4) == 0.8
     print("ok")
 
