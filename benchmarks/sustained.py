@@ -16,10 +16,10 @@ its answer to the arrival of what it caused:
 Every second it counts the rows still to deliver (outbox events not
 dispatched, nudges and webhooks not delivered nor failed): the backlog. It
 is **flat** when the least-squares slope of that count over the last half of
-the load is at most `--sustained-flat` (0.02) times the call rate, and at
-least 1, in rows a second: at 100 calls a second, a growth of at most 2 rows
-a second (the floor keeps a small queue's jitter at low rates from counting
-as growth).
+the load is at most `--sustained-flat` (0.02) times the call rate, in rows a
+second (at 100 calls a second, a growth of at most 2 rows a second), or
+within twice its standard error of zero (a small queue's jitter is not
+growth).
 
 `--sustained-find` steps the rate up (times `--sustained-factor`) from
 `--sustained-start` until the backlog is not flat, and reports the highest
@@ -55,8 +55,6 @@ INBOX, SYNC = "inbox", "sync"
 # (the call, what it causes): each call kind's deliveries.
 STREAMS = (("inbox", "nudge"), ("sync", "nudge"), ("sync", "webhook"))
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-# The least slope (rows a second) that counts as growth, whatever the rate.
-FLAT_FLOOR = 1.0
 # The rows still to deliver. Held nudges (in a digest) count: they wait too.
 BACKLOG_SQL = """
 SELECT
@@ -338,35 +336,43 @@ def latency_figures(latencies: list[float], missing: int) -> dict[str, float | N
     }
 
 
-def slope(points: Sequence[tuple[float, float]]) -> float | None:
-    """The least-squares slope of y over x; None with fewer than 2 points."""
-    if len(points) < 2:
-        return None
+def slope(points: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    """The least-squares slope of y over x and its standard error; None with
+    fewer than 3 points."""
     n = len(points)
+    if n < 3:
+        return None
     mean_x = sum(x for x, _ in points) / n
     mean_y = sum(y for _, y in points) / n
     var = sum((x - mean_x) ** 2 for x, _ in points)
     if var == 0:
         return None
-    return sum((x - mean_x) * (y - mean_y) for x, y in points) / var
+    b = sum((x - mean_x) * (y - mean_y) for x, y in points) / var
+    residuals = sum((y - mean_y - b * (x - mean_x)) ** 2 for x, y in points)
+    return b, math.sqrt(residuals / (n - 2) / var)
 
 
 def judge_flat(
     samples: Sequence[tuple[float, int]], start: float, end: float, rate: float, tolerance: float
 ) -> dict[str, Any]:
     """Flat: the slope of the backlog (rows) over the last half of the load
-    [start, end] is at most `tolerance` times the call rate, and at least
-    FLAT_FLOOR, rows a second. None (undecided) with fewer than 5 samples in
-    that half."""
+    [start, end] is at most `tolerance` times the call rate, rows a second,
+    or at most twice its standard error (growth is a trend beyond the
+    jitter). None (undecided) with fewer than 5 samples in that half."""
     middle = start + (end - start) / 2
     half = [(t, float(rows)) for t, rows in samples if middle <= t <= end]
-    threshold = max(tolerance * rate, FLAT_FLOOR)
-    trend = slope(half) if len(half) >= 5 else None
+    fit = slope(half) if len(half) >= 5 else None
+    if fit is None:
+        trend = error = threshold = None
+    else:
+        trend, error = fit
+        threshold = max(tolerance * rate, 2 * error)
     return {
         "slope_rows_per_s": None if trend is None else round(trend, 2),
-        "threshold_rows_per_s": round(threshold, 2),
+        "slope_error_rows_per_s": None if error is None else round(error, 2),
+        "threshold_rows_per_s": None if threshold is None else round(threshold, 2),
         "samples_in_last_half": len(half),
-        "flat": None if trend is None else trend <= threshold,
+        "flat": None if trend is None or threshold is None else trend <= threshold,
     }
 
 
@@ -756,8 +762,9 @@ def step_lines(figures: dict, inbox_peak: float | None = None) -> list[str]:
         + (": the missing ones may still come" if missing else "")
     )
     lines.append(
-        f"  backlog: {verdict}: slope over the last half {b['slope_rows_per_s']} rows/s "
-        f"(flat: <= {b['threshold_rows_per_s']}); before {b['before']}, max {b['max']}, "
+        f"  backlog: {verdict}: slope over the last half {b['slope_rows_per_s']} "
+        f"± {b['slope_error_rows_per_s']} rows/s (flat: <= {b['threshold_rows_per_s']}); "
+        f"before {b['before']}, max {b['max']}, "
         f"at the load's end {b['at_load_end']}; {drained}"
     )
     peak = f"; the inbox's closed-loop peak here {inbox_peak}/s" if inbox_peak else ""
@@ -813,15 +820,19 @@ def self_check() -> None:
     assert latency_figures([0.1] * 98, 2) == {"p50_s": 0.1, "p99_s": None, "max_s": None}
     assert latency_figures(list(range(1, 101)), 0) == {"p50_s": 50, "p99_s": 99, "max_s": 100}
     assert percentile([3.0], 99) == 3.0 and percentile([], 50) is None
-    assert slope([(0, 1), (1, 3), (2, 5)]) == 2.0 and slope([(0, 1)]) is None
+    assert slope([(0, 1), (1, 3), (2, 5)]) == (2.0, 0.0) and slope([(0, 1), (1, 2)]) is None
     steady = [(t, 100 + (5 if t % 2 else -5)) for t in range(60)]
     growing = [(t, 10 * t) for t in range(60)]
     assert judge_flat(steady, 0, 60, 100, 0.02)["flat"] is True
     assert judge_flat(growing, 0, 60, 100, 0.02)["flat"] is False
     assert judge_flat(growing[:3], 0, 60, 100, 0.02)["flat"] is None
-    slow = [(t, 0.5 * t) for t in range(60)]  # under the floor: jitter at a low rate
-    assert judge_flat(slow, 0, 60, 2, 0.02)["flat"] is True
-    assert judge_flat([(t, 1.5 * t) for t in range(60)], 0, 60, 2, 0.02)["flat"] is False
+    # A small queue's jitter at a low rate: a slope within its noise.
+    jitter = [(t, [0, 4, 1, 5, 0, 3, 2, 6][t % 8]) for t in range(24)]
+    judged = judge_flat(jitter, 0, 24, 2, 0.02)  # slope 0.16 ± 0.19, above 0.02 x 2
+    assert judged["flat"] is True and judged["slope_rows_per_s"] > 0.04
+    # A slow steady growth at a low rate: beyond the noise and the tolerance.
+    slow = [(t, 0.3 * t + [0, 1, 0, 1][t % 4]) for t in range(40)]
+    assert judge_flat(slow, 0, 40, 2, 0.02)["flat"] is False
     assert per_second([1, 2, 3, 9], 0, 4) == 0.8
     print("ok")
 
