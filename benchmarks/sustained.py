@@ -353,7 +353,7 @@ def slope(points: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
 
 
 def judge_flat(
-    samples: Sequence[tuple[float, int]], start: float, end: float, rate: float, tolerance: float
+    samples: Sequence[tuple[float, float]], start: float, end: float, rate: float, tolerance: float
 ) -> dict[str, Any]:
     """Flat: the slope of the backlog (rows) over the last half of the load
     [start, end] is at most `tolerance` times the call rate, rows a second,
