@@ -13,6 +13,11 @@ DJANGO_SETTINGS_MODULE=benchmarks.settings):
 - with `--gather`, the assigner's model key and a signed-in session (its
   cookie and CSRF token) for POST /api/gather.
 
+With `--more`, on a stage made already (the sustained run,
+benchmarks/sustained.py): `--people` verified people more to ask
+(`bench-person-<k>@example.com`), and `--active` Active commitments named
+`<--prefix><n>` for its completing syncs.
+
 Prints one JSON object on its last line.
 """
 
@@ -28,6 +33,7 @@ import django
 
 django.setup()
 
+from allauth.account.models import EmailAddress  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection  # noqa: E402
@@ -92,6 +98,49 @@ def the_commitments(assigner, assignee, active: int, completed: int) -> None:
     Commitment.objects.bulk_create(rows, batch_size=1000)
 
 
+PERSON_EMAIL = "bench-person-{k}@example.com"
+
+
+def person_email(k: int) -> str:
+    return PERSON_EMAIL.format(k=k)
+
+
+def more(people: int, active: int, prefix: str) -> dict:
+    """For the sustained run: `people` verified people to ask (bulk: no
+    password to hash, none signs in), and `active` Active commitments of the
+    assigner's named `<prefix><n>`."""
+    users = get_user_model().objects
+    assigner, assignee = users.get(email=ASSIGNER), users.get(email=ASSIGNEE)
+    if people:
+        made = []
+        for k in range(people):
+            person = get_user_model()(email=person_email(k))
+            person.set_unusable_password()
+            made.append(person)
+        users.bulk_create(made, batch_size=1000)
+        EmailAddress.objects.bulk_create(
+            [EmailAddress(user=p, email=p.email, verified=True, primary=True) for p in made],
+            batch_size=1000,
+        )
+    now = timezone.now()
+    Commitment.objects.bulk_create(
+        [
+            Commitment(
+                status=Status.ACTIVE,
+                external_id=f"{prefix}{n}",
+                assigner=assigner,
+                assignee=assignee,
+                description="Benchmark commitment",
+                external_system=SYSTEM,
+                activated_at=now,
+            )
+            for n in range(active)
+        ],
+        batch_size=1000,
+    )
+    return {"people": people, "person_email": PERSON_EMAIL, "active": active}
+
+
 def one_inbox_call_captured(token: str) -> tuple[list[str], str]:
     """The SQL of one real inbox call, through every middleware, as the load
     will make it: the second, whose token was used a moment ago (the first
@@ -137,9 +186,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--active", type=int, default=1000)
     parser.add_argument("--completed", type=int, default=200)
-    parser.add_argument("--receiver", required=True)
+    parser.add_argument("--receiver")
     parser.add_argument("--gather", action="store_true", help="A model key and a session.")
+    parser.add_argument("--more", action="store_true", help="More, on a stage made already.")
+    parser.add_argument("--people", type=int, default=0)
+    parser.add_argument("--prefix", default="more-")
     args = parser.parse_args()
+    if args.more:
+        print(json.dumps(more(args.people, args.active, args.prefix)))
+        return
+    if not args.receiver:
+        parser.error("--receiver is needed to make the stage")
 
     assigner, assignee, token = the_people(args.receiver)
     the_commitments(assigner, assignee, args.active, args.completed)

@@ -5,25 +5,30 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Receiver:
     """Answers POSTs 200, at once or `delay` seconds late when set (a slow or
     hanging receiver). Notes each POST's arrival and answer times and its
-    webhook id."""
+    webhook id. `on_post(arrival, body)`, when set, is called with each
+    POST's body as it has been read (the sustained run correlates them)."""
 
     def __init__(self) -> None:
         self.times: list[float] = []  # answered
         self.arrivals: list[float] = []  # arrived (an attempt made)
         self.ids: list[str] = []
         self.delay = 0.0
+        self.on_post: Callable[[float, bytes], None] | None = None
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 receiver.arrivals.append(time.monotonic())
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if receiver.on_post is not None:
+                    receiver.on_post(time.monotonic(), body)
                 if receiver.delay:
                     time.sleep(receiver.delay)
                 receiver.times.append(time.monotonic())

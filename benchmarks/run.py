@@ -34,6 +34,7 @@ if __name__ == "__main__" and not __package__:
 import psycopg
 import redis
 
+from benchmarks import sustained
 from benchmarks.harness import (
     ENDPOINTS,
     PYTHON,
@@ -384,6 +385,7 @@ def summarize(results: dict) -> str:
             f"{key}: {value.get('made')} in {value.get('seconds')} s = "
             f"{value.get('per_second')}/s{more}"
         )
+    lines += sustained.summary_lines(results)
     return "\n".join(lines)
 
 
@@ -392,7 +394,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--smoke", action="store_true", help="A short run (under a minute).")
     parser.add_argument("--duration", type=float, default=10.0, help="Seconds per measurement.")
     parser.add_argument("--concurrency", default="1,8,64")
-    parser.add_argument("--parts", default=",".join(ALL_PARTS), help=",".join(ALL_PARTS))
+    parser.add_argument(
+        "--parts",
+        default=",".join(ALL_PARTS),
+        help=",".join(ALL_PARTS) + " (all by default), and sustained (only when named)",
+    )
     parser.add_argument(
         "--rate-fraction",
         type=float,
@@ -419,6 +425,7 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--out", default=str(ROOT / "var" / "benchmarks" / "latest.json"))
     parser.add_argument("--keep", action="store_true", help="Keep the run's folder (logs).")
+    sustained.add_arguments(parser)
     args = parser.parse_args()
     if args.smoke:
         args.duration = min(args.duration, 1.5)
@@ -428,6 +435,7 @@ def parse_args() -> argparse.Namespace:
         args.drain_window = min(args.drain_window, 3.0)
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     args.parts = set(args.parts.split(","))
+    sustained.check_args(args)
     return args
 
 
@@ -531,6 +539,8 @@ def the_measurements(bench: Bench) -> None:
         pgbench(args, ctx, results, bench.database_url, bench.folder)
     if "worker" in args.parts:
         worker_rates(bench)
+    if "sustained" in args.parts:
+        sustained.sustained(bench)
 
 
 def main() -> None:
