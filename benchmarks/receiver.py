@@ -1,5 +1,6 @@
-"""The outbound webhooks' local receiver, for the benchmark (benchmarks/run.py)
-and the fault run (benchmarks/faults.py)."""
+"""The outbound webhooks' local receiver, for the benchmark (benchmarks/run.py),
+the fault run (benchmarks/faults.py) and the several-hosts run
+(benchmarks/hosts.py, where it listens on the hosts' bridge)."""
 
 from __future__ import annotations
 
@@ -11,23 +12,35 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Receiver:
     """Answers POSTs 200, at once or `delay` seconds late when set (a slow or
     hanging receiver). Notes each POST's arrival and answer times and its
-    webhook id."""
+    webhook id, and how many POSTs are in flight from each client address
+    (`in_flight_from`: on the bridge, which host is sending)."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
         self.times: list[float] = []  # answered
         self.arrivals: list[float] = []  # arrived (an attempt made)
         self.ids: list[str] = []
+        self.peers: list[str] = []  # the client address of each answered POST, as `ids`
         self.delay = 0.0
+        self.in_flight_from: dict[str, int] = {}
+        lock = threading.Lock()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 receiver.arrivals.append(time.monotonic())
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if receiver.delay:
-                    time.sleep(receiver.delay)
+                peer = self.client_address[0]
+                with lock:
+                    receiver.in_flight_from[peer] = receiver.in_flight_from.get(peer, 0) + 1
+                try:
+                    self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                    if receiver.delay:
+                        time.sleep(receiver.delay)
+                finally:
+                    with lock:
+                        receiver.in_flight_from[peer] -= 1
                 receiver.times.append(time.monotonic())
                 receiver.ids.append(self.headers.get("Webhook-Id") or "")
+                receiver.peers.append(peer)
                 try:
                     self.send_response(200)
                     self.send_header("Content-Length", "2")
@@ -39,7 +52,7 @@ class Receiver:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((host, 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
