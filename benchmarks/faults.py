@@ -133,29 +133,35 @@ class Postgres:
 
 
 class Redis:
-    """redis-server as a child process, no persistence: a stop loses its queues."""
+    """redis-server as a child process, no persistence: a stop loses its queues.
+    On `host` (127.0.0.1; benchmarks/hosts.py: a host's bridge address),
+    started through `prefix` (there: `ip netns exec <host>`)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, host: str = "127.0.0.1", prefix: tuple[str, ...] = ()) -> None:
         self.port = free_port()
         self.folder = folder
+        self.host, self.prefix = host, prefix
         self.proc: subprocess.Popen | None = None
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.url = f"redis://{host}:{self.port}/0"
 
     def start(self) -> None:
         out = (self.folder / "redis.log").open("ab")
         self.proc = subprocess.Popen(  # noqa: S603
             [
+                *self.prefix,
                 shutil.which("redis-server") or "redis-server",
                 "--port",
                 str(self.port),
                 "--bind",
-                "127.0.0.1",
+                self.host,
                 "--save",
                 "",
                 "--appendonly",
                 "no",
                 "--daemonize",
                 "no",
+                # Elsewhere than loopback (a private bridge) it needs no password.
+                *(("--protected-mode", "no") if self.host != "127.0.0.1" else ()),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -165,7 +171,7 @@ class Redis:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
-                redis.Redis(port=self.port, socket_timeout=1).ping()
+                redis.Redis(host=self.host, port=self.port, socket_timeout=1).ping()
                 return
             except redis.RedisError:
                 time.sleep(0.1)

@@ -1,8 +1,11 @@
-"""A mail server on loopback that accepts every message, for the sustained
-run (benchmarks/sustained.py): the worker sends its nudges to it over real
-SMTP (Django's SMTP backend, as production does), and it notes each
-message's arrival time (time.monotonic, the clock every process on the
-machine shares) and its bytes.
+"""A mail server that accepts every message, for the sustained run
+(benchmarks/sustained.py) and the several-hosts run (benchmarks/hosts.py):
+the workers send their nudges to it over real SMTP (Django's SMTP backend,
+as production does). It keeps no mail, only each message's Message-ID (a
+nudge's is `<nudge-<delivery id>@...>`, the same on every attempt: a second
+copy is a duplicate send of one delivery), the client's address (which host
+sent it) and its arrival time (time.monotonic, the clock every process on the
+machine shares); `on_message(arrival, data)` sees each message's bytes.
 
 Plain SMTP (RFC 5321) without TLS or authentication: EHLO/HELO, MAIL, RCPT,
 DATA (the lone dot ends it; a leading dot is unstuffed), RSET, NOOP, QUIT.
@@ -15,16 +18,23 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from email.parser import BytesHeaderParser
 
 MAX_LINE = 1 << 20  # bytes a line may have (a mail's lines are at most 998)
 
 
 class SmtpSink:
-    """Accepts every message; `messages` holds (arrival, bytes) of each, and
-    `on_message(arrival, data)`, when set, is called with each as it comes."""
+    """Accepts every message on `host`; `messages` holds each one's
+    {"message_id", "peer", "time"}, and `on_message(arrival, data)`, when
+    set, is called with each as it comes."""
 
-    def __init__(self, on_message: Callable[[float, bytes], None] | None = None) -> None:
-        self.messages: list[tuple[float, bytes]] = []
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        on_message: Callable[[float, bytes], None] | None = None,
+    ) -> None:
+        self.messages: list[dict] = []
+        self.host = host
         self.on_message = on_message
         self.sessions = 0
         self.loop = asyncio.new_event_loop()
@@ -34,7 +44,7 @@ class SmtpSink:
         def serve() -> None:
             asyncio.set_event_loop(self.loop)
             server = self.loop.run_until_complete(
-                asyncio.start_server(self._session, "127.0.0.1", 0, limit=MAX_LINE)
+                asyncio.start_server(self._session, host, 0, limit=MAX_LINE)
             )
             self.port = server.sockets[0].getsockname()[1]
             self._server = server
@@ -73,7 +83,7 @@ class SmtpSink:
                     data = await read_data(reader)
                     if data is None:
                         return
-                    self._keep(time.monotonic(), data)
+                    self._keep(time.monotonic(), data, writer.get_extra_info("peername")[0])
                     writer.write(b"250 OK queued\r\n")
                 elif verb == b"QUIT":
                     writer.write(b"221 Bye\r\n")
@@ -87,8 +97,11 @@ class SmtpSink:
         finally:
             writer.close()
 
-    def _keep(self, arrival: float, data: bytes) -> None:
-        self.messages.append((arrival, data))
+    def _keep(self, arrival: float, data: bytes, peer: str) -> None:
+        headers = BytesHeaderParser().parsebytes(data, headersonly=True)
+        self.messages.append(
+            {"message_id": headers.get("Message-ID", ""), "peer": peer, "time": arrival}
+        )
         if self.on_message is not None:
             self.on_message(arrival, data)
 
