@@ -44,7 +44,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -66,7 +66,7 @@ SITE_URL = "https://commitments.example.com"
 MAX_IMAGE_BYTES = 450 * 1000 * 1000
 
 
-def unavailable(reason: str) -> None:
+def unavailable(reason: str) -> NoReturn:
     if REQUIRE_SERVICES:
         pytest.fail(reason)
     pytest.skip(reason)
@@ -461,7 +461,7 @@ def test_an_inbox_call_is_a_nudge_delivered_over_smtp(stack):
     print(f"nudge delivered {mail.received_at - sent:.1f} s after the 201")
     assert mail.recipients == [ASSIGNEE]
     assert mail.sender == "noreply@example.com"
-    text = mail.message.get_body(("plain",)).get_content()  # type: ignore[union-attr]  # a nudge has a plain part
+    text = mail.message.get_body(("plain",)).get_content()
     assert payload["description"] in text
     assert f"{SITE_URL}/" in text and "127.0.0.1" not in text and "localhost" not in text
     import psycopg

@@ -46,7 +46,7 @@ class SmtpSink:
 
             def handle(self) -> None:
                 self.reply("220 sink.localhost ESMTP test sink")
-                sender, recipients = "", []
+                sender, recipients = "", list[str]()
                 while True:
                     raw = self.rfile.readline()
                     if not raw:
@@ -59,7 +59,7 @@ class SmtpSink:
                     elif verb == "HELO":
                         self.reply("250 sink.localhost")
                     elif verb == "MAIL":
-                        sender, recipients = _address(command), []
+                        sender, recipients = _address(command), list[str]()
                         self.reply("250 OK")
                     elif verb == "RCPT":
                         recipients.append(_address(command))
@@ -76,13 +76,13 @@ class SmtpSink:
                         message = message_from_bytes(b"".join(lines), policy=policy.default)
                         with sink._cond:
                             sink.messages.append(
-                                Delivered(sender, recipients, message, time.monotonic())  # type: ignore[arg-type]  # policy.default parses to EmailMessage
+                                Delivered(sender, recipients, message, time.monotonic())
                             )
                             sink._cond.notify_all()
                         self.reply("250 OK: queued")
                     elif verb in ("RSET", "NOOP"):
                         if verb == "RSET":
-                            sender, recipients = "", []
+                            sender, recipients = "", list[str]()
                         self.reply("250 OK")
                     elif verb == "QUIT":
                         self.reply("221 Bye")
