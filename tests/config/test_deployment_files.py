@@ -469,6 +469,23 @@ def test_it_installs_the_runtime_lock_with_hashes(dockerfile):
         assert f"\n{dev_tool}==" not in lock_text
 
 
+def test_the_dependencies_are_installed_before_any_code_is_copied(dockerfile):
+    """The build's cache: a change of the project's code rebuilds the layers
+    from its first COPY on, never the dependencies (the lock's layer and the
+    venv come first in both stages)."""
+    index = {i: (k, a) for i, (k, a) in enumerate(dockerfile)}
+    install = next(i for i, (k, a) in index.items() if k == "RUN" and "pip install" in a)
+    lock = next(i for i, (k, a) in index.items() if k == "COPY" and "requirements.lock" in a)
+    venv = next(i for i, (k, a) in index.items() if k == "COPY" and a.startswith("--from"))
+    code = [
+        i
+        for i, (k, a) in index.items()
+        if k == "COPY" and not a.startswith("--from") and "requirements" not in a
+    ]
+
+    assert lock < install < venv < min(code)
+
+
 def test_no_installer_is_left_in_the_runtime_image(dockerfile):
     """pip and setuptools (about 23 MB in the venv, with their bytecode) have no
     use at run time: the build stage removes them from the venv before it is
