@@ -55,6 +55,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 if __name__ == "__main__" and not __package__:
     # Run as a script, benchmarks/ is the first entry of sys.path.
@@ -63,6 +64,7 @@ if __name__ == "__main__" and not __package__:
     reexec_as_module("benchmarks.scale")
 
 import psycopg
+from psycopg import sql as pgsql
 
 from benchmarks.harness import (
     PYTHON,
@@ -90,6 +92,7 @@ FILLED = (
     "commitments_outboxevent",
     "notifications_nudgedelivery",
 )
+COUNT = pgsql.SQL("SELECT count(*) FROM {}")
 EXPLAINED = ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE")
 AUDIT_PER_COMMITMENT = 5
 PLANTED = 5  # of each kind of due work, at every size
@@ -331,7 +334,7 @@ def outer(args: argparse.Namespace) -> None:
             for statement in filter(str.strip, PLANT_NOW.split(";\n")):
                 conn.execute(statement, {"k": PLANTED})
             counts = {
-                table: conn.execute(f"SELECT count(*) FROM {table}")  # noqa: S608 (our names).fetchone()[0]  # type: ignore[index]
+                table: conn.execute(COUNT.format(pgsql.Identifier(table))).fetchone()[0]  # type: ignore[index]
                 for table in FILLED
             }
         out = folder / f"inner-{n}.json"
@@ -572,8 +575,9 @@ def inner(args: argparse.Namespace) -> None:
     staff.force_login(operator)
     audit = "/admin/audit/auditevent/"
     some_subject = actors["typical"].commitment.pk
-    tomorrow = timezone.localdate() + dt.timedelta(days=1)
-    week_ago = tomorrow - dt.timedelta(days=8)
+    # Aware bounds, as the admin's own "Past 7 days" link gives them.
+    today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+    tomorrow, week_ago = today + dt.timedelta(days=1), today - dt.timedelta(days=7)
     measurements += [
         ("admin audit list", None, lambda: page(staff, audit)),
         ("admin audit ?action", None, lambda: page(staff, audit + "?action=completed")),
@@ -584,7 +588,10 @@ def inner(args: argparse.Namespace) -> None:
             lambda: page(
                 staff,
                 audit
-                + f"?occurred_at__gte={week_ago:%Y-%m-%d}&occurred_at__lt={tomorrow:%Y-%m-%d}",
+                + "?"
+                + urlencode({"occurred_at__gte": f"{week_ago:%Y-%m-%d %H:%M:%S%z}"})
+                + "&"
+                + urlencode({"occurred_at__lt": f"{tomorrow:%Y-%m-%d %H:%M:%S%z}"}),
             ),
         ),
         ("admin audit ?q=subject id", None, lambda: page(staff, audit + f"?q={some_subject}")),
