@@ -153,6 +153,21 @@ class Commitment(models.Model):
                 fields=["assignee", "status", "-updated_at", "-id"],
                 name="cmt_assignee_st_changed_idx",
             ),
+            # The reminders (notifications.selectors.reminders_due): Active
+            # ones by deadline (due soon, overdue), requests waiting for
+            # their handshake by when they were sent. Without them each run
+            # read the whole table (benchmarks/scale.py); partial, so they
+            # hold a fifth and a tenth of the rows.
+            models.Index(
+                fields=["deadline"],
+                condition=Q(status=Status.ACTIVE),
+                name="cmt_active_deadline_idx",
+            ),
+            models.Index(
+                fields=["updated_at"],
+                condition=Q(status=Status.PENDING_HANDSHAKE),
+                name="cmt_waiting_changed_idx",
+            ),
         ]
 
     def __str__(self) -> str:

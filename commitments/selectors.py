@@ -19,6 +19,7 @@ from django.db.models import (
     Exists,
     ExpressionWrapper,
     F,
+    Max,
     OuterRef,
     Q,
     QuerySet,
@@ -160,10 +161,30 @@ def accord_section(
     return rows.order_by("-updated_at", "pk")
 
 
-def accord_people(*, user: User) -> QuerySet[User]:
-    """Who has asked `user` something (for the Accord's filter by person)."""
-    asked_by = commitment_list_for_assignee(user=user).values("assigner_id")
-    return get_user_model().objects.filter(pk__in=asked_by).order_by("display_name", "email")
+# The most people the Accord's filter by person offers.
+ACCORD_PEOPLE_MAX = 50
+
+
+def accord_people(
+    *, user: User, including: uuid.UUID | None = None, limit: int = ACCORD_PEOPLE_MAX
+) -> QuerySet[User]:
+    """Who has asked `user` something, for the Accord's filter by person: the
+    `limit` who asked most recently, and `including` (the person filtered
+    by) when they asked anything, by name. Not everyone who ever asked: for
+    a person asked by thousands the list was most of the page and grew with
+    every request (benchmarks/scale.py); a filter is for the people of the
+    moment. One query."""
+    asked = Commitment.objects.filter(assignee=user).exclude(status=Status.DRAFT)
+    recent = (
+        asked.values("assigner_id")
+        .annotate(latest=Max("created_at"))
+        .order_by("-latest", "assigner_id")
+        .values("assigner_id")[:limit]
+    )
+    chosen = Q(pk__in=recent)
+    if including is not None:
+        chosen |= Q(pk=including, pk__in=asked.values("assigner_id"))
+    return get_user_model().objects.filter(chosen).order_by("display_name", "email")
 
 
 @dataclass(frozen=True)

@@ -178,7 +178,9 @@ def accord(request: AuthenticatedRequest) -> HttpResponse:
     since the previous look is marked."""
     last_seen = services.accord_visit_record(user=request.user, now=timezone.now())
     context = _accord_context(request, last_seen=last_seen)
-    context["people"] = selectors.accord_people(user=request.user)
+    filtered = AccordFilter(request.GET)
+    person = filtered.cleaned_data["person"] if filtered.is_valid() else None
+    context["people"] = selectors.accord_people(user=request.user, including=person)
     return render(request, "commitments/accord.html", context)
 
 
