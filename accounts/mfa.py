@@ -11,10 +11,13 @@ copy of the database alone yields neither (docs/security.md, "Second factor").
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from allauth.account.authentication import get_authentication_records
 from allauth.mfa.adapter import DefaultMFAAdapter
 from allauth.mfa.models import Authenticator
 from allauth.mfa.utils import is_mfa_enabled
+from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.http import HttpRequest
@@ -41,11 +44,22 @@ class MFAAdapter(DefaultMFAAdapter):
         # The name an authenticator app shows beside the code.
         return SERVICE_NAME
 
+    def get_public_key_credential_rp_entity(self) -> dict[str, str]:
+        # The WebAuthn relying party is the service's own host (SITE_URL), not
+        # whatever Host header a request came with: a key made for the service
+        # works at its address only, and the browser refuses it elsewhere.
+        return {"id": urlsplit(settings.SITE_URL).hostname or "", "name": SERVICE_NAME}
+
+
+# The factors that count as a second factor; recovery codes alone do not
+# (allauth makes them with one, as the way back when it is lost).
+SECOND_FACTOR_TYPES = [Authenticator.Type.TOTP, Authenticator.Type.WEBAUTHN]
+
 
 def user_has_second_factor(user: AbstractBaseUser) -> bool:
     """True when the person signs in with a second factor (an authenticator
-    app; recovery codes alone do not count, allauth makes them with one)."""
-    return is_mfa_enabled(user, types=[Authenticator.Type.TOTP])
+    app, a security key or a passkey)."""
+    return is_mfa_enabled(user, types=SECOND_FACTOR_TYPES)
 
 
 def session_used_second_factor(request: HttpRequest) -> bool:

@@ -17,4 +17,8 @@ urlpatterns = [
         views.generate_recovery_codes,
         name="mfa_generate_recovery_codes",
     ),
+    path("2fa/webauthn/", views.second_factor_index, name="mfa_list_webauthn"),
+    path("2fa/webauthn/add/", views.add_webauthn, name="mfa_add_webauthn"),
+    path("2fa/webauthn/keys/<int:pk>/edit/", views.edit_webauthn, name="mfa_edit_webauthn"),
+    path("2fa/webauthn/keys/<int:pk>/remove/", views.remove_webauthn, name="mfa_remove_webauthn"),
 ]

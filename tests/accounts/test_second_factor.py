@@ -44,6 +44,19 @@ def give_totp(user) -> tuple[pyotp.TOTP, list[str]]:
     return pyotp.TOTP(secret), codes
 
 
+def give_security_key(user, name: str, passkey: bool = True) -> Authenticator:
+    """A WebAuthn row as the Security page reads it (its name and whether the
+    key said it is a passkey); the credential itself is not parsed there."""
+    return Authenticator.objects.create(
+        user=user,
+        type=Authenticator.Type.WEBAUTHN,
+        data={
+            "name": name,
+            "credential": {"clientExtensionResults": {"credProps": {"rk": passkey}}},
+        },
+    )
+
+
 def actions_of(user) -> list[str]:
     return list(
         AuditEvent.objects.filter(subject_id=user.pk)
@@ -222,8 +235,9 @@ def test_removing_a_factor_nobody_has_changes_nothing(assigner):
     ).exists()
 
 
-# The session, the user, the Accord's waiting count in the layout, the factors (one).
-SECURITY_QUERIES = 4
+# The session, the user, the Accord's waiting count in the layout, the factors
+# (one, however many keys), the account's connections, the providers.
+SECURITY_QUERIES = 6
 
 
 @pytest.mark.parametrize("with_factor", [False, True])
@@ -232,6 +246,8 @@ def test_the_security_page_takes_its_budget_of_queries(
 ):
     if with_factor:
         give_totp(assigner)
+        for name in ("Desk key", "Laptop"):
+            give_security_key(assigner, name)
     client.force_login(assigner)
     client.get(SECURITY)  # warm: content types, the session's first read
 
