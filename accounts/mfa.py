@@ -71,6 +71,23 @@ def session_used_second_factor(request: HttpRequest) -> bool:
     )
 
 
+def session_signed_in_with_mfa_provider(request: HttpRequest) -> bool:
+    """True when this session's sign-in (or a re-authentication in it) went
+    through an enabled SSO provider the operator marked as enforcing a second
+    factor of its own (SsoProvider.enforces_mfa): its sign-in counts as one
+    for the admin (docs/security.md, "Staff and the admin")."""
+    from accounts.models import SsoProvider
+
+    slugs = {
+        str(record.get("provider"))
+        for record in get_authentication_records(request, request.user)
+        if record.get("method") == "socialaccount" and record.get("provider")
+    }
+    return bool(slugs) and (
+        SsoProvider.objects.filter(slug__in=slugs, enabled=True, enforces_mfa=True).exists()
+    )
+
+
 # The keys of Authenticator.data that hold a value encrypted by MFAAdapter.
 ENCRYPTED_KEYS = ("secret", "seed")
 

@@ -79,6 +79,7 @@ def sso_provider_add(
     domains: list[str],
     trusted_for_domain_addresses: bool,
     actor: Actor,
+    enforces_mfa: bool = False,
 ) -> SsoProvider:
     """Register an OpenID Connect provider (enabled), its secret encrypted, and
     audit it; the payload names the provider, never its secret."""
@@ -103,6 +104,7 @@ def sso_provider_add(
         client_secret=client_secret,
         domains=domains,
         trusted_for_domain_addresses=trusted_for_domain_addresses,
+        enforces_mfa=enforces_mfa,
     )
     try:
         provider.full_clean()
@@ -123,6 +125,7 @@ def sso_provider_add(
                 "clientId": provider.client_id,
                 "domains": provider.domains,
                 "trustedForDomainAddresses": provider.trusted_for_domain_addresses,
+                "enforcesMfa": provider.enforces_mfa,
             },
         )
     return provider
