@@ -13,7 +13,7 @@ from allauth.mfa.models import Authenticator
 from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from accounts.models import SsoProvider
+from accounts.models import SsoProvider, email_domain
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -163,3 +163,19 @@ def sso_connections_of(*, user: User) -> SsoConnections:
         names[slug] = name
         offered = offered or enabled
     return SsoConnections(offered=offered, linked=[names.get(slug, slug) for slug in ids])
+
+
+def invitation_sso_hint(email: str) -> str | None:
+    """What an invitation to this address (its mail, and the sign-up page its
+    link opens) says when the address's domain must sign in with an SSO
+    provider: to sign in with that provider, not to sign up with a password;
+    None when the domain has no provider."""
+    provider = enforcing_provider(email) if "@" in email else None
+    if provider is None:
+        return None
+    domain = email_domain(email)
+    return (
+        f'People at {domain} sign in with {provider.name}: choose "Sign in with '
+        f'{provider.name}" (no password to make here), and what was sent to {email.strip()} '
+        "waits for you."
+    )

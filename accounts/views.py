@@ -25,6 +25,7 @@ from accounts.forms import ProfileForm
 from accounts.reauth import recent_sign_in_required
 from accounts.requests import AuthenticatedRequest
 from accounts.selectors import (
+    invitation_sso_hint,
     second_factors_of,
     sso_connections_of,
     user_has_verified_primary_email,
@@ -127,6 +128,21 @@ def _local_path(request: HttpRequest, url: str | None) -> str | None:
 
 
 login = LoginView.as_view()
+
+
+class SignupView(allauth_views.SignupView):
+    """allauth's sign-up page. An invitation's link opens it with the invited
+    address filled in (`?email=`): when that address's domain must sign in
+    with an SSO provider, the page says so first (a password sign-up would be
+    refused)."""
+
+    def get_context_data(self, **kwargs) -> dict:
+        context = super().get_context_data(**kwargs)
+        context["sso_hint"] = invitation_sso_hint(str(self.request.GET.get("email") or ""))
+        return context
+
+
+signup = SignupView.as_view()
 
 
 class EmailView(allauth_views.EmailView):

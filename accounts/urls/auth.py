@@ -6,6 +6,7 @@ from accounts import views
 
 urlpatterns = [
     path("login/", views.login, name="account_login"),
+    path("signup/", views.signup, name="account_signup"),
     path("email/", views.email, name="account_email"),
     path("confirm-email/", views.email_verification_code, name="account_email_verification_sent"),
     # allauth.mfa's pages that change a factor, behind accounts.reauth.

@@ -395,3 +395,25 @@ def test_add_sso_provider_marks_a_provider_that_enforces_mfa(issuer):
     assert out.getvalue().strip().splitlines()[-1].endswith("/accounts/oidc/okta/login/callback/")
     event = AuditEvent.objects.get(action=AuditAction.SSO_PROVIDER_ADDED)
     assert event.payload["enforcesMfa"] is True
+
+
+def test_an_invitation_to_a_providers_domain_opens_a_page_that_says_to_sign_in_with_it(
+    client, acme
+):
+    # The invitation's link: the sign-up page with the invited address filled in.
+    page = client.get("/accounts/signup/?" + "email=new%40acme.example").content.decode()
+
+    assert html.unescape(page).count('People at acme.example sign in with Acme SSO') == 1
+    assert "Sign in with Acme SSO" in page
+    elsewhere = client.get("/accounts/signup/?email=new%40elsewhere.example").content.decode()
+    assert "People at" not in elsewhere
+
+
+def test_the_invitation_hint_names_the_provider_only_for_its_domains(acme):
+    from accounts.selectors import invitation_sso_hint
+
+    hint = invitation_sso_hint("Pat@ACME.example")
+    assert hint is not None and "Sign in with Acme SSO" in hint
+    assert invitation_sso_hint("pat@elsewhere.example") is None
+    SsoProvider.objects.filter(pk=acme.pk).update(enabled=False)
+    assert invitation_sso_hint("pat@acme.example") is None
