@@ -17,7 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from audit.models import AuditAction, AuditEvent
-from lib.crypto import decrypt_str
+from lib.crypto import DecryptionError, decrypt_str
 from tests.harness.api import PASSWORD, age_the_sign_in, sign_in
 
 pytestmark = pytest.mark.django_db
@@ -277,3 +277,32 @@ def test_reencrypt_secrets_rewrites_the_factors_under_the_newest_key(assigner, s
     again = io.StringIO()
     call_command("reencrypt_secrets", stdout=again)
     assert "Re-encrypted 0 secret(s) under the newest key; 2 already were" in again.getvalue()
+
+
+def test_no_recovery_code_is_stored_in_plaintext_or_readable_without_the_key(
+    client, assigner, settings
+):
+    # allauth keeps a seed the codes are derived from (docs/security.md, "What
+    # is stored"): the database holds neither a code nor the seed in clear,
+    # and a copy of it without FIELD_ENCRYPTION_KEYS yields no code.
+    from cryptography.fernet import Fernet
+    from django.contrib.sessions.models import Session
+    from django.db import connection
+
+    _, codes = give_totp(assigner)
+    password_step(client, assigner)
+    assert client.post(AUTHENTICATE, {"code": codes[0]}).status_code == 302
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT data FROM mfa_authenticator")
+        stored = " ".join(str(row[0]) for row in cursor.fetchall())
+    sessions = " ".join(str(s.get_decoded()) for s in Session.objects.all())
+    for code in codes:
+        assert code not in stored and code not in sessions
+    row = Authenticator.objects.get(user_id=assigner.pk, type=Authenticator.Type.RECOVERY_CODES)
+    seed = decrypt_str(row.data["seed"])
+    assert seed not in stored
+
+    settings.FIELD_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]  # a copy, not the key
+    with pytest.raises(DecryptionError):
+        RecoveryCodes(row).generate_codes()

@@ -403,7 +403,7 @@ def test_an_invitation_to_a_providers_domain_opens_a_page_that_says_to_sign_in_w
     # The invitation's link: the sign-up page with the invited address filled in.
     page = client.get("/accounts/signup/?" + "email=new%40acme.example").content.decode()
 
-    assert html.unescape(page).count('People at acme.example sign in with Acme SSO') == 1
+    assert html.unescape(page).count("People at acme.example sign in with Acme SSO") == 1
     assert "Sign in with Acme SSO" in page
     elsewhere = client.get("/accounts/signup/?email=new%40elsewhere.example").content.decode()
     assert "People at" not in elsewhere
