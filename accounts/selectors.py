@@ -99,8 +99,9 @@ def second_factors_of(*, user: User) -> SecondFactors:
 def recovery_codes_left(codes: Authenticator) -> int:
     """Unused recovery codes, counted from the row's mask of used ones (so
     the codes are never derived here)."""
-    used = bin(codes.data.get("used_mask", 0)).count("1")
-    return max(allauth_mfa_settings.RECOVERY_CODE_COUNT - used, 0)
+    used = bin(int(codes.data.get("used_mask", 0))).count("1")
+    count: int = allauth_mfa_settings.RECOVERY_CODE_COUNT
+    return max(count - used, 0)
 
 
 def enforcing_provider(email: str) -> SsoProvider | None:

@@ -43,11 +43,11 @@ def user_email_mark_verified(*, user: User) -> EmailAddress:
 
 @transaction.atomic
 def user_second_factors_remove(*, user: User, reason: str) -> list[str]:
-    """Remove every second factor of the user (authenticator app, recovery
-    codes), for a person who lost theirs: they sign in with the password alone
-    and set up a new one. An operator's act, recorded on the audit trail with
-    the reason given. Returns the types removed (empty: there were none, and
-    nothing is recorded)."""
+    """Remove every second factor of the user (authenticator app, security
+    keys and passkeys, recovery codes), for a person who lost theirs: they
+    sign in with the password alone and set up a new one. An operator's act,
+    recorded on the audit trail with the reason given. Returns the types
+    removed (empty: there were none, and nothing is recorded)."""
     factors = list(
         Authenticator.objects.select_for_update().filter(user_id=user.pk).order_by("type")
     )

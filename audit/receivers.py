@@ -75,7 +75,7 @@ def sign_in_how(request: HttpRequest | None) -> dict[str, str | None]:
     sign-in URL; SSO only) and `second_factor` (the type of the factor given
     after the first step: "totp", "webauthn", "recovery_codes"; None when
     none was asked)."""
-    records = []
+    records: list[dict[str, Any]] = []
     if request is not None and hasattr(request, "session"):
         records = request.session.get(AUTHENTICATION_METHODS_SESSION_KEY) or []
     second: str | None = None

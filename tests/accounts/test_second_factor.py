@@ -225,6 +225,18 @@ def test_an_operator_removes_a_lost_factor_with_a_reason_on_the_audit_trail(assi
     assert event.subject_id == assigner.pk
 
 
+def test_an_operator_removes_lost_security_keys_and_passkeys_too(assigner, settings):
+    give_security_key(assigner, "Laptop", passkey=True)
+    give_security_key(assigner, "Desk key", passkey=False)
+    RecoveryCodes.activate(assigner)
+
+    call_command("remove_second_factor", assigner.email, "--reason", "ticket 44: lost bag")
+
+    assert not Authenticator.objects.filter(user_id=assigner.pk).exists()
+    event = AuditEvent.objects.get(action=AuditAction.SECOND_FACTOR_RESET_BY_OPERATOR)
+    assert event.payload["factors"] == ["recovery_codes", "webauthn", "webauthn"]
+
+
 def test_removing_a_factor_nobody_has_changes_nothing(assigner):
     with pytest.raises(CommandError, match="has no second factor"):
         call_command("remove_second_factor", assigner.email, "--reason", "ticket 43")
