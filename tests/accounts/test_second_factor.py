@@ -138,6 +138,10 @@ def test_sign_in_asks_for_the_code_after_the_password(client, assigner):
     right = client.post(AUTHENTICATE, {"code": app.now()})
     assert right.status_code == 302 and right["Location"] == "/"
     assert client.get(SECURITY).status_code == 200
+    # The audit trail says how: a password, then the app.
+    signed_in = AuditEvent.objects.get(action=AuditAction.USER_SIGNED_IN)
+    assert signed_in.payload["method"] == "password"
+    assert signed_in.payload["second_factor"] == "totp"
 
 
 def test_a_recovery_code_signs_in_once(client, assigner):
@@ -174,6 +178,29 @@ def test_changing_a_factor_after_an_old_sign_in_asks_to_reauthenticate_first(
     assert refused.status_code == 302
     after = sorted(Authenticator.objects.filter(user_id=assigner.pk).values_list("pk", "data"))
     assert after == before
+
+
+@pytest.mark.parametrize("action", ["add", "remove"])
+def test_adding_or_removing_a_key_after_an_old_sign_in_asks_to_reauthenticate_first(
+    client, assigner, settings, action
+):
+    sign_in(client, assigner)
+    key = give_security_key(assigner, "Laptop")
+    path = {
+        "add": "/accounts/2fa/webauthn/add/",
+        "remove": f"/accounts/2fa/webauthn/keys/{key.pk}/remove/",
+    }[action]
+    age_the_sign_in(client, settings.ACCOUNT_REAUTHENTICATION_TIMEOUT + 1)
+
+    response = client.get(path)
+    assert response.status_code == 302
+    assert response["Location"].endswith(f"?next={quote(path, safe='')}")
+    # A stale POST is refused and changes nothing.
+    refused = client.post(path, {"name": "Another", "credential": "{}"})
+    assert refused.status_code == 302
+    assert list(Authenticator.objects.filter(user_id=assigner.pk).values_list("pk", flat=True)) == [
+        key.pk
+    ]
 
 
 def test_the_code_counts_as_reauthentication_for_tokens(client, assigner, settings):
