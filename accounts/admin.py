@@ -230,6 +230,7 @@ class SsoProviderAdminForm(forms.ModelForm):
             "client_secret",
             "domains",
             "trusted_for_domain_addresses",
+            "enforces_mfa",
             "enabled",
         )
 
@@ -259,8 +260,15 @@ class SsoProviderAdminForm(forms.ModelForm):
 @admin.register(SsoProvider)
 class SsoProviderAdmin(AuditedAdminMixin, admin.ModelAdmin):
     form = SsoProviderAdminForm
-    list_display = ("name", "issuer", "enabled", "trusted_for_domain_addresses", "domain_list")
-    list_filter = ("enabled", "trusted_for_domain_addresses")
+    list_display = (
+        "name",
+        "issuer",
+        "enabled",
+        "trusted_for_domain_addresses",
+        "enforces_mfa",
+        "domain_list",
+    )
+    list_filter = ("enabled", "trusted_for_domain_addresses", "enforces_mfa")
     readonly_fields = ("redirect_uri_to_register", "created_at", "updated_at")
     prepopulated_fields = {"slug": ("name",)}
 

@@ -11,10 +11,13 @@ copy of the database alone yields neither (docs/security.md, "Second factor").
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from allauth.account.authentication import get_authentication_records
 from allauth.mfa.adapter import DefaultMFAAdapter
 from allauth.mfa.models import Authenticator
 from allauth.mfa.utils import is_mfa_enabled
+from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.http import HttpRequest
@@ -41,11 +44,22 @@ class MFAAdapter(DefaultMFAAdapter):
         # The name an authenticator app shows beside the code.
         return SERVICE_NAME
 
+    def get_public_key_credential_rp_entity(self) -> dict[str, str]:
+        # The WebAuthn relying party is the service's own host (SITE_URL), not
+        # whatever Host header a request came with: a key made for the service
+        # works at its address only, and the browser refuses it elsewhere.
+        return {"id": urlsplit(settings.SITE_URL).hostname or "", "name": SERVICE_NAME}
+
+
+# The factors that count as a second factor; recovery codes alone do not
+# (allauth makes them with one, as the way back when it is lost).
+SECOND_FACTOR_TYPES = [Authenticator.Type.TOTP, Authenticator.Type.WEBAUTHN]
+
 
 def user_has_second_factor(user: AbstractBaseUser) -> bool:
     """True when the person signs in with a second factor (an authenticator
-    app; recovery codes alone do not count, allauth makes them with one)."""
-    return is_mfa_enabled(user, types=[Authenticator.Type.TOTP])
+    app, a security key or a passkey)."""
+    return is_mfa_enabled(user, types=SECOND_FACTOR_TYPES)
 
 
 def session_used_second_factor(request: HttpRequest) -> bool:
@@ -54,6 +68,23 @@ def session_used_second_factor(request: HttpRequest) -> bool:
     return any(
         record.get("method") == "mfa"
         for record in get_authentication_records(request, request.user)
+    )
+
+
+def session_signed_in_with_mfa_provider(request: HttpRequest) -> bool:
+    """True when this session's sign-in (or a re-authentication in it) went
+    through an enabled SSO provider the operator marked as enforcing a second
+    factor of its own (SsoProvider.enforces_mfa): its sign-in counts as one
+    for the admin (docs/security.md, "Staff and the admin")."""
+    from accounts.models import SsoProvider
+
+    slugs = {
+        str(record.get("provider"))
+        for record in get_authentication_records(request, request.user)
+        if record.get("method") == "socialaccount" and record.get("provider")
+    }
+    return bool(slugs) and (
+        SsoProvider.objects.filter(slug__in=slugs, enabled=True, enforces_mfa=True).exists()
     )
 
 

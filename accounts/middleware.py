@@ -8,7 +8,11 @@ from django.shortcuts import render, resolve_url
 from django.urls import reverse
 from django.utils import timezone
 
-from accounts.mfa import session_used_second_factor, user_has_second_factor
+from accounts.mfa import (
+    session_signed_in_with_mfa_provider,
+    session_used_second_factor,
+    user_has_second_factor,
+)
 from accounts.timezones import user_zone
 
 
@@ -79,7 +83,9 @@ class AdminRequiresSecondFactorMiddleware:
     otherwise a page says why and what to do (a 403, never a stack trace).
     Having a factor is not enough: the session must have used it (at sign-in
     or a re-authentication), so a session signed in before it was set up
-    signs in again. People who are not staff meet the admin's own sign-in."""
+    signs in again. A sign-in with an SSO provider the operator marked as
+    enforcing a second factor of its own counts as one. People who are not
+    staff meet the admin's own sign-in."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -88,7 +94,10 @@ class AdminRequiresSecondFactorMiddleware:
         user = request.user
         if settings.ADMIN_REQUIRES_MFA and user.is_authenticated and self._guarded(request):
             has_factor = user_has_second_factor(user)
-            if not (has_factor and session_used_second_factor(request)):
+            if not (
+                (has_factor and session_used_second_factor(request))
+                or session_signed_in_with_mfa_provider(request)
+            ):
                 return render(
                     request,
                     "accounts/admin_second_factor_required.html",

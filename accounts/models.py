@@ -186,6 +186,15 @@ class SsoProvider(models.Model):
             "its address (in one of the domains above) is verified."
         ),
     )
+    enforces_mfa = models.BooleanField(
+        "provider enforces MFA",
+        default=False,
+        help_text=(
+            "This provider asks everyone for a second factor of its own, so a sign-in with it "
+            "counts as one for staff opening the admin (ADMIN_REQUIRES_MFA). Tick it only "
+            "when the provider's policy makes that true for every person who can sign in."
+        ),
+    )
     enabled = models.BooleanField(
         default=True, help_text="A disabled provider refuses new sign-ins at once."
     )

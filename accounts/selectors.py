@@ -11,9 +11,9 @@ from allauth.account.models import EmailAddress
 from allauth.mfa import app_settings as allauth_mfa_settings
 from allauth.mfa.models import Authenticator
 from django.contrib.auth import get_user_model
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from accounts.models import SsoProvider
+from accounts.models import SsoProvider, email_domain
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -45,26 +45,63 @@ def user_has_verified_primary_email(*, user: User) -> bool:
 
 
 @dataclass(frozen=True)
+class SecurityKey:
+    """A security key or passkey (WebAuthn) as Settings, Security lists it."""
+
+    pk: int
+    name: str
+    passkey: bool  # signs in alone (a passkey the person chose to make)
+    added: datetime
+    last_used: datetime | None
+
+
+@dataclass(frozen=True)
 class SecondFactors:
     """What Settings, Security shows of a person's second factor."""
 
     totp_since: datetime | None  # when the authenticator app was set up; None: not set up
     recovery_codes_left: int | None  # unused recovery codes; None: none made
+    security_keys: list[SecurityKey]
+
+    @property
+    def any(self) -> bool:
+        return self.totp_since is not None or bool(self.security_keys)
 
 
 def second_factors_of(*, user: User) -> SecondFactors:
-    # One query: a person has at most one row of each type (allauth's rule).
-    rows = {row.type: row for row in Authenticator.objects.filter(user_id=user.pk)}
-    totp = rows.get(Authenticator.Type.TOTP)
-    codes = rows.get(Authenticator.Type.RECOVERY_CODES)
+    # One query: a person has at most one row of TOTP and of recovery codes
+    # (allauth's rule), and any number of security keys.
+    rows = list(Authenticator.objects.filter(user_id=user.pk).order_by("created_at", "pk"))
+    by_type = {row.type: row for row in rows if row.type != Authenticator.Type.WEBAUTHN}
+    totp = by_type.get(Authenticator.Type.TOTP)
+    codes = by_type.get(Authenticator.Type.RECOVERY_CODES)
     left = None
     if codes is not None:
-        # Counted from the used-codes mask, so the codes are never derived here.
-        used = bin(codes.data.get("used_mask", 0)).count("1")
-        left = max(allauth_mfa_settings.RECOVERY_CODE_COUNT - used, 0)
+        left = recovery_codes_left(codes)
+    keys = [
+        SecurityKey(
+            pk=row.pk,
+            name=str(row.data.get("name") or "Security key"),
+            passkey=bool(row.wrap().is_passwordless),
+            added=row.created_at,
+            last_used=row.last_used_at,
+        )
+        for row in rows
+        if row.type == Authenticator.Type.WEBAUTHN
+    ]
     return SecondFactors(
-        totp_since=totp.created_at if totp is not None else None, recovery_codes_left=left
+        totp_since=totp.created_at if totp is not None else None,
+        recovery_codes_left=left,
+        security_keys=keys,
     )
+
+
+def recovery_codes_left(codes: Authenticator) -> int:
+    """Unused recovery codes, counted from the row's mask of used ones (so
+    the codes are never derived here)."""
+    used = bin(int(codes.data.get("used_mask", 0))).count("1")
+    count: int = allauth_mfa_settings.RECOVERY_CODE_COUNT
+    return max(count - used, 0)
 
 
 def enforcing_provider(email: str) -> SsoProvider | None:
@@ -97,3 +134,49 @@ def sso_provider_origins() -> list[str]:
         if origin not in origins:
             origins.append(origin)
     return origins
+
+
+@dataclass(frozen=True)
+class SsoConnections:
+    """What Settings, Security says of sign-in providers."""
+
+    offered: bool  # at least one provider is enabled
+    linked: list[str]  # the names of those this account is connected to
+
+
+def sso_connections_of(*, user: User) -> SsoConnections:
+    """Two queries: the account's connections, and the providers (the enabled
+    ones and those it is connected to; a provider removed since is named by
+    its id)."""
+    from allauth.socialaccount.models import SocialAccount
+
+    ids = list(
+        SocialAccount.objects.filter(user_id=user.pk)
+        .order_by("pk")
+        .values_list("provider", flat=True)
+    )
+    rows = SsoProvider.objects.filter(Q(enabled=True) | Q(slug__in=ids)).values_list(
+        "slug", "name", "enabled"
+    )
+    names: dict[str, str] = {}
+    offered = False
+    for slug, name, enabled in rows:
+        names[slug] = name
+        offered = offered or enabled
+    return SsoConnections(offered=offered, linked=[names.get(slug, slug) for slug in ids])
+
+
+def invitation_sso_hint(email: str) -> str | None:
+    """What an invitation to this address (its mail, and the sign-up page its
+    link opens) says when the address's domain must sign in with an SSO
+    provider: to sign in with that provider, not to sign up with a password;
+    None when the domain has no provider."""
+    provider = enforcing_provider(email) if "@" in email else None
+    if provider is None:
+        return None
+    domain = email_domain(email)
+    return (
+        f'People at {domain} sign in with {provider.name}: choose "Sign in with '
+        f'{provider.name}" (no password to make here), and what was sent to {email.strip()} '
+        "waits for you."
+    )

@@ -43,11 +43,11 @@ def user_email_mark_verified(*, user: User) -> EmailAddress:
 
 @transaction.atomic
 def user_second_factors_remove(*, user: User, reason: str) -> list[str]:
-    """Remove every second factor of the user (authenticator app, recovery
-    codes), for a person who lost theirs: they sign in with the password alone
-    and set up a new one. An operator's act, recorded on the audit trail with
-    the reason given. Returns the types removed (empty: there were none, and
-    nothing is recorded)."""
+    """Remove every second factor of the user (authenticator app, security
+    keys and passkeys, recovery codes), for a person who lost theirs: they
+    sign in with the password alone and set up a new one. An operator's act,
+    recorded on the audit trail with the reason given. Returns the types
+    removed (empty: there were none, and nothing is recorded)."""
     factors = list(
         Authenticator.objects.select_for_update().filter(user_id=user.pk).order_by("type")
     )
@@ -79,6 +79,7 @@ def sso_provider_add(
     domains: list[str],
     trusted_for_domain_addresses: bool,
     actor: Actor,
+    enforces_mfa: bool = False,
 ) -> SsoProvider:
     """Register an OpenID Connect provider (enabled), its secret encrypted, and
     audit it; the payload names the provider, never its secret."""
@@ -103,6 +104,7 @@ def sso_provider_add(
         client_secret=client_secret,
         domains=domains,
         trusted_for_domain_addresses=trusted_for_domain_addresses,
+        enforces_mfa=enforces_mfa,
     )
     try:
         provider.full_clean()
@@ -123,6 +125,7 @@ def sso_provider_add(
                 "clientId": provider.client_id,
                 "domains": provider.domains,
                 "trustedForDomainAddresses": provider.trusted_for_domain_addresses,
+                "enforcesMfa": provider.enforces_mfa,
             },
         )
     return provider

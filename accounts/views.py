@@ -12,6 +12,7 @@ from allauth.account.internal.flows.email_verification import (
 from allauth.account.models import EmailAddress
 from allauth.mfa.recovery_codes import views as allauth_recovery_codes_views
 from allauth.mfa.totp import views as allauth_totp_views
+from allauth.mfa.webauthn import views as allauth_webauthn_views
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
@@ -23,7 +24,12 @@ from django.views.decorators.http import require_http_methods
 from accounts.forms import ProfileForm
 from accounts.reauth import recent_sign_in_required
 from accounts.requests import AuthenticatedRequest
-from accounts.selectors import second_factors_of, user_has_verified_primary_email
+from accounts.selectors import (
+    invitation_sso_hint,
+    second_factors_of,
+    sso_connections_of,
+    user_has_verified_primary_email,
+)
 from audit.models import AuditAction
 from audit.services import Actor, audit_event_record
 
@@ -67,14 +73,21 @@ def profile_update(request: AuthenticatedRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET"])
 def security(request: AuthenticatedRequest) -> HttpResponse:
-    """Settings, Security: the second factor, and where to turn it on or off."""
+    """Settings, Security: the second factors (where to turn them on or off)
+    and the sign-in providers connected to the account."""
     return render(
-        request, "accounts/security.html", {"factors": second_factors_of(user=request.user)}
+        request,
+        "accounts/security.html",
+        {
+            "factors": second_factors_of(user=request.user),
+            "sso": sso_connections_of(user=request.user),
+        },
     )
 
 
 def second_factor_index(request: HttpRequest) -> HttpResponse:
-    """allauth's own page of factors (where its pages return to) is Settings, Security."""
+    """allauth's own pages of factors and of security keys (where its pages
+    return to) are Settings, Security."""
     return redirect("accounts:security")
 
 
@@ -87,6 +100,9 @@ deactivate_totp = login_required(recent_sign_in_required(allauth_totp_views.deac
 generate_recovery_codes = login_required(
     recent_sign_in_required(allauth_recovery_codes_views.generate_recovery_codes)
 )
+add_webauthn = login_required(recent_sign_in_required(allauth_webauthn_views.add_webauthn))
+edit_webauthn = login_required(recent_sign_in_required(allauth_webauthn_views.edit_webauthn))
+remove_webauthn = login_required(recent_sign_in_required(allauth_webauthn_views.remove_webauthn))
 
 
 class LoginView(allauth_views.LoginView):
@@ -112,6 +128,21 @@ def _local_path(request: HttpRequest, url: str | None) -> str | None:
 
 
 login = LoginView.as_view()
+
+
+class SignupView(allauth_views.SignupView):
+    """allauth's sign-up page. An invitation's link opens it with the invited
+    address filled in (`?email=`): when that address's domain must sign in
+    with an SSO provider, the page says so first (a password sign-up would be
+    refused)."""
+
+    def get_context_data(self, **kwargs) -> dict:
+        context = super().get_context_data(**kwargs)
+        context["sso_hint"] = invitation_sso_hint(str(self.request.GET.get("email") or ""))
+        return context
+
+
+signup = SignupView.as_view()
 
 
 class EmailView(allauth_views.EmailView):

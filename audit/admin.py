@@ -30,6 +30,45 @@ class ActionFilter(admin.SimpleListFilter):
         return queryset.filter(action=self.value()) if self.value() else queryset
 
 
+class SignInMethodFilter(admin.SimpleListFilter):
+    """Sign-ins by how they were made (the payload's `method`,
+    audit.receivers.sign_in_how)."""
+
+    title = "signed in with"
+    parameter_name = "sign_in_method"
+
+    def lookups(self, request, model_admin):
+        return [("password", "Password"), ("passkey", "Passkey"), ("sso", "SSO provider")]
+
+    def queryset(self, request, queryset):
+        if self.value():
+            return queryset.filter(payload__method=self.value())
+        return queryset
+
+
+class SecondFactorFilter(admin.SimpleListFilter):
+    """Sign-ins by the second factor given (the payload's `second_factor`)."""
+
+    title = "second factor"
+    parameter_name = "second_factor"
+
+    def lookups(self, request, model_admin):
+        return [
+            ("totp", "Authenticator app"),
+            ("webauthn", "Security key"),
+            ("recovery_codes", "Recovery code"),
+            ("none", "None"),
+        ]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value == "none":
+            return queryset.filter(payload__has_key="second_factor", payload__second_factor=None)
+        if value:
+            return queryset.filter(payload__second_factor=value)
+        return queryset
+
+
 @admin.register(AuditEvent)
 class AuditEventAdmin(
     AuditedAdminMixin, ExactUuidSearchMixin, ReadOnlyAdminMixin, admin.ModelAdmin
@@ -43,7 +82,7 @@ class AuditEventAdmin(
         "token_prefix",
         "subject_link",
     )
-    list_filter = ("actor_kind", ActionFilter, "occurred_at")
+    list_filter = ("actor_kind", ActionFilter, SignInMethodFilter, SecondFactorFilter, "occurred_at")
     list_select_related = ("user", "subject_type")
     # A UUID term (subject, token or event id) is matched exactly in get_search_results.
     search_fields = ("user__email", "token_prefix", "token_name")

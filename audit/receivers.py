@@ -67,27 +67,47 @@ def _account_named(login: str):
     return address.user if address is not None else None
 
 
-def _sso_provider_of(request: HttpRequest | None) -> str | None:
-    """The SSO provider (its id, as in its sign-in URL) this sign-in went
-    through, from the record allauth keeps in the session just before it signs
-    someone in; None for a password or any other sign-in."""
-    if request is None or not hasattr(request, "session"):
-        return None
-    records = request.session.get(AUTHENTICATION_METHODS_SESSION_KEY) or []
-    last = records[-1] if records else {}
-    if last.get("method") == "socialaccount":
-        return str(last.get("provider") or "")
-    return None
+def sign_in_how(request: HttpRequest | None) -> dict[str, str | None]:
+    """How this sign-in was made, from the steps allauth records in the
+    session just before it signs someone in: `method` ("password", "passkey",
+    "sso", or allauth's word for another way; None when nothing was recorded,
+    e.g. a test's forced sign-in), `provider` (the SSO provider's id, as in its
+    sign-in URL; SSO only) and `second_factor` (the type of the factor given
+    after the first step: "totp", "webauthn", "recovery_codes"; None when
+    none was asked)."""
+    records: list[dict[str, Any]] = []
+    if request is not None and hasattr(request, "session"):
+        records = request.session.get(AUTHENTICATION_METHODS_SESSION_KEY) or []
+    second: str | None = None
+    for record in reversed(records):
+        method = record.get("method")
+        if method == "mfa" and record.get("passwordless"):
+            # A passkey signs in alone (it verified its user itself).
+            return {"method": "passkey", "second_factor": None}
+        if method == "mfa":
+            if second is None and not record.get("reauthenticated"):
+                second = str(record.get("type") or "")
+            continue
+        if method == "socialaccount":
+            return {
+                "method": "sso",
+                "provider": str(record.get("provider") or ""),
+                "second_factor": second,
+            }
+        return {"method": str(method or ""), "second_factor": second}
+    return {"method": None, "second_factor": second}
 
 
 def on_signed_in(sender, request: HttpRequest | None = None, user=None, **kwargs) -> None:
     if user is None or user.pk is None:
         return
-    provider = _sso_provider_of(request)
-    if provider is not None:
-        _record_for_user(request, user, AuditAction.USER_SIGNED_IN_WITH_SSO, provider=provider)
-    else:
-        _record_for_user(request, user, AuditAction.USER_SIGNED_IN)
+    how = sign_in_how(request)
+    action = (
+        AuditAction.USER_SIGNED_IN_WITH_SSO
+        if how["method"] == "sso"
+        else AuditAction.USER_SIGNED_IN
+    )
+    _record_for_user(request, user, action, **how)
 
 
 def on_sign_in_failed(

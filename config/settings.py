@@ -287,12 +287,14 @@ SOCIALACCOUNT_LOGIN_ON_GET = False
 # X-Forwarded-For is ignored, since anyone can send it. A count or a header
 # without networks is refused at start (config/environment.py).
 # A second factor (allauth.mfa; docs/security.md, "Second factor"): an
-# authenticator app (TOTP) and recovery codes, asked for after the password.
-# Security keys and passkeys (WebAuthn) are not offered yet. The TOTP secret
-# and the recovery codes' seed are stored encrypted with FIELD_ENCRYPTION_KEYS
+# authenticator app (TOTP), security keys and passkeys (WebAuthn, relying
+# party: SITE_URL's host) and recovery codes, asked for after the password; a
+# passkey the person chose to make one signs in alone. The TOTP secret and the
+# recovery codes' seed are stored encrypted with FIELD_ENCRYPTION_KEYS
 # (accounts.mfa.MFAAdapter); the codes are shown once, when made.
 MFA_ADAPTER = "accounts.mfa.MFAAdapter"
-MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+MFA_SUPPORTED_TYPES = ["totp", "webauthn", "recovery_codes"]
+MFA_PASSKEY_LOGIN_ENABLED = True
 MFA_RECOVERY_CODES_SHOW_ONCE = True
 # Turning a factor on or off and making new recovery codes are behind the
 # service's re-authentication (accounts.reauth, on the URLs accounts.urls.auth

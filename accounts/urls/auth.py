@@ -6,6 +6,7 @@ from accounts import views
 
 urlpatterns = [
     path("login/", views.login, name="account_login"),
+    path("signup/", views.signup, name="account_signup"),
     path("email/", views.email, name="account_email"),
     path("confirm-email/", views.email_verification_code, name="account_email_verification_sent"),
     # allauth.mfa's pages that change a factor, behind accounts.reauth.
@@ -17,4 +18,8 @@ urlpatterns = [
         views.generate_recovery_codes,
         name="mfa_generate_recovery_codes",
     ),
+    path("2fa/webauthn/", views.second_factor_index, name="mfa_list_webauthn"),
+    path("2fa/webauthn/add/", views.add_webauthn, name="mfa_add_webauthn"),
+    path("2fa/webauthn/keys/<int:pk>/edit/", views.edit_webauthn, name="mfa_edit_webauthn"),
+    path("2fa/webauthn/keys/<int:pk>/remove/", views.remove_webauthn, name="mfa_remove_webauthn"),
 ]

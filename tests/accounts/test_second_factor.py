@@ -17,7 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from audit.models import AuditAction, AuditEvent
-from lib.crypto import decrypt_str
+from lib.crypto import DecryptionError, decrypt_str
 from tests.harness.api import PASSWORD, age_the_sign_in, sign_in
 
 pytestmark = pytest.mark.django_db
@@ -42,6 +42,19 @@ def give_totp(user) -> tuple[pyotp.TOTP, list[str]]:
     TOTP.activate(user, secret)
     codes = RecoveryCodes.activate(user).generate_codes()
     return pyotp.TOTP(secret), codes
+
+
+def give_security_key(user, name: str, passkey: bool = True) -> Authenticator:
+    """A WebAuthn row as the Security page reads it (its name and whether the
+    key said it is a passkey); the credential itself is not parsed there."""
+    return Authenticator.objects.create(
+        user=user,
+        type=Authenticator.Type.WEBAUTHN,
+        data={
+            "name": name,
+            "credential": {"clientExtensionResults": {"credProps": {"rk": passkey}}},
+        },
+    )
 
 
 def actions_of(user) -> list[str]:
@@ -125,6 +138,10 @@ def test_sign_in_asks_for_the_code_after_the_password(client, assigner):
     right = client.post(AUTHENTICATE, {"code": app.now()})
     assert right.status_code == 302 and right["Location"] == "/"
     assert client.get(SECURITY).status_code == 200
+    # The audit trail says how: a password, then the app.
+    signed_in = AuditEvent.objects.get(action=AuditAction.USER_SIGNED_IN)
+    assert signed_in.payload["method"] == "password"
+    assert signed_in.payload["second_factor"] == "totp"
 
 
 def test_a_recovery_code_signs_in_once(client, assigner):
@@ -161,6 +178,29 @@ def test_changing_a_factor_after_an_old_sign_in_asks_to_reauthenticate_first(
     assert refused.status_code == 302
     after = sorted(Authenticator.objects.filter(user_id=assigner.pk).values_list("pk", "data"))
     assert after == before
+
+
+@pytest.mark.parametrize("action", ["add", "remove"])
+def test_adding_or_removing_a_key_after_an_old_sign_in_asks_to_reauthenticate_first(
+    client, assigner, settings, action
+):
+    sign_in(client, assigner)
+    key = give_security_key(assigner, "Laptop")
+    path = {
+        "add": "/accounts/2fa/webauthn/add/",
+        "remove": f"/accounts/2fa/webauthn/keys/{key.pk}/remove/",
+    }[action]
+    age_the_sign_in(client, settings.ACCOUNT_REAUTHENTICATION_TIMEOUT + 1)
+
+    response = client.get(path)
+    assert response.status_code == 302
+    assert response["Location"].endswith(f"?next={quote(path, safe='')}")
+    # A stale POST is refused and changes nothing.
+    refused = client.post(path, {"name": "Another", "credential": "{}"})
+    assert refused.status_code == 302
+    assert list(Authenticator.objects.filter(user_id=assigner.pk).values_list("pk", flat=True)) == [
+        key.pk
+    ]
 
 
 def test_the_code_counts_as_reauthentication_for_tokens(client, assigner, settings):
@@ -212,6 +252,18 @@ def test_an_operator_removes_a_lost_factor_with_a_reason_on_the_audit_trail(assi
     assert event.subject_id == assigner.pk
 
 
+def test_an_operator_removes_lost_security_keys_and_passkeys_too(assigner, settings):
+    give_security_key(assigner, "Laptop", passkey=True)
+    give_security_key(assigner, "Desk key", passkey=False)
+    RecoveryCodes.activate(assigner)
+
+    call_command("remove_second_factor", assigner.email, "--reason", "ticket 44: lost bag")
+
+    assert not Authenticator.objects.filter(user_id=assigner.pk).exists()
+    event = AuditEvent.objects.get(action=AuditAction.SECOND_FACTOR_RESET_BY_OPERATOR)
+    assert event.payload["factors"] == ["recovery_codes", "webauthn", "webauthn"]
+
+
 def test_removing_a_factor_nobody_has_changes_nothing(assigner):
     with pytest.raises(CommandError, match="has no second factor"):
         call_command("remove_second_factor", assigner.email, "--reason", "ticket 43")
@@ -222,8 +274,9 @@ def test_removing_a_factor_nobody_has_changes_nothing(assigner):
     ).exists()
 
 
-# The session, the user, the Accord's waiting count in the layout, the factors (one).
-SECURITY_QUERIES = 4
+# The session, the user, the Accord's waiting count in the layout, the factors
+# (one, however many keys), the account's connections, the providers.
+SECURITY_QUERIES = 6
 
 
 @pytest.mark.parametrize("with_factor", [False, True])
@@ -232,6 +285,8 @@ def test_the_security_page_takes_its_budget_of_queries(
 ):
     if with_factor:
         give_totp(assigner)
+        for name in ("Desk key", "Laptop"):
+            give_security_key(assigner, name)
     client.force_login(assigner)
     client.get(SECURITY)  # warm: content types, the session's first read
 
@@ -261,3 +316,32 @@ def test_reencrypt_secrets_rewrites_the_factors_under_the_newest_key(assigner, s
     again = io.StringIO()
     call_command("reencrypt_secrets", stdout=again)
     assert "Re-encrypted 0 secret(s) under the newest key; 2 already were" in again.getvalue()
+
+
+def test_no_recovery_code_is_stored_in_plaintext_or_readable_without_the_key(
+    client, assigner, settings
+):
+    # allauth keeps a seed the codes are derived from (docs/security.md, "What
+    # is stored"): the database holds neither a code nor the seed in clear,
+    # and a copy of it without FIELD_ENCRYPTION_KEYS yields no code.
+    from cryptography.fernet import Fernet
+    from django.contrib.sessions.models import Session
+    from django.db import connection
+
+    _, codes = give_totp(assigner)
+    password_step(client, assigner)
+    assert client.post(AUTHENTICATE, {"code": codes[0]}).status_code == 302
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT data FROM mfa_authenticator")
+        stored = " ".join(str(row[0]) for row in cursor.fetchall())
+    sessions = " ".join(str(s.get_decoded()) for s in Session.objects.all())
+    for code in codes:
+        assert code not in stored and code not in sessions
+    row = Authenticator.objects.get(user_id=assigner.pk, type=Authenticator.Type.RECOVERY_CODES)
+    seed = decrypt_str(row.data["seed"])
+    assert seed not in stored
+
+    settings.FIELD_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]  # a copy, not the key
+    with pytest.raises(DecryptionError):
+        RecoveryCodes(row).generate_codes()

@@ -101,7 +101,8 @@ def test_the_sign_in_page_asks_the_same_queries_for_one_provider_or_many(
     # The providers' list (the buttons) and their origins (the CSP): one query each.
     with django_assert_num_queries(len(one.captured_queries)):
         page = client.get("/accounts/login/").content.decode()
-    assert page.count("Sign in with ") == 4
+    # Each provider's button, beside "Sign in with a passkey".
+    assert page.count("Sign in with ") - page.count("Sign in with a passkey") == 4
     assert len(one.captured_queries) <= 4
 
 
@@ -343,3 +344,76 @@ def test_a_linked_person_may_reauthenticate_by_signing_in_again_with_the_provide
 
     assert back.status_code == 302 and back["Location"] == "/settings/tokens/"
     assert client.get("/settings/tokens/").status_code == 200
+
+
+@pytest.mark.parametrize("enforces_mfa", [False, True])
+def test_staff_signed_in_by_sso_open_the_admin_only_through_a_provider_that_enforces_mfa(
+    client, acme, issuer, settings, enforces_mfa
+):
+    settings.ADMIN_REQUIRES_MFA = True  # production's default
+    acme.enforces_mfa = enforces_mfa
+    acme.save()
+    provider_claims(issuer, "sub-staff", email="staff@acme.example", email_verified=True)
+    sso_sign_in(client, acme, "sub-staff")
+    User.objects.filter(email="staff@acme.example").update(is_staff=True, is_superuser=True)
+
+    response = client.get("/admin/")
+
+    assert response.status_code == (200 if enforces_mfa else 403)
+    event = AuditEvent.objects.get(action=AuditAction.USER_SIGNED_IN_WITH_SSO)
+    assert event.payload["method"] == "sso"
+    assert event.payload["provider"] == acme.slug
+    assert event.payload["second_factor"] is None
+
+
+def test_a_disabled_provider_that_enforced_mfa_no_longer_opens_the_admin(
+    client, acme, issuer, settings
+):
+    settings.ADMIN_REQUIRES_MFA = True
+    acme.enforces_mfa = True
+    acme.save()
+    provider_claims(issuer, "sub-staff2", email="staff2@acme.example", email_verified=True)
+    sso_sign_in(client, acme, "sub-staff2")
+    User.objects.filter(email="staff2@acme.example").update(is_staff=True, is_superuser=True)
+    assert client.get("/admin/").status_code == 200
+
+    SsoProvider.objects.filter(pk=acme.pk).update(enabled=False)
+
+    assert client.get("/admin/").status_code == 403
+
+
+def test_add_sso_provider_marks_a_provider_that_enforces_mfa(issuer):
+    out = StringIO()
+    call_command(
+        "add_sso_provider",
+        "--name", "Okta", "--issuer", issuer, "--client-id", "c", "--provider-enforces-mfa",
+        stdin=StringIO("s\n"), stdout=out,
+    )  # fmt: skip
+    provider = SsoProvider.objects.get(name="Okta")
+    assert provider.enforces_mfa is True
+    assert "counts as a second factor" in out.getvalue()
+    assert out.getvalue().strip().splitlines()[-1].endswith("/accounts/oidc/okta/login/callback/")
+    event = AuditEvent.objects.get(action=AuditAction.SSO_PROVIDER_ADDED)
+    assert event.payload["enforcesMfa"] is True
+
+
+def test_an_invitation_to_a_providers_domain_opens_a_page_that_says_to_sign_in_with_it(
+    client, acme
+):
+    # The invitation's link: the sign-up page with the invited address filled in.
+    page = client.get("/accounts/signup/?" + "email=new%40acme.example").content.decode()
+
+    assert html.unescape(page).count("People at acme.example sign in with Acme SSO") == 1
+    assert "Sign in with Acme SSO" in page
+    elsewhere = client.get("/accounts/signup/?email=new%40elsewhere.example").content.decode()
+    assert "People at" not in elsewhere
+
+
+def test_the_invitation_hint_names_the_provider_only_for_its_domains(acme):
+    from accounts.selectors import invitation_sso_hint
+
+    hint = invitation_sso_hint("Pat@ACME.example")
+    assert hint is not None and "Sign in with Acme SSO" in hint
+    assert invitation_sso_hint("pat@elsewhere.example") is None
+    SsoProvider.objects.filter(pk=acme.pk).update(enabled=False)
+    assert invitation_sso_hint("pat@acme.example") is None

@@ -54,7 +54,7 @@ def test_a_sign_in_is_recorded_with_the_client_address(client, assigner):
     assert response.status_code == 302
     event = only_event(assigner, "user_signed_in")
     assert (event.actor_kind, event.user) == ("user", assigner)
-    assert event.payload == {"ip": "203.0.113.7"}
+    assert event.payload == {"ip": "203.0.113.7", "method": "password", "second_factor": None}
 
 
 def test_a_failed_sign_in_is_recorded_against_the_account_without_the_password(client, assigner):

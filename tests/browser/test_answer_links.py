@@ -76,7 +76,7 @@ def test_accept_from_the_mails_link_signed_out_sign_in_confirm_active(
     check_page(page, "answer-sign-in")
     page.get_by_label("Email").fill(knight.email)
     page.locator("#id_password").fill("correct horse battery")
-    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name="Sign in", exact=True).click()
 
     page.wait_for_url(f"**{accept}")
     assert page.get_by_role("heading", level=1).inner_text() == "Accept this request?"
@@ -140,7 +140,7 @@ def test_a_link_opened_by_someone_else_is_refused(page, mailbox, sign_in, check_
     page.wait_for_url("**/accounts/login/**")
     page.get_by_label("Email").fill(knight.email)
     page.locator("#id_password").fill("correct horse battery")
-    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name="Sign in", exact=True).click()
     page.wait_for_url(f"**{accept}")
     assert page.get_by_role("heading", level=1).inner_text() == "Accept this request?"
 

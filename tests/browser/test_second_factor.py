@@ -47,7 +47,7 @@ def test_signing_in_asks_for_the_code_after_the_password(page, make_user, check_
     page.goto("/accounts/login/")
     page.get_by_label("Email").fill(person.email)
     page.locator("#id_password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name="Sign in", exact=True).click()
 
     page.wait_for_url("**/accounts/2fa/authenticate/")
     check_page(page, "second-factor-asked")

@@ -31,7 +31,7 @@ def test_the_accord_left_open_goes_to_sign_in_and_says_why(
 
     page.get_by_label("Email").fill(user.email)
     page.locator("#id_password").fill("correct horse battery")
-    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name="Sign in", exact=True).click()
     page.wait_for_url(f"{page.live_url}/")
 
 

@@ -82,7 +82,7 @@ def test_an_unverified_sign_in_offers_a_new_code(page, mailbox, make_user, check
     page.goto("/accounts/login/")
     page.get_by_label("Email").fill("late@example.com")
     page.locator("#id_password").fill("correct horse battery")
-    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name="Sign in", exact=True).click()
 
     again = page.get_by_role("button", name="Send a new code")
     again.wait_for()

@@ -1,5 +1,5 @@
 """python manage.py add_sso_provider --name NAME --issuer URL --client-id ID
-[--domain DOMAIN ...] [--trusted-for-domain-addresses]
+[--domain DOMAIN ...] [--trusted-for-domain-addresses] [--provider-enforces-mfa]
 
 Registers an OpenID Connect provider people may sign in with ("Sign in with
 NAME" on the sign-in page). The client secret is read from standard input,
@@ -47,6 +47,15 @@ class Command(BaseCommand):
                 "existing account with that address"
             ),
         )
+        parser.add_argument(
+            "--provider-enforces-mfa",
+            action="store_true",
+            dest="enforces_mfa",
+            help=(
+                "The provider asks everyone for a second factor: a sign-in with it counts as "
+                "one for staff opening the admin"
+            ),
+        )
 
     def handle(
         self,
@@ -56,6 +65,7 @@ class Command(BaseCommand):
         client_id: str,
         domains: list[str],
         trusted_for_domain_addresses: bool,
+        enforces_mfa: bool = False,
         **options,
     ) -> None:
         stdin = options.get("stdin") or sys.stdin
@@ -72,6 +82,7 @@ class Command(BaseCommand):
                 client_secret=secret,
                 domains=domains,
                 trusted_for_domain_addresses=trusted_for_domain_addresses,
+                enforces_mfa=enforces_mfa,
                 actor=Actor.system(),
             )
         except services.SsoProviderError as exc:
@@ -79,5 +90,7 @@ class Command(BaseCommand):
         self.stdout.write(f'Added "{provider.name}" (issuer {provider.issuer}).')
         if provider.domains:
             self.stdout.write(f"People at {', '.join(provider.domains)} must sign in with it.")
+        if provider.enforces_mfa:
+            self.stdout.write("A sign-in with it counts as a second factor for the admin.")
         self.stdout.write("Register this redirect URI at the provider:")
         self.stdout.write(redirect_uri(provider))
