@@ -33,7 +33,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 ENDPOINTS = {
     # name: (path, body, expected statuses)
-    "floor": ("/api/bench/floor", "{}", [200]),
+    # The in-stack floor (benchmarks/views.py); the bare floor answers the
+    # same call at the same path (benchmarks/bare/).
+    "floor": ("/api/v1/bench/floor", "{}", [200]),
     "inbox": (
         "/api/v1/inbox",
         json.dumps(
@@ -154,6 +156,15 @@ def gunicorn_command(workers: int) -> list[str]:
     return [
         *(PYTHON, "-m", "gunicorn", "config.wsgi:application"),
         *("--config", "python:config.gunicorn", "--workers", str(workers)),
+    ]
+
+
+def bare_gunicorn_command(workers: int) -> list[str]:
+    """The bare floor's server (benchmarks/bare/): the same interpreter and
+    gunicorn settings, less the service's access log."""
+    return [
+        *(PYTHON, "-m", "gunicorn", "benchmarks.bare.wsgi:application"),
+        *("--config", "python:benchmarks.bare.gunicorn", "--workers", str(workers)),
     ]
 
 

@@ -40,6 +40,7 @@ from benchmarks.harness import (
     PYTHON,
     ROOT,
     Service,
+    bare_gunicorn_command,
     cpu_model,
     fetch_row,
     free_port,
@@ -58,7 +59,7 @@ from benchmarks.harness import (
 from benchmarks.receiver import Receiver
 from tests.harness.fake_provider import FakeProvider
 
-ALL_PARTS = ("first", "floor", "inbox", "sync", "replay", "gather", "pgbench", "worker")
+ALL_PARTS = ("bare", "first", "floor", "inbox", "sync", "replay", "gather", "pgbench", "worker")
 GATHER_TEXT = (
     "Notes from the planning meeting. Dana will send the budget to finance by Friday. "
     "Lee said he would review the hiring plan next week."
@@ -109,6 +110,44 @@ def http_endpoints(args, ctx, results: dict) -> None:
             label = f"open loop, {rate}/s ({args.rate_fraction:.0%} of the closed-loop peak)"
             rows.append(_load_one(args, ctx, name, headers, counters, label, rate=rate))
         results["http"][name] = rows
+
+
+def bare_floor(bench: Bench) -> None:
+    """The bare floor (benchmarks/bare/): the floor's call in a bare Django
+    project, served by the same interpreter with the same gunicorn settings
+    and workers on the same core, against the same database, loaded at the
+    same concurrencies; measured just before the service starts, then
+    stopped, so the two never share the core."""
+    args, ctx = bench.args, bench.ctx
+    port = free_port()
+    log(f"bare floor: gunicorn, {args.workers} workers on CPU {args.server_cpu}, port {port}")
+    service = Service(bench.folder)
+    service.start(
+        "gunicorn-bare",
+        ["taskset", "-c", args.server_cpu, *bare_gunicorn_command(args.workers)],
+        dict(bench.env, PORT=str(port)),
+    )
+    try:
+        wait_for_http(port)
+        headers = {"Authorization": f"Bearer {ctx['token']}", "Content-Type": "application/json"}
+        counters = {"floor": 0}
+        rows = []
+        for concurrency in args.concurrency:
+            label = f"bare, closed loop, concurrency {concurrency}"
+            rows.append(
+                _load_one(
+                    args,
+                    {**ctx, "port": port},
+                    "floor",
+                    headers,
+                    counters,
+                    label,
+                    concurrency=concurrency,
+                )
+            )
+        bench.results["http"]["bare"] = rows
+    finally:
+        service.stop_all()
 
 
 def first_requests(args, ctx, results: dict) -> None:
@@ -346,20 +385,23 @@ def ratio(a: float | None, b: float | None) -> float | None:
 def summarize(results: dict) -> str:
     lines = []
     http = results["http"]
+    bare = {r["concurrency"]: r for r in http.get("bare", []) if r["mode"] == "closed"}
     floor = {r["concurrency"]: r for r in http.get("floor", []) if r["mode"] == "closed"}
     pg = {r["concurrency"]: r for r in results.get("pgbench", {}).get("runs", [])}
     lines.append(
         f"{'part':<8} {'mode':<14} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>9} {'errors':>6} "
-        f"{'x floor':>7} {'x db':>6} {'lg cpu':>6}"
+        f"{'x bare':>6} {'x floor':>7} {'x db':>6} {'lg cpu':>6}"
     )
     for name, rows in http.items():
         for r in rows:
             mode = f"c={r['concurrency']}" if r["mode"] == "closed" else f"rate={r['rate']}/s"
-            f = floor.get(r["concurrency"]) if r["mode"] == "closed" else None
+            b = bare.get(r["concurrency"]) if r["mode"] == "closed" else None
+            f = floor.get(r["concurrency"]) if r["mode"] == "closed" and name != "bare" else None
             p = pg.get(r["concurrency"]) if r["mode"] == "closed" else None
             lines.append(
                 f"{name:<8} {mode:<14} {r['rps']:>8} {r['p50_ms']!s:>8} {r['p99_ms']!s:>9} "
-                f"{r['errors']:>6} {ratio(r['rps'], f and f['rps'])!s:>7} "
+                f"{r['errors']:>6} {ratio(r['rps'], b and b['rps'])!s:>6} "
+                f"{ratio(r['rps'], f and f['rps'])!s:>7} "
                 f"{ratio(r['rps'], p and p['tps'])!s:>6} {r['cpu_busy']:>6}"
             )
     for r in results.get("pgbench", {}).get("runs", []):
@@ -553,6 +595,8 @@ def main() -> None:
     try:
         a_database_of_its_own(bench)
         the_stage(bench)
+        if "bare" in args.parts:
+            bare_floor(bench)
         the_server(bench)
         the_measurements(bench)
     finally:

@@ -1,9 +1,10 @@
-"""The framework floor: the least an authenticated API call can cost here.
+"""The in-stack floor: the least an authenticated API call can cost here.
 
 A DRF view behind the same bearer-token authentication as the inbox (one
 indexed SELECT: the token by its digest, with its user), the same parser,
-renderer and middleware, answering a small JSON body. The inbox's and sync's
-figures are read as ratios of this one.
+renderer, settings and middleware, answering a small JSON body. The same view
+in a bare Django project is the bare floor (benchmarks/bare/); the endpoints'
+figures are read as ratios of both (docs/benchmarks.md, "The floors").
 """
 
 from rest_framework import permissions

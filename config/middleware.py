@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import io
 import logging
+import threading
 
 from django.conf import settings
-from django.core.exceptions import DisallowedHost
+from django.core.exceptions import DisallowedHost, ImproperlyConfigured
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -17,6 +18,7 @@ from django.http import (
     JsonResponse,
 )
 from django.http.request import UnreadablePostError
+from django.utils import timezone
 from django.utils.cache import patch_cache_control
 
 from config import views
@@ -33,6 +35,16 @@ API_PREFIXES = ("/api/",)
 
 def is_api_path(path: str) -> bool:
     return path.startswith(API_PREFIXES)
+
+
+# The token API (inbox, sync, the read API, the tracker hooks): no session, no
+# cookie, no page. POST /api/gather is not among them: it takes a session and
+# its CSRF token (docs/api.md).
+TOKEN_API_PREFIXES = ("/api/v1/",)
+
+
+def is_token_api_path(path: str) -> bool:
+    return path.startswith(TOKEN_API_PREFIXES)
 
 
 def error_response(status: int, error: str, message: str) -> JsonResponse:
@@ -271,3 +283,61 @@ class PrivateResponsesMiddleware:
             if "no-store" not in directives:
                 patch_cache_control(response, private=True, no_store=True)
         return response
+
+
+# PageMiddlewareEnd hands its continuation to the PageMiddlewareStart before
+# it: Django builds MIDDLEWARE from the last entry to the first, in one call
+# on one thread, so the End is made just before the page middleware between
+# them and the Start just after.
+_built = threading.local()
+
+
+class PageMiddlewareStart:
+    """The token API's requests skip the pages' middleware.
+
+    Everything in MIDDLEWARE between this and PageMiddlewareEnd is the pages'
+    (sessions, CSRF, django.contrib.auth's request.user, messages,
+    X-Frame-Options, allauth, the user's time zone, the session-ended
+    message, the admin's second factor, the SSO buttons' form-action). A
+    request to /api/v1/ (is_token_api_path) goes from here straight to what
+    follows PageMiddlewareEnd; every other request, POST /api/gather
+    included, passes through them all as before. What the API keeps is
+    before this (request ids, the proxy and HTTPS rules, the probes, the
+    security headers and CSP, static files, the error envelope and the body
+    limit) and after PageMiddlewareEnd (Cache-Control: private for a token's
+    answers); DRF's bearer-token authentication sets request.user for the
+    API. The entries stay in MIDDLEWARE, where Django's and allauth's checks
+    look for them.
+
+    The API speaks UTC: the time zone a signed-in page activated on this
+    thread (accounts.middleware.UserTimezoneMiddleware, which the API no
+    longer passes) is deactivated first.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        end = getattr(_built, "end", None)
+        _built.end = None
+        if end is None:
+            raise ImproperlyConfigured(
+                "config.middleware.PageMiddlewareStart needs PageMiddlewareEnd after it "
+                "in MIDDLEWARE."
+            )
+        self.skip_pages = end.get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if is_token_api_path(request.path):
+            timezone.deactivate()
+            return self.skip_pages(request)
+        return self.get_response(request)
+
+
+class PageMiddlewareEnd:
+    """Where the token API's requests rejoin MIDDLEWARE (PageMiddlewareStart)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        _built.end = self
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)

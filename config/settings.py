@@ -111,8 +111,12 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.ApiErrorMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # The pages' middleware, from here to PageMiddlewareEnd: the token API
+    # (/api/v1/) skips it all, and pays for no session, CSRF, messages or
+    # allauth (docs/architecture.md, "The request's path").
+    "config.middleware.PageMiddlewareStart",
+    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -125,6 +129,7 @@ MIDDLEWARE = [
     "accounts.middleware.AdminRequiresSecondFactorMiddleware",
     # The SSO buttons' redirect to the provider, allowed by the CSP of their pages.
     "accounts.middleware.SsoFormActionMiddleware",
+    "config.middleware.PageMiddlewareEnd",
     # Innermost: on the way out it sees who the request was for (a session's
     # user, or a token's once DRF authenticated it) and every response a view
     # made, error pages included: Cache-Control: private, no-store for anyone

@@ -27,14 +27,17 @@ Recognised:
   this service's own site (SITE_URL: the links in nudges and invitations)
   keep their path, less the secrets above.
 
-To recognise a new kind of secret, add its pattern to SECRET_PATTERNS; a new
-path of ours that carries a secret, to SECRET_PATHS.
+To recognise a new kind of secret, add its pattern to SECRET_PATTERNS, with
+the text every match of it holds (`needs`: a line holding none of any
+pattern's is not scanned, which keeps the access log cheap); a new path of
+ours that carries a secret, to SECRET_PATHS.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 REDACTED = "[redacted]"
@@ -51,22 +54,60 @@ SECRET_QUERY_NAMES = (
     r"[\w.-]*(?:key|token|code|sig|signature|secret|password|passwd|auth|session)[\w.-]*"
 )
 
-SECRET_PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\bsvc_[A-Za-z0-9]{8,}"), "svc_" + REDACTED),
-    (re.compile(r"\bwhsec_[A-Za-z0-9+/=_-]{8,}"), "whsec_" + REDACTED),
-    (re.compile(r"\btrk_[0-9a-f]{8,}"), "trk_" + REDACTED),
-    (re.compile(r"\bsk-ant-[A-Za-z0-9_-]{8,}"), "sk-ant-" + REDACTED),
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), "sk-" + REDACTED),
-    (re.compile(r"(?i)\b(bearer)\s+[^\s'\",;]+"), r"\1 " + REDACTED),
-    (re.compile(r"(?i)\b(sessionid|csrftoken)=[^\s;'\",&]+"), r"\1=" + REDACTED),
-    (re.compile(r"(?i)\b(password|passwd|pwd)=[^\s;'\",&]+"), r"\1=" + REDACTED),
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@'\"<>]+@"), r"\1" + REDACTED + "@"),
-    (re.compile(rf"(?i)([?&]{SECRET_QUERY_NAMES}=)[^&#\s'\"<>]+"), r"\1" + REDACTED),
+
+class SecretPattern(NamedTuple):
+    pattern: re.Pattern[str]
+    replacement: str
+    # Text that every match contains (one of these, in lower case): a text
+    # that holds none of any pattern's is returned as it is, unscanned, which
+    # is most lines (an access log line, a task's name).
+    needs: tuple[str, ...]
+
+
+SECRET_PATTERNS: list[SecretPattern] = [
+    SecretPattern(re.compile(r"\bsvc_[A-Za-z0-9]{8,}"), "svc_" + REDACTED, ("svc_",)),
+    SecretPattern(re.compile(r"\bwhsec_[A-Za-z0-9+/=_-]{8,}"), "whsec_" + REDACTED, ("whsec_",)),
+    SecretPattern(re.compile(r"\btrk_[0-9a-f]{8,}"), "trk_" + REDACTED, ("trk_",)),
+    SecretPattern(re.compile(r"\bsk-ant-[A-Za-z0-9_-]{8,}"), "sk-ant-" + REDACTED, ("sk-ant-",)),
+    SecretPattern(re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), "sk-" + REDACTED, ("sk-",)),
+    SecretPattern(re.compile(r"(?i)\b(bearer)\s+[^\s'\",;]+"), r"\1 " + REDACTED, ("bearer",)),
+    SecretPattern(
+        re.compile(r"(?i)\b(sessionid|csrftoken)=[^\s;'\",&]+"),
+        r"\1=" + REDACTED,
+        ("sessionid=", "csrftoken="),
+    ),
+    SecretPattern(
+        re.compile(r"(?i)\b(password|passwd|pwd)=[^\s;'\",&]+"),
+        r"\1=" + REDACTED,
+        ("password=", "passwd=", "pwd="),
+    ),
+    SecretPattern(
+        re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@'\"<>]+@"),
+        r"\1" + REDACTED + "@",
+        ("://",),
+    ),
+    SecretPattern(
+        re.compile(rf"(?i)([?&]{SECRET_QUERY_NAMES}=)[^&#\s'\"<>]+"),
+        r"\1" + REDACTED,
+        ("?", "&"),
+    ),
     *(
-        (re.compile(f"({re.escape(prefix)})[^/\\s'\"?#<>]+"), r"\1" + REDACTED)
+        SecretPattern(
+            re.compile(f"({re.escape(prefix)})[^/\\s'\"?#<>]+"),
+            r"\1" + REDACTED,
+            (prefix.lower(),),
+        )
         for prefix in SECRET_PATHS
     ),
 ]
+# Every text any pattern above (or a URL, below: "://") can change holds one of these.
+_NEEDS = tuple(dict.fromkeys(need for secret in SECRET_PATTERNS for need in secret.needs))
+
+
+def may_hold_a_secret(text: str) -> bool:
+    lowered = text.lower()
+    return any(need in lowered for need in _NEEDS)
+
 
 # scheme://host[:port], then the path, query and fragment if any.
 _URL = re.compile(r"(?i)\b(https?://[^\s/?#'\"<>]+)([/?#][^\s'\"<>]*)?")
@@ -96,7 +137,9 @@ def _url(match: re.Match[str], own: frozenset[str]) -> str:
 
 
 def redact(text: str) -> str:
-    for pattern, replacement in SECRET_PATTERNS:
+    if not may_hold_a_secret(text):
+        return text
+    for pattern, replacement, _ in SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     if "://" in text:
         own = _own_origins()

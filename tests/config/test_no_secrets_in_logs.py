@@ -24,7 +24,7 @@ from django.core import mail
 from django.test import Client
 
 from lib import jobs
-from lib.redact import redact
+from lib.redact import SECRET_PATTERNS, may_hold_a_secret, redact
 from notifications.models import ChannelKind, NudgeChannel, NudgeDelivery, NudgeDeliveryStatus
 from relay.outbox import outbox_relay
 from tests.harness.api import INBOX, inbox_body, mint, post_json
@@ -165,38 +165,55 @@ def test_a_full_flow_logs_none_of_the_secrets_it_created(
 # --- the redacting filter, on its own -------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("line", "secret"),
-    [
-        ("token svc_0123456789abcdefghijABCDEFGHIJ123456 used", "0123456789abcdefghij"),
-        ("Authorization: Bearer abc.def-ghi", "abc.def-ghi"),
-        ("signing with whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=", "c2VjcmV0LXNlY3JldC1zZWNyZXQ"),
-        ("X-Gitlab-Token: trk_0123456789abcdef0123456789abcdef", "0123456789abcdef0123"),
-        ("key sk-ant-api03-AbCdEfGhIjKlMnOp", "api03-AbCdEfGhIjKlMnOp"),
-        ("key sk-proj-AbCdEfGhIjKlMnOpQrSt", "proj-AbCdEfGhIjKlMnOpQrSt"),
-        ("Cookie: sessionid=q1w2e3r4t5y6u7i8o9p0; csrftoken=zz", "q1w2e3r4t5y6u7i8o9p0"),
-        (
-            'POST https://hooks.slack.com/services/T00/B00/XXXXsecret "HTTP/1.1 200 OK"',
-            "/services/T00/B00/XXXXsecret",
-        ),
-        ("to https://prod-1.westus.logic.azure.com:443/workflows/abc?sig=xyz", "sig=xyz"),
-        # This site's own paths that carry a one-time key or a receiving id,
-        # in a link or a request line's bare path.
-        ("Confirm: http://localhost:3000/accounts/confirm-email/MTA:1tQ:abc-def/", "MTA:1tQ"),
-        ("GET /accounts/confirm-email/MTA:1tQ:abc-def/ 302", "MTA:1tQ"),
-        ("GET /accounts/password/reset/key/3-c5v-0f1e2d3c4b/ 200", "3-c5v-0f1e2d3c4b"),
-        ("POST http://localhost:3000/api/v1/hooks/7d1f0c2ab34e 202", "7d1f0c2ab34e"),
-        # Secrets in a query string or a URL's user part, on any site.
-        ("http://localhost:3000/accounts/login/code/confirm/?code=8XK2P9", "8XK2P9"),
-        ("http://localhost:3000/x?next=/&access_token=abc123def", "abc123def"),
-        ("smtp://mailer:hunter2hunter2@smtp.example.com", "hunter2hunter2"),
-        ("https://mailer:hunter2hunter2@relay.example.com/send", "hunter2hunter2"),
-        ("EMAIL_HOST_PASSWORD password=hunter2hunter2", "hunter2hunter2"),
-    ],
-)
+SECRET_LINES = [
+    ("token svc_0123456789abcdefghijABCDEFGHIJ123456 used", "0123456789abcdefghij"),
+    ("Authorization: Bearer abc.def-ghi", "abc.def-ghi"),
+    ("signing with whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=", "c2VjcmV0LXNlY3JldC1zZWNyZXQ"),
+    ("X-Gitlab-Token: trk_0123456789abcdef0123456789abcdef", "0123456789abcdef0123"),
+    ("key sk-ant-api03-AbCdEfGhIjKlMnOp", "api03-AbCdEfGhIjKlMnOp"),
+    ("key sk-proj-AbCdEfGhIjKlMnOpQrSt", "proj-AbCdEfGhIjKlMnOpQrSt"),
+    ("Cookie: sessionid=q1w2e3r4t5y6u7i8o9p0; csrftoken=zz", "q1w2e3r4t5y6u7i8o9p0"),
+    (
+        'POST https://hooks.slack.com/services/T00/B00/XXXXsecret "HTTP/1.1 200 OK"',
+        "/services/T00/B00/XXXXsecret",
+    ),
+    ("to https://prod-1.westus.logic.azure.com:443/workflows/abc?sig=xyz", "sig=xyz"),
+    # This site's own paths that carry a one-time key or a receiving id,
+    # in a link or a request line's bare path.
+    ("Confirm: http://localhost:3000/accounts/confirm-email/MTA:1tQ:abc-def/", "MTA:1tQ"),
+    ("GET /accounts/confirm-email/MTA:1tQ:abc-def/ 302", "MTA:1tQ"),
+    ("GET /accounts/password/reset/key/3-c5v-0f1e2d3c4b/ 200", "3-c5v-0f1e2d3c4b"),
+    ("POST http://localhost:3000/api/v1/hooks/7d1f0c2ab34e 202", "7d1f0c2ab34e"),
+    # Secrets in a query string or a URL's user part, on any site.
+    ("http://localhost:3000/accounts/login/code/confirm/?code=8XK2P9", "8XK2P9"),
+    ("http://localhost:3000/x?next=/&access_token=abc123def", "abc123def"),
+    ("smtp://mailer:hunter2hunter2@smtp.example.com", "hunter2hunter2"),
+    ("https://mailer:hunter2hunter2@relay.example.com/send", "hunter2hunter2"),
+    ("EMAIL_HOST_PASSWORD password=hunter2hunter2", "hunter2hunter2"),
+]
+
+
+@pytest.mark.parametrize(("line", "secret"), SECRET_LINES)
 def test_the_filter_blanks_what_is_shaped_like_a_secret(line, secret):
     assert secret in line
     assert secret not in redact(line)
+
+
+def test_every_pattern_names_what_its_matches_hold():
+    """redact() scans only a text that holds one of some pattern's `needs`
+    (lib.redact): every pattern has a line above, and each of its matches
+    there holds one of them."""
+    for secret in SECRET_PATTERNS:
+        matches = [m[0] for line, _ in SECRET_LINES for m in secret.pattern.finditer(line)]
+        assert matches, f"no line above for {secret.pattern.pattern}"
+        for match in matches:
+            assert any(need in match.lower() for need in secret.needs), (secret, match)
+
+
+def test_an_ordinary_access_line_is_passed_unscanned():
+    line = '10.0.0.7 [26/Nov/2026:15:00:00 +0000] "POST /api/v1/inbox HTTP/1.1" 201 52 3ms "curl" a'
+    assert not may_hold_a_secret(line)
+    assert redact(line) == line
 
 
 def test_the_filter_keeps_the_host_of_a_url_and_ordinary_text():
