@@ -82,7 +82,13 @@ class AuditEventAdmin(
         "token_prefix",
         "subject_link",
     )
-    list_filter = ("actor_kind", ActionFilter, SignInMethodFilter, SecondFactorFilter, "occurred_at")
+    list_filter = (
+        "actor_kind",
+        ActionFilter,
+        SignInMethodFilter,
+        SecondFactorFilter,
+        "occurred_at",
+    )
     list_select_related = ("user", "subject_type")
     # A UUID term (subject, token or event id) is matched exactly in get_search_results.
     search_fields = ("user__email", "token_prefix", "token_name")
