@@ -16,7 +16,11 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.urls import reverse
 
-from accounts.selectors import user_has_verified_primary_email, users_with_verified_primary_email
+from accounts.selectors import (
+    invitation_sso_hint,
+    user_has_verified_primary_email,
+    users_with_verified_primary_email,
+)
 from accounts.timezones import zone_named
 from audit.models import ActorKind
 from commitments.answer_links import answer_path
@@ -430,6 +434,15 @@ def _signup_url(address: str) -> str:
 
 
 def _invitation_ending(address: str) -> str:
+    # An address of a domain whose people must use an SSO provider is told to
+    # sign in with it: the password sign-up would refuse it.
+    hint = invitation_sso_hint(address)
+    if hint is not None:
+        return (
+            f"To read it in Commitments and accept or decline it: {hint} If you did not "
+            "expect this, ignore this e-mail: nothing happens unless you sign in. Commitments "
+            "never asks for a password or a payment in an e-mail."
+        )
     return (
         f"To read it in Commitments and accept or decline it, sign up with this address "
         f"({address}) and type the code we then mail to it: the request waits for you in "
@@ -461,10 +474,6 @@ def invitation_message(
         url=_signup_url(address),
         idempotency_key=idempotency_key,
     )
-    # The sign-up form opens with the address filled in (allauth's sign-up reads
-    # ?email= as the field's initial value); only the code proves it.
-    signup = site_url("account_signup") + "?" + urlencode({"email": commitment.invitation.email})
-    return Message(subject=subject, text=text, url=signup, idempotency_key=idempotency_key)
 
 
 def invitation_digest_message(

@@ -352,3 +352,25 @@ def test_a_long_request_is_mailed_in_lines_a_reader_and_the_log_can_follow(assig
     assert "https://commitments.example.com/accounts/signup/?email=newcomer%40example.com" in raw
     assert max(len(line) for line in sent.body.splitlines()) <= 80
     assert sent.body.count("Prepare the report") == 40
+
+
+def test_an_invitation_to_a_domain_of_an_sso_provider_says_to_sign_in_with_it(assigner):
+    from accounts.models import SsoProvider
+
+    SsoProvider.objects.create(
+        name="Acme SSO",
+        slug="acme-sso",
+        issuer="https://sso.acme.example",
+        client_id="commitments",
+        domains=["acme.example"],
+    )
+    c = invite(assigner, email="pat@acme.example")
+    (delivery_id,) = outbox.outbox_event_dispatch(event_id=OutboxEvent.objects.get(commitment=c).pk)
+
+    assert nudge_send(delivery_id=delivery_id) == AttemptOutcome.DELIVERED
+
+    (sent,) = mail.outbox
+    body = " ".join(sent.body.split())
+    assert 'People at acme.example sign in with Acme SSO: choose "Sign in with Acme SSO"' in body
+    assert "sign up with this address" not in body
+    assert "nothing happens unless you sign in" in body
