@@ -21,6 +21,9 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            # Keeps the connection open between requests, as receivers do.
+            protocol_version = "HTTP/1.1"
+
             def do_POST(self) -> None:
                 receiver.arrivals.append(time.monotonic())
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
