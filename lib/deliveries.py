@@ -271,7 +271,8 @@ def attempts_begin(
     left open closed in one statement, this batch's written in one."""
     if not rows:
         return []
-    model = rows[0].attempt_log.model
+    # The concrete Attempt model (its `delivery` key is the subclass's).
+    model: Any = rows[0].attempt_log.model
     model._default_manager.filter(delivery__in=[row.pk for row in rows], outcome="").update(
         outcome=AttemptOutcome.INTERRUPTED,
         error=f"The worker stopped before recording the outcome; {interrupted}",

@@ -442,6 +442,10 @@ def _deadline_transport() -> httpx.HTTPTransport:
     transport._pool = httpcore.ConnectionPool(
         ssl_context=context,
         network_backend=_DeadlineBackend(),
+        # A kept-alive connection sends a request's headers and body as two
+        # writes: without TCP_NODELAY the second waits for the receiver's
+        # delayed ACK (40 ms on Linux) on every send after the first.
+        socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
         max_connections=KEEPALIVE_CONNECTIONS,
         max_keepalive_connections=KEEPALIVE_CONNECTIONS,
         keepalive_expiry=KEEPALIVE_SECONDS,

@@ -3,11 +3,13 @@ runs it) on the test's PostgreSQL and Redis, mail to a local SMTP server
 (tests/harness/smtp_sink.py) that notes each message's Message-ID, which is
 the delivery's id: the receiver's count of each delivery.
 
-Moves committed together are dispatched in one batch task and their nudges
-sent in one (`relay.tasks.dispatch_events`, `notifications.tasks.deliver_nudges`):
-over one mail connection; a refused address in the middle fails alone; a
-worker SIGKILLed in the middle of a batch loses nothing and sends nothing
-twice (what it had claimed and not begun waits for its lease, then goes).
+Each test dispatches its moves here and queues their nudges as one batch
+task (`notifications.tasks.deliver_nudges`, as a batch of dispatches or the
+sweep queues them), so what the worker gets is known: the batch goes over
+one mail connection; a refused address in the middle fails alone; a worker
+SIGKILLed in the middle of a batch loses nothing and sends nothing twice
+(what it had claimed and not begun waits for its lease, then goes). How the
+relay and the sweep make batches: tests/relay/test_outbox.py.
 """
 
 from __future__ import annotations
@@ -22,7 +24,11 @@ from django.utils import timezone
 
 from audit.services import Actor
 from commitments import services
+from commitments.models import OutboxEvent
+from lib import jobs
+from notifications import tasks as nudge_tasks
 from notifications.models import AttemptOutcome, NudgeDelivery, NudgeDeliveryStatus
+from relay import outbox
 from tests.harness.services import celery_worker, purge_queue, subprocess_env, wait_until
 from tests.harness.smtp_sink import SmtpSink
 
@@ -45,6 +51,24 @@ def ask_together(assigner, assignees) -> list:
         ]
 
 
+def queue_one_batch(commitments, monkeypatch) -> list[str]:
+    """Dispatch the moves here (nothing queued), then queue all their nudges
+    as one `deliver_nudges`, in the order of the moves."""
+    with monkeypatch.context() as patched:
+        patched.setattr(jobs, "enqueue", lambda *args, **kwargs: True)
+        events = OutboxEvent.objects.filter(commitment__in=commitments).order_by("pk")
+        outbox.outbox_events_dispatch(events=[(event.pk, "") for event in events])
+    ids = [
+        str(pk)
+        for pk in NudgeDelivery.objects.filter(event__commitment__in=commitments)
+        .order_by("event_id")
+        .values_list("pk", flat=True)
+    ]
+    assert len(ids) == len(commitments)
+    assert jobs.enqueue(nudge_tasks.deliver_nudges, ids)
+    return ids
+
+
 def settled(commitments) -> bool:
     rows = NudgeDelivery.objects.filter(event__commitment__in=commitments)
     return (
@@ -58,26 +82,26 @@ def settled(commitments) -> bool:
 @pytest.fixture
 def env(tmp_path):
     purge_queue(os.environ["REDIS_URL"])
-    # Only the relay dispatches (no sweep finds the events first).
-    return subprocess_env(tmp_path, TEST_OUTBOX_SWEEP_GRACE="3600")
+    # No sweep queues the batch's rows again while it runs.
+    return subprocess_env(tmp_path, TEST_OUTBOX_REQUEUE_AFTER="3600")
 
 
 def test_a_batch_with_one_refused_address_delivers_the_rest_over_one_connection(
-    tmp_path, env, assigner, make_user
+    tmp_path, env, assigner, make_user, monkeypatch
 ):
     people = [make_user(f"batch{n}@example.com") for n in range(3)]
     people.append(make_user("refused@example.com"))
     people += [make_user(f"batch{n}@example.com") for n in range(3, 6)]
     with SmtpSink(refuse="refused") as sink:
         env.update(sink.env())
+        commitments = ask_together(assigner, people)
+        queue_one_batch(commitments, monkeypatch)
         with celery_worker(env, tmp_path / "worker.log") as worker:
             worker.wait_for_output("ready.")
-            commitments = ask_together(assigner, people)
             wait_until(lambda: settled(commitments), timeout=60, what="every nudge settled")
         log = worker.output()
 
-    assert "relay.tasks.dispatch_events[" in log  # the events went as one batch
-    assert "notifications.tasks.deliver_nudges[" in log  # and so did their nudges
+    assert log.count("notifications.tasks.deliver_nudges[") == 2  # received, succeeded
     good = [p.email for p in people if p.email != "refused@example.com"]
     assert sorted(sink.recipients) == sorted(good)  # each once
     assert sink.connections == 1
@@ -94,16 +118,17 @@ def test_a_batch_with_one_refused_address_delivers_the_rest_over_one_connection(
 
 
 def test_a_worker_killed_in_the_middle_of_a_batch_loses_nothing_and_sends_nothing_twice(
-    tmp_path, env, assigner, make_user
+    tmp_path, env, assigner, make_user, monkeypatch
 ):
     people = [make_user(f"kill{n}@example.com") for n in range(8)]
     # Leases run out soon after the kill (a batch sends for a third of it).
     env["TEST_DELIVERY_LEASE_SECONDS"] = "9"
     with SmtpSink(mail_delay=0.4) as sink:
         env.update(sink.env())
+        commitments = ask_together(assigner, people)
+        queue_one_batch(commitments, monkeypatch)
         with celery_worker(env, tmp_path / "first.log") as first:
             first.wait_for_output("ready.")
-            commitments = ask_together(assigner, people)
             # Three messages accepted and recorded (the fourth is begun only
             # after the third's outcome is committed), the fourth begun:
             # nothing of it sent yet. Killed there, in the middle of the batch.
@@ -116,6 +141,9 @@ def test_a_worker_killed_in_the_middle_of_a_batch_loses_nothing_and_sends_nothin
         assert rows.filter(status=NudgeDeliveryStatus.DELIVERED).count() == 3
         assert rows.filter(status=NudgeDeliveryStatus.SENDING).count() == 5  # the dead one's
 
+        # The second worker's sweep finds the dead one's claims when their
+        # leases run out.
+        env["TEST_OUTBOX_REQUEUE_AFTER"] = "1"
         with celery_worker(env, tmp_path / "second.log") as second:
             second.wait_for_output("ready.")
             wait_until(lambda: settled(commitments), timeout=60, what="the rest of the batch")
