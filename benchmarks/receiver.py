@@ -30,6 +30,11 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            # Keeps the connection open between requests, as receivers do;
+            # the answer's headers and body go in one write (no delayed ACK).
+            protocol_version = "HTTP/1.1"
+            wbufsize = 64 * 1024
+
             def do_POST(self) -> None:
                 receiver.arrivals.append(time.monotonic())
                 peer = self.client_address[0]
@@ -52,6 +57,7 @@ class Receiver:
                     self.send_header("Content-Length", "2")
                     self.end_headers()
                     self.wfile.write(b"ok")
+                    self.wfile.flush()
                 except OSError:
                     pass  # the sender gave up (its timeout)
 

@@ -14,8 +14,10 @@ and several workers, `celery -A config worker` processes plus one
 
 import os
 import sys
+from typing import Any
 
-from celery import Celery, signals
+import click
+from celery import Celery, bootsteps, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -144,3 +146,41 @@ def _stop_relay(**kwargs) -> None:
     from relay import listener
 
     listener.stop()
+
+
+# --- Beat as a thread of a worker (run_worker) -------------------------------------
+
+
+class _BeatThread(bootsteps.StartStopStep):
+    """`celery worker --beat-thread=<schedule file>`: beat (the sweep and the
+    reminders) runs as a thread of this worker, not as a process of its
+    own: `manage.py run_worker` starts one worker with it, which spares a
+    whole process of the application. Run it in one worker only (it is the
+    one scheduler); `celery beat` does the same as a process."""
+
+    def __init__(self, parent, beat_thread: str | None = None, **options) -> None:
+        self.schedule = beat_thread
+        self.service: Any = None
+        super().__init__(parent, **options)
+
+    def start(self, parent) -> None:
+        if not self.schedule:
+            return
+        from celery.beat import EmbeddedService
+
+        self.service = EmbeddedService(parent.app, thread=True, schedule_filename=self.schedule)
+        self.service.start()
+
+    def stop(self, parent) -> None:
+        if self.service is not None:
+            self.service.stop()
+
+
+app.user_options["worker"].add(
+    click.Option(
+        ("--beat-thread",),
+        default=None,
+        help="Run beat as a thread of this worker, with this schedule file.",
+    )
+)
+app.steps["worker"].add(_BeatThread)

@@ -571,9 +571,18 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # again; stop it instead of letting two copies run at once.
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 # Every task is bounded; the delivery lease below is longer than the hard limit,
-# so a lease expires only when its worker is really gone.
+# so a lease expires only when its worker is really gone. (The threads pool
+# does not enforce these limits: there each send is bounded by its own
+# timeouts, WEBHOOK_TIMEOUT, NOTIFY_HTTP_TIMEOUT and EMAIL_TIMEOUT, all far
+# shorter than the lease, and each send of a batch is claimed just before it
+# goes, with a lease of its own.)
 CELERY_TASK_SOFT_TIME_LIMIT = 45
 CELERY_TASK_TIME_LIMIT = 60
+# Threads: the work is waiting on PostgreSQL, the mail server and receivers,
+# and one process with threads holds a fraction of the memory of a prefork
+# child per slot (docs/production.md, "Workers"). `--pool prefork` still works.
+CELERY_WORKER_POOL = "threads"
+CELERY_WORKER_CONCURRENCY = 8
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
@@ -619,7 +628,24 @@ WEBHOOK_TEST_INTERVAL = 10
 WEBHOOK_QUEUE = "webhooks"
 # Tasks are named here by string (config is the top layer; the apps import
 # them); tests/config/test_celery_tasks.py checks every name is a task.
-CELERY_TASK_ROUTES = {"webhooks.tasks.deliver_webhook": {"queue": WEBHOOK_QUEUE}}
+# Nudges have a queue of their own too, consumed by the default workers with
+# the outbox's (each worker takes from its queues in turn), so a backlog of
+# dispatches never stands in front of a nudge, nor of the sweep or the
+# reminders, which share it.
+NUDGE_QUEUE = "nudges"
+# The queues a worker started without --queues consumes (not the webhooks').
+CELERY_TASK_QUEUES: dict[str, dict[str, str]] = {"celery": {}, NUDGE_QUEUE: {}}
+CELERY_TASK_ROUTES = {
+    "webhooks.tasks.deliver_webhook": {"queue": WEBHOOK_QUEUE},
+    "webhooks.tasks.deliver_webhooks": {"queue": WEBHOOK_QUEUE},
+    "notifications.tasks.deliver_nudge": {"queue": NUDGE_QUEUE},
+    "notifications.tasks.deliver_nudges": {"queue": NUDGE_QUEUE},
+    "notifications.tasks.send_test_nudge": {"queue": NUDGE_QUEUE},
+    # The sweep and the reminders queue sends; behind a backlog of
+    # dispatches they would expire (their messages live one interval).
+    "relay.tasks.sweep": {"queue": NUDGE_QUEUE},
+    "notifications.tasks.remind": {"queue": NUDGE_QUEUE},
+}
 # Every worker writes, every WORKER_HEARTBEAT_INTERVAL s, that it consumes its
 # queues (config/health.py, in Redis); /readyz counts a queue's consumer as
 # live while its last heartbeat is at most WORKER_HEARTBEAT_STALE s old.

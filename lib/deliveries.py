@@ -21,8 +21,11 @@ they import no app (`lib` stays below every app).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -116,20 +119,102 @@ class Attempt(models.Model):
         ordering = ["started_at", "id"]
 
 
+# Ids per batch task (`deliver_nudges`, `deliver_webhooks`): one message,
+# one task, one mail connection for up to this many sends, each still claimed
+# and recorded on its own.
+SEND_BATCH = 20
+
+# Seconds at most that `queued_together` holds a send back.
+TOGETHER_AT_MOST = 0.25
+
+_together = threading.local()
+
+
 def queue_on_commit(
-    task: jobs.Task, rows: QuerySet[Any], ids: list[Any], *, retry: bool = True
+    task: jobs.Task,
+    rows: QuerySet[Any],
+    ids: list[Any],
+    *,
+    retry: bool = True,
+    batch_task: jobs.Task | None = None,
 ) -> None:
     """Queue `task(id)` for each id once the transaction commits (at once
-    outside one). A publish that fails clears the row's `enqueued_at`, so
-    the next sweep queues it."""
+    outside one); with `batch_task`, several ids go as `batch_task([ids])`,
+    SEND_BATCH at most each. Inside `queued_together()` the ids wait for its
+    end and go with the others queued there. A publish that fails clears
+    the rows' `enqueued_at`, so the next sweep queues them."""
 
     def enqueue() -> None:
-        for row_id in ids:
-            if not jobs.enqueue(task, str(row_id), retry=retry):
-                rows.filter(pk=row_id).update(enqueued_at=None)
+        waiting = getattr(_together, "groups", None)
+        if waiting is not None and batch_task is not None:
+            waiting.setdefault(task.name, (task, batch_task, rows, retry, []))[4].extend(ids)
+            _publish_together(full_only=True)
+            return
+        publish(task, rows, ids, retry=retry, batch_task=batch_task)
 
     if ids:
         transaction.on_commit(enqueue)
+
+
+def publish(
+    task: jobs.Task,
+    rows: QuerySet[Any],
+    ids: list[Any],
+    *,
+    retry: bool = True,
+    batch_task: jobs.Task | None = None,
+) -> None:
+    """Queue the ids now: one by one with `task`, or in batches of
+    SEND_BATCH with `batch_task` (a single id still goes with `task`)."""
+    if batch_task is None or len(ids) == 1:
+        for row_id in ids:
+            if not jobs.enqueue(task, str(row_id), retry=retry):
+                rows.filter(pk=row_id).update(enqueued_at=None)
+        return
+    for start in range(0, len(ids), SEND_BATCH):
+        chunk = [str(row_id) for row_id in ids[start : start + SEND_BATCH]]
+        if len(chunk) == 1:
+            publish(task, rows, chunk, retry=retry)
+        elif not jobs.enqueue(batch_task, chunk, retry=retry):
+            rows.filter(pk__in=chunk).update(enqueued_at=None)
+
+
+@contextlib.contextmanager
+def queued_together() -> Iterator[None]:
+    """What `queue_on_commit` queues (with a batch task) while inside is
+    published at the end, in batches: a worker dispatching many outbox
+    events queues their sends as a few batch tasks, not one task each. The
+    rows are stamped as queued when made, so a process that dies before the
+    end loses only publishes, which the sweep makes up (as for any lost
+    publish)."""
+    if getattr(_together, "groups", None) is not None:  # already collecting
+        yield
+        return
+    _together.groups, _together.since = {}, time.monotonic()
+    try:
+        yield
+    finally:
+        _publish_together(full_only=False)
+        _together.groups = None
+
+
+def _publish_together(*, full_only: bool) -> None:
+    """Publish what `queued_together` collected: with `full_only`, only once
+    a batch is full or the oldest has waited TOGETHER_AT_MOST seconds (so a
+    long batch of dispatches does not hold its first sends back)."""
+    groups = _together.groups
+    if not groups:
+        return
+    waited = time.monotonic() - _together.since
+    if (
+        full_only
+        and waited < TOGETHER_AT_MOST
+        and all(len(group[4]) < SEND_BATCH for group in groups.values())
+    ):
+        return
+    _together.groups, _together.since = {}, time.monotonic()
+    for task, batch_task, rows, retry, ids in groups.values():
+        publish(task, rows, ids, retry=retry, batch_task=batch_task)
 
 
 def take_due(
@@ -162,6 +247,56 @@ def attempt_begin(row: LeasedDelivery, *, interrupted: str, **fields: object) ->
     left open (`close_interrupted`), and write this one before the send."""
     close_interrupted(row, interrupted)
     return row.attempt_log.create(**fields)
+
+
+def claim_many(rows: QuerySet[Any], *, pks: list[Any], now: dt.datetime) -> list[Any]:
+    """`claim` for a batch, in one statement (lib.leasing.claim_many): the
+    ids taken. Send them within `batch_window()` of now, and `release` the
+    ones left when it is over."""
+    lease = dt.timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
+    return leasing.claim_many(rows, pks=pks, now=now, lease=lease)
+
+
+def batch_window() -> float:
+    """Seconds from a batch's claim during which its sends may start: a
+    third of the lease, so that a send that starts at its end (bounded by its
+    own timeouts, far shorter) still ends before the lease does."""
+    return settings.DELIVERY_LEASE_SECONDS / 3
+
+
+def attempts_begin(
+    rows: list[LeasedDelivery], *, interrupted: str, fields: list[dict[str, object]]
+) -> list[Attempt]:
+    """`attempt_begin` for a batch just claimed: the attempts dead workers
+    left open closed in one statement, this batch's written in one."""
+    if not rows:
+        return []
+    # The concrete Attempt model (its `delivery` key is the subclass's).
+    model: Any = rows[0].attempt_log.model
+    model._default_manager.filter(delivery__in=[row.pk for row in rows], outcome="").update(
+        outcome=AttemptOutcome.INTERRUPTED,
+        error=f"The worker stopped before recording the outcome; {interrupted}",
+    )
+    made: list[Attempt] = model._default_manager.bulk_create(
+        [model(delivery=row, **extra) for row, extra in zip(rows, fields, strict=True)]
+    )
+    return made
+
+
+def release(claims: list[Claim[LeasedDelivery]], *, now: dt.datetime) -> list[Any]:
+    """Claims of a batch that will not be sent after all (its window is
+    over): their attempts forgotten (none was made), the rows pending and
+    due now, stamped as queued: queue the ids after commit."""
+    if not claims:
+        return []
+    model = type(claims[0].row)
+    attempt_model = claims[0].row.attempt_log.model
+    attempt_model._default_manager.filter(
+        pk__in=[c.attempt_id for c in claims if c.attempt_id is not None]
+    ).delete()
+    ids = [c.row.pk for c in claims]
+    leasing.release(model._default_manager.filter(pk__in=ids), now=now)
+    return ids
 
 
 _Row = TypeVar("_Row", bound=LeasedDelivery, covariant=True)

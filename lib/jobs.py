@@ -10,6 +10,7 @@ logged.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Protocol
 
 from celery import current_app
@@ -23,11 +24,12 @@ class Task(Protocol):
     name: str
 
 
-def enqueue(task: Task, arg: int | str, *, retry: bool = True) -> bool:
-    """Queue `task(arg)` (a Celery task); False when the broker did not take
-    it. Never raises. The publish is bounded (BROKER_TIMEOUT and the publish
-    retry policy); `retry=False` tries once, for requests that must not wait
-    on a broker that does not answer."""
+def enqueue(task: Task, arg: int | str | Sequence[object], *, retry: bool = True) -> bool:
+    """Queue `task(arg)` (a Celery task; `arg` a row id, or a list of them
+    for a batch task); False when the broker did not take it. Never raises.
+    The publish is bounded (BROKER_TIMEOUT and the publish retry policy);
+    `retry=False` tries once, for requests that must not wait on a broker
+    that does not answer."""
     try:
         current_app.send_task(task.name, args=[arg], retry=retry)
     except Exception:

@@ -17,6 +17,7 @@ import datetime as dt
 import random
 from typing import Any
 
+from django.db import connections
 from django.db.models import F, Q, QuerySet
 
 PENDING = "pending"
@@ -69,6 +70,64 @@ def claim(
             updated_at=now,
             **fields,
         )
+    )
+
+
+def claim_many(
+    rows: QuerySet[Any], *, pks: list[Any], now: dt.datetime, lease: dt.timedelta
+) -> list[Any]:
+    """Take for sending those of rows `pks` that are claimable and that no
+    other worker is claiming this moment: `UPDATE ... WHERE id IN (SELECT
+    ... FOR UPDATE SKIP LOCKED) RETURNING id`, one statement for the batch.
+    Returns the ids taken. The same conditional update as `claim`, so a row
+    is never taken twice; the lease must outlast the batch's sending (the
+    caller releases what it has not sent in time)."""
+    if not pks:
+        return []
+    candidates = rows.filter(claimable(now), pk__in=pks).select_for_update(skip_locked=True)
+    if connections[rows.db].vendor != "postgresql":
+        # SQLite: no FOR UPDATE (writes are serialized); the same update.
+        taken = list(candidates.values_list("pk", flat=True))
+        if taken:
+            rows.filter(claimable(now), pk__in=taken).update(
+                status=SENDING,
+                claimed_until=now + lease,
+                attempts=F("attempts") + 1,
+                updated_at=now,
+            )
+        return taken
+    model = rows.model
+    pk_column = model._meta.pk.column
+    inner_sql, inner_params = candidates.values("pk").query.sql_with_params()
+    table = connections[rows.db].ops.quote_name(model._meta.db_table)
+    quoted = {
+        name: connections[rows.db].ops.quote_name(model._meta.get_field(name).column)
+        for name in ("status", "claimed_until", "attempts", "updated_at")
+    }
+    # Names from the model (quoted), values as parameters, the inner SELECT
+    # compiled by the ORM: nothing from outside is in the text.
+    pk = connections[rows.db].ops.quote_name(pk_column)
+    status, until, attempts, updated = (quoted[k] for k in quoted)
+    sql = (
+        f"UPDATE {table} SET {status} = %s, {until} = %s, {attempts} = {attempts} + 1, "  # noqa: S608
+        f"{updated} = %s WHERE {pk} IN ({inner_sql}) RETURNING {pk}"
+    )
+    with connections[rows.db].cursor() as cursor:
+        cursor.execute(sql, [SENDING, now + lease, now, *inner_params])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def release(rows: QuerySet[Any], *, now: dt.datetime) -> int:
+    """Rows a worker claimed and will not send after all (its batch ran out of
+    time): pending and due now again, their claim not counted, stamped as
+    queued (the caller queues them after commit)."""
+    return rows.filter(status=SENDING).update(
+        status=PENDING,
+        attempts=F("attempts") - 1,
+        next_attempt_at=now,
+        claimed_until=None,
+        enqueued_at=now,
+        updated_at=now,
     )
 
 

@@ -34,6 +34,7 @@ cut off at the deadline.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import ipaddress
 import re
@@ -41,6 +42,7 @@ import socket
 import ssl
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -341,14 +343,25 @@ def masked_url(url: str | Undecryptable | None) -> str:
 # --- sending ------------------------------------------------------------------------
 
 
-class _DeadlineStream(httpcore.NetworkStream):
-    """A socket stream whose every operation ends by `deadline` (monotonic)."""
+# The deadline (monotonic) of the call this thread is making: a kept-alive
+# connection serves one call after another, each under its own deadline.
+_call = threading.local()
 
-    def __init__(self, stream: httpcore.NetworkStream, deadline: float) -> None:
-        self._stream, self._deadline = stream, deadline
+
+def _deadline() -> float:
+    deadline: float = getattr(_call, "deadline", 0.0)
+    return deadline
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket stream whose every operation ends by the deadline of the call
+    using it (`_call.deadline`, monotonic)."""
+
+    def __init__(self, stream: httpcore.NetworkStream) -> None:
+        self._stream = stream
 
     def _left(self, timeout: float | None, error: type[Exception]) -> float:
-        left = self._deadline - time.monotonic()
+        left = _deadline() - time.monotonic()
         if left <= 0:
             raise error("The overall deadline passed.")
         return left if timeout is None else min(timeout, left)
@@ -371,17 +384,18 @@ class _DeadlineStream(httpcore.NetworkStream):
         stream = self._stream.start_tls(
             ssl_context, server_hostname, self._left(timeout, httpcore.ConnectTimeout)
         )
-        return _DeadlineStream(stream, self._deadline)
+        return _DeadlineStream(stream)
 
     def get_extra_info(self, info: str) -> Any:
         return self._stream.get_extra_info(info)
 
 
 class _DeadlineBackend(httpcore.NetworkBackend):
-    """httpcore's synchronous sockets, each bounded by one deadline."""
+    """httpcore's synchronous sockets, each operation bounded by the deadline
+    of the call using it."""
 
-    def __init__(self, deadline: float) -> None:
-        self._backend, self._deadline = httpcore.SyncBackend(), deadline
+    def __init__(self) -> None:
+        self._backend = httpcore.SyncBackend()
 
     def connect_tcp(
         self,
@@ -391,12 +405,12 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[SOCKET_OPTION] | None = None,
     ) -> httpcore.NetworkStream:
-        left = self._deadline - time.monotonic()
+        left = _deadline() - time.monotonic()
         if left <= 0:
             raise httpcore.ConnectTimeout("The overall deadline passed.")
         timeout = left if timeout is None else min(timeout, left)
         stream = self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
-        return _DeadlineStream(stream, self._deadline)
+        return _DeadlineStream(stream)
 
     def connect_unix_socket(
         self,
@@ -419,16 +433,64 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context(trust_env=False)
 
 
-def _deadline_transport(deadline: float) -> httpx.HTTPTransport:
+def _deadline_transport() -> httpx.HTTPTransport:
     context = _ssl_context()
     transport = httpx.HTTPTransport(verify=context, trust_env=False)
     # httpx takes no network backend, so its pool is replaced by one with the
     # same SSL context on the deadline-bound backend (tests/lib/test_outbound.py
     # proves a trickling server is cut off, so an httpx change would show).
     transport._pool = httpcore.ConnectionPool(
-        ssl_context=context, network_backend=_DeadlineBackend(deadline)
+        ssl_context=context,
+        network_backend=_DeadlineBackend(),
+        # A kept-alive connection sends a request's headers and body as two
+        # writes: without TCP_NODELAY the second waits for the receiver's
+        # delayed ACK (40 ms on Linux) on every send after the first.
+        socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+        max_connections=KEEPALIVE_CONNECTIONS,
+        max_keepalive_connections=KEEPALIVE_CONNECTIONS,
+        keepalive_expiry=KEEPALIVE_SECONDS,
     )
     return transport
+
+
+# Kept-alive connections (HTTP/1.1), one client per receiver: per scheme,
+# checked address, port and host name (the TLS name), so a connection made
+# to one checked address, verified for one name, only ever carries requests
+# that resolved, now, to that address for that name. At most KEEPALIVE_HOSTS
+# clients per process (the least recently used is closed), each with at most
+# KEEPALIVE_CONNECTIONS connections, idle ones closed after KEEPALIVE_SECONDS.
+KEEPALIVE_HOSTS = 64
+KEEPALIVE_CONNECTIONS = 16
+KEEPALIVE_SECONDS = 30.0
+_clients: OrderedDict[tuple[str, str, int, str], httpx.Client] = OrderedDict()
+_clients_lock = threading.Lock()
+
+
+def _client_for(key: tuple[str, str, int, str]) -> httpx.Client:
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is not None:
+            _clients.move_to_end(key)
+            return client
+        client = httpx.Client(
+            follow_redirects=False, trust_env=False, transport=_deadline_transport()
+        )
+        _clients[key] = client
+        while len(_clients) > KEEPALIVE_HOSTS:
+            _, oldest = _clients.popitem(last=False)
+            with contextlib.suppress(Exception):
+                oldest.close()
+        return client
+
+
+def close_connections() -> None:
+    """Close every kept-alive connection (tests; a worker that stops)."""
+    with _clients_lock:
+        clients = list(_clients.values())
+        _clients.clear()
+    for client in clients:
+        with contextlib.suppress(Exception):
+            client.close()
 
 
 @dataclass(frozen=True)
@@ -495,23 +557,18 @@ def post(
     }
     # The TLS handshake and certificate check use the name, not the address.
     extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
+    client = _client_for((parts.scheme, ip_host, port, host))
+    _call.deadline = ends_at
     try:
-        with (
-            httpx.Client(
-                timeout=httpx.Timeout(timeout),
-                follow_redirects=False,
-                trust_env=False,
-                transport=_deadline_transport(ends_at),
-            ) as client,
-            client.stream(
-                "POST",
-                pinned.geturl(),
-                json=json,
-                content=content,
-                headers=request_headers,
-                extensions=extensions,
-            ) as response,
-        ):
+        with client.stream(
+            "POST",
+            pinned.geturl(),
+            json=json,
+            content=content,
+            headers=request_headers,
+            extensions=extensions,
+            timeout=httpx.Timeout(timeout),
+        ) as response:
             body = bytearray()
             try:
                 for chunk in response.iter_raw():  # raw: never decompressed

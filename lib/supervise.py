@@ -165,3 +165,42 @@ class Supervisor:
                 proc.kill()
                 proc.wait()
             child.proc = None
+
+
+# --- a supervisor process of its own ---------------------------------------------------
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: be sent SIGTERM when the parent dies, even
+    by SIGKILL (Linux), so no orphaned worker is left behind."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def main(argv: list[str]) -> int:
+    """`python -m lib.supervise '<json>'`: supervise the children the JSON
+    names (`{"children": [[name, argv], ...], "stop_timeout": s}`), each made
+    to die with this process. `manage.py run_worker` execs this once it has
+    worked out its children, so the process that stays up to watch them
+    holds the standard library and this module, not Django and the
+    application (a few MiB where the command held a hundred)."""
+    import json
+
+    logging.basicConfig(
+        level=logging.INFO, format="[%(asctime)s: %(levelname)s/supervisor] %(message)s"
+    )
+    spec = json.loads(argv[0])
+    supervisor = Supervisor.of(
+        [(name, list(child_argv)) for name, child_argv in spec["children"]],
+        preexec_fn=_die_with_parent,
+        stop_timeout=float(spec.get("stop_timeout", 70.0)),
+    )
+    return supervisor.run()
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -43,7 +43,22 @@ INVITATION_MAIL_WINDOW = dt.timedelta(days=1)
 
 
 def nudges_queue_on_commit(delivery_ids: list) -> None:
-    deliveries.queue_on_commit(tasks.deliver_nudge, NudgeDelivery.objects.all(), delivery_ids)
+    deliveries.queue_on_commit(
+        tasks.deliver_nudge,
+        NudgeDelivery.objects.all(),
+        delivery_ids,
+        batch_task=tasks.deliver_nudges,
+    )
+
+
+def nudges_publish(delivery_ids: list) -> None:
+    """Queue them now, in batches (the sweep, after its commit)."""
+    deliveries.publish(
+        tasks.deliver_nudge,
+        NudgeDelivery.objects.all(),
+        delivery_ids,
+        batch_task=tasks.deliver_nudges,
+    )
 
 
 def nudge_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uuid.UUID]:

@@ -17,8 +17,10 @@ a mail system can recognise the copy of the one duplicate window
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -31,7 +33,7 @@ from lib.text import excerpt
 from notifications import dispatch, services, turns
 from notifications.models import AttemptOutcome, ChannelKind, NudgeDelivery, NudgeDeliveryStatus
 from notifications.nudges import delivery_message
-from notifications.transports import TransportError, transport_for
+from notifications.transports import TransportError, mail_session, transport_for
 
 log = logging.getLogger(__name__)
 
@@ -48,34 +50,74 @@ class _Claim(deliveries.Claim[NudgeDelivery]):
     held: tuple[NudgeDelivery, ...] = ()
 
 
+def _must_wait(delivery_id, found: tuple | None, now: dt.datetime) -> bool:
+    """Not its turn (notifications.turns): left for the send ahead of it,
+    which queues it when it ends."""
+    recipient_id, event_id, commitment_id = found or (None, None, None)
+    if (
+        recipient_id is not None
+        and event_id is not None
+        and commitment_id is not None  # set with the event (read through its join)
+        and turns.waits_for_earlier(
+            recipient_id=recipient_id, commitment_id=commitment_id, event_id=event_id, now=now
+        )
+    ):
+        turns.wait_turn(delivery_id, now=now)
+        return True
+    return False
+
+
+def _loaded():
+    return NudgeDelivery.objects.select_related(
+        "recipient",
+        "event__commitment__assigner",
+        "event__commitment__assignee",
+        "event__commitment__invitation",
+        "reminder__commitment__assigner",
+        "reminder__commitment__assignee",
+        "reminder__commitment__invitation",
+    )
+
+
 def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
     with transaction.atomic():
         found = NudgeDelivery.objects.filter(pk=delivery_id).values_list(
             "recipient_id", "event_id", "event__commitment_id"
         )
-        recipient_id, event_id, commitment_id = found.first() or (None, None, None)
-        if (
-            recipient_id is not None
-            and event_id is not None
-            and commitment_id is not None  # set with the event (read through its join)
-            and turns.waits_for_earlier(
-                recipient_id=recipient_id, commitment_id=commitment_id, event_id=event_id, now=now
-            )
-        ):
-            # Not its turn: the send ahead of it queues it when it ends.
-            turns.wait_turn(delivery_id, now=now)
+        if _must_wait(delivery_id, found.first(), now):
             return None
         if not deliveries.claim(NudgeDelivery.objects.all(), pk=delivery_id, now=now):
             return None
-        delivery = NudgeDelivery.objects.select_related(
-            "recipient",
-            "event__commitment__assigner",
-            "event__commitment__assignee",
-            "event__commitment__invitation",
-            "reminder__commitment__assigner",
-            "reminder__commitment__assignee",
-            "reminder__commitment__invitation",
-        ).get(pk=delivery_id)
+        return _begun([_loaded().get(pk=delivery_id)], now)[0]
+
+
+def _claim_many(delivery_ids: list, now: dt.datetime) -> list[_Claim]:
+    """`_claim` for a batch: whose turn it is (one read of the batch, then
+    the turns of the nudges of moves), claimed in one statement, loaded in
+    one, their attempts begun in two. In the order given."""
+    ids = []
+    for delivery_id in delivery_ids:
+        with contextlib.suppress(ValueError):
+            ids.append(uuid.UUID(str(delivery_id)))
+    with transaction.atomic():
+        found = {
+            pk: rest
+            for pk, *rest in NudgeDelivery.objects.filter(pk__in=ids).values_list(
+                "pk", "recipient_id", "event_id", "event__commitment_id"
+            )
+        }
+        ready = [pk for pk in ids if pk in found and not _must_wait(pk, tuple(found[pk]), now)]
+        taken = set(deliveries.claim_many(NudgeDelivery.objects.all(), pks=ready, now=now))
+        loaded = {row.pk: row for row in _loaded().filter(pk__in=taken)}
+        return _begun([loaded[pk] for pk in ready if pk in loaded], now)
+
+
+def _begun(rows: list[NudgeDelivery], now: dt.datetime) -> list[_Claim]:
+    """Claimed rows, in the claim's transaction: where each goes now, its
+    attempt written (the ones dead workers left open closed), a digest's
+    held deliveries attached."""
+    where: list[tuple[str, str, uuid.UUID | None]] = []
+    for delivery in rows:
         channel_id = None
         kind: str  # a ChannelKind value
         if delivery.recipient is None:  # an invitation: its address, by e-mail
@@ -90,11 +132,16 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
             kind, address = dest.kind, dest.address
             channel_id = dest.channel.pk if dest.channel is not None else None
             if kind != delivery.channel:
-                NudgeDelivery.objects.filter(pk=delivery_id).update(channel=kind)
+                NudgeDelivery.objects.filter(pk=delivery.pk).update(channel=kind)
                 delivery.channel = kind
-        attempt = deliveries.attempt_begin(
-            delivery, interrupted="the message may have been sent.", channel=kind, started_at=now
-        )
+        where.append((kind, address, channel_id))
+    attempts = deliveries.attempts_begin(
+        list(rows),
+        interrupted="the message may have been sent.",
+        fields=[{"channel": kind, "started_at": now} for kind, _, _ in where],
+    )
+    claims = []
+    for delivery, attempt, (kind, address, channel_id) in zip(rows, attempts, where, strict=True):
         held: tuple[NudgeDelivery, ...] = ()
         if delivery.is_digest:
             held = tuple(
@@ -108,14 +155,17 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
                 )
                 .order_by("created_at", "id")
             )
-    return _Claim(
-        delivery,
-        attempt.pk,
-        kind=kind,
-        address=address,
-        channel_id=channel_id,
-        held=held,
-    )
+        claims.append(
+            _Claim(
+                delivery,
+                attempt.pk,
+                kind=kind,
+                address=address,
+                channel_id=channel_id,
+                held=held,
+            )
+        )
+    return claims
 
 
 def nudge_send(*, delivery_id) -> str | None:
@@ -124,6 +174,11 @@ def nudge_send(*, delivery_id) -> str | None:
     claim = _claim(delivery_id, timezone.now())
     if claim is None:
         return None
+    return _send_claimed(claim)
+
+
+def _send_claimed(claim: _Claim) -> str:
+    delivery_id = claim.row.pk
     if claim.fence > settings.DELIVERY_MAX_ATTEMPTS:
         # Claimed again and again by workers that died before an outcome.
         return _record_failure(claim, TransportError("Too many attempts were interrupted."))
@@ -153,6 +208,37 @@ def nudge_send(*, delivery_id) -> str | None:
         )
         _queue_next(claim, now=now)
     return AttemptOutcome.DELIVERED
+
+
+def nudges_send(*, delivery_ids: list) -> dict[str, int]:
+    """A batch (`deliver_nudges`): claimed together (`_claim_many`: whose
+    turn it is, one conditional UPDATE for all), then each sent and
+    recorded on its own as `nudge_send` does it, in order, over one
+    connection to the mail server (`transports.mail_session`). One that
+    fails, even unexpectedly, is recorded (or left to its lease) and the
+    rest go on. Sends start only within the batch's window (a third of the
+    lease): the ones left then are released and queued again. Returns how
+    many ended how."""
+    claims = _claim_many(delivery_ids, timezone.now())
+    started = time.monotonic()
+    outcomes: dict[str, int] = {}
+    with mail_session():
+        for index, claim in enumerate(claims):
+            if time.monotonic() - started > deliveries.batch_window():
+                with transaction.atomic():
+                    left = deliveries.release(list(claims[index:]), now=timezone.now())
+                    dispatch.nudges_queue_on_commit(left)
+                outcomes["released"] = len(left)
+                break
+            try:
+                outcome = _send_claimed(claim)
+            except Exception:
+                # Not recorded (the database failed?): its lease runs out and
+                # the sweep queues it again.
+                log.exception("Delivery %s failed in its batch", claim.row.pk)
+                outcome = "error"
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return outcomes
 
 
 def _queue_next(claim: _Claim, *, now: dt.datetime) -> None:

@@ -17,6 +17,13 @@ def deliver_nudge(delivery_id: str) -> str | None:
     return sending.nudge_send(delivery_id=delivery_id)
 
 
+@shared_task(name="notifications.tasks.deliver_nudges")
+def deliver_nudges(delivery_ids: list[str]) -> dict[str, int]:
+    # A batch (lib.deliveries.SEND_BATCH at most): each claimed on its own,
+    # one mail connection for them all.
+    return sending.nudges_send(delivery_ids=delivery_ids)
+
+
 @shared_task(name="notifications.tasks.send_test_nudge")
 def send_test_nudge(test_id: str) -> str | None:
     return services.test_nudge_send(test_id=test_id)

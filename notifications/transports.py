@@ -12,13 +12,17 @@ timeouts, a capped answer). Any answer but 408, 429 and 5xx is permanent.
 
 from __future__ import annotations
 
+import contextlib
 import smtplib
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.core.mail import EmailMessage
+from django.core.mail import EmailMessage, get_connection
+from django.core.mail.backends.base import BaseEmailBackend
 
 from lib import outbound
 from lib.text import excerpt, one_line, wrapped_for_mail
@@ -98,6 +102,44 @@ def _action_lines(message: Message) -> str:
     return "".join(f"{action.label}:\n{action.url}\n\n" for action in message.actions)
 
 
+_session = threading.local()
+
+
+@contextlib.contextmanager
+def mail_session() -> Iterator[None]:
+    """Within (in this thread): e-mail goes over one connection to the mail
+    server, opened by the first message and closed at the end; a message
+    that fails closes it, and the next opens a fresh one. A batch of nudges
+    pays for one connection (and TLS handshake and login), not one each."""
+    _session.active, _session.connection = True, None
+    try:
+        yield
+    finally:
+        _drop_session_connection()
+        _session.active = False
+
+
+def _session_connection() -> BaseEmailBackend | None:
+    """The session's open connection (opened now if needed), or None outside
+    a session (then each message opens and closes its own)."""
+    if not getattr(_session, "active", False):
+        return None
+    if _session.connection is None:
+        connection = get_connection(fail_silently=False)
+        # Opened here, so that send_messages() leaves it open after a message.
+        connection.open()
+        _session.connection = connection
+    connection_: BaseEmailBackend = _session.connection
+    return connection_
+
+
+def _drop_session_connection() -> None:
+    connection, _session.connection = getattr(_session, "connection", None), None
+    if connection is not None:
+        with contextlib.suppress(Exception):
+            connection.close()
+
+
 class EmailTransport(Transport):
     kind = ChannelKind.EMAIL
 
@@ -108,30 +150,37 @@ class EmailTransport(Transport):
         if message.idempotency_key:
             domain = urlsplit(settings.SITE_URL).hostname or "localhost"
             headers["Message-ID"] = f"<{message.idempotency_key}@{domain}>"
-        email = EmailMessage(
-            subject=message.subject,
-            body=wrapped_for_mail(f"{message.text}\n\n{_action_lines(message)}{message.url}\n"),
-            to=[self.destination],
-            headers=headers,
-        )
         try:
+            email = EmailMessage(
+                subject=message.subject,
+                body=wrapped_for_mail(f"{message.text}\n\n{_action_lines(message)}{message.url}\n"),
+                to=[self.destination],
+                headers=headers,
+                connection=_session_connection(),
+            )
             email.send(fail_silently=False)
         except ValueError as exc:
             # The message cannot be written as mail: a header that would span
             # lines (BadHeaderError; the subject is one line, so an address)
             # or an address that does not parse. The same message fails the
-            # same way every time, so it is not retried.
+            # same way every time, so it is not retried. (Nothing was said to
+            # the server: a session's connection stays usable.)
             raise TransportError(
                 excerpt(f"The message could not be written as mail: {exc}"), permanent=True
             ) from exc
         except smtplib.SMTPRecipientsRefused as exc:
+            # smtplib reset the transaction: the connection stays usable.
             raise TransportError(
                 f"The mail server refused the address: {exc}", permanent=True
             ) from exc
         except (smtplib.SMTPException, OSError) as exc:
             # Includes a mail server that is down or misconfigured: an operator
             # can fix that, so the delivery waits and retries.
+            _drop_session_connection()
             raise TransportError(excerpt(f"Sending mail failed: {exc!r}")) from exc
+        except Exception:
+            _drop_session_connection()
+            raise
         return None
 
 

@@ -9,12 +9,15 @@ lost, late or delivered twice:
    (a trigger, migration commitments 0006); the relay (`relay/listener.py`, a
    thread of each worker on the default queue) wakes on it, or every
    OUTBOX_RELAY_WAIT s without one (SQLite), and `outbox_relay` queues
-   `relay.tasks.dispatch_event(id)` for every event due. A refused publish
-   puts its event back for the next look.
+   every event due, in batches: `relay.tasks.dispatch_events([...])` for up
+   to DISPATCH_BATCH of them (`dispatch_event(id)` for one alone). A refused
+   publish puts its events back for the next look.
 2. `outbox_event_dispatch` claims the event (`commitments.outbox`) and asks
    each deliverer for its rows, in one transaction: the nudges
    (`notifications.dispatch`) and the integrators' webhooks
-   (`webhooks.dispatch`). Each queues its own sends after commit.
+   (`webhooks.dispatch`). Each queues its own sends after commit; a batch's
+   sends are queued together at its end, as batch tasks
+   (`lib.deliveries.queued_together`).
 3. `outbox_sweep` (beat, every OUTBOX_SWEEP_INTERVAL s) queues what is due
    and was never picked up: undispatched events, due nudges and webhook
    deliveries and those whose lease expired, claimed with SELECT ... FOR
@@ -40,27 +43,37 @@ from commitments.outbox import (
     outbox_events_due_again,
     outbox_events_take_due,
 )
-from lib import jobs
+from lib import deliveries, jobs
 from lib.logs import request_id_var
 from notifications import tasks as notification_tasks
-from notifications.dispatch import nudge_deliveries_create, nudge_deliveries_take_due
+from notifications.dispatch import (
+    nudge_deliveries_create,
+    nudge_deliveries_take_due,
+    nudges_publish,
+)
 from notifications.services import test_nudges_take_due
 from relay import tasks
-from webhooks import tasks as webhook_tasks
-from webhooks.dispatch import webhook_deliveries_create, webhook_deliveries_take_due
+from webhooks.dispatch import (
+    webhook_deliveries_create,
+    webhook_deliveries_take_due,
+    webhooks_publish,
+)
 from webhooks.services import webhook_endpoints_forget_old_secrets
 
 log = logging.getLogger(__name__)
 
 SWEEP_BATCH = 500
+DISPATCH_BATCH = 20  # outbox events per dispatch task
 
 
 def outbox_relay(*, now: dt.datetime | None = None, limit: int = SWEEP_BATCH) -> int:
     """Queue the dispatch of every outbox event that is due (committed, or its
     back-off over) and was not queued in the last OUTBOX_REQUEUE_AFTER s; the
-    relay calls it each time it wakes. Returns how many were queued. Each
-    publish is tried once: when the broker refuses one, that event and the
-    rest are put back, due at once, for the next look (and the sweep)."""
+    relay calls it each time it wakes. Returns how many were queued. Events
+    go in batches of DISPATCH_BATCH (`dispatch_events`; one alone as
+    `dispatch_event`). Each publish is tried once: when the broker refuses
+    one, that batch and the rest are put back, due at once, for the next
+    look (and the sweep)."""
     now = now or timezone.now()
     with transaction.atomic():
         due = outbox_events_take_due(
@@ -69,12 +82,21 @@ def outbox_relay(*, now: dt.datetime | None = None, limit: int = SWEEP_BATCH) ->
             requeue_after=dt.timedelta(seconds=settings.OUTBOX_REQUEUE_AFTER),
             limit=limit,
         )
-    for queued, (event_id, request_id) in enumerate(due):
-        if not _enqueue_event(event_id, request_id, retry=False):
-            left = [event_id for event_id, _ in due[queued:]]
+    for start in range(0, len(due), DISPATCH_BATCH):
+        if not _enqueue_events(due[start : start + DISPATCH_BATCH], retry=False):
+            left = [event_id for event_id, _ in due[start:]]
             outbox_events_due_again(event_ids=left, now=now)
-            return queued
+            return start
     return len(due)
+
+
+def _enqueue_events(events: list[tuple[int, str]], *, retry: bool = True) -> bool:
+    """One event as `dispatch_event`, under its request's id; several as one
+    `dispatch_events`, which carries each one's request id with it."""
+    if len(events) == 1:
+        return _enqueue_event(*events[0], retry=retry)
+    pairs = [[event_id, request_id or ""] for event_id, request_id in events]
+    return jobs.enqueue(tasks.dispatch_events, pairs, retry=retry)
 
 
 def _enqueue_event(event_id: int, request_id: str, *, retry: bool = True) -> bool:
@@ -102,6 +124,26 @@ def outbox_event_dispatch(*, event_id: int) -> list[uuid.UUID]:
         # Left undispatched; the sweep tries again after a back-off.
         outbox_event_retry_later(event_id=event_id, now=now)
         raise
+
+
+def outbox_events_dispatch(*, events: list[tuple[int, str]]) -> int:
+    """Dispatch a batch of events (`dispatch_events`), each in its own
+    transaction as `outbox_event_dispatch` does it, under its request's id:
+    one that fails is left for the sweep (after a back-off) and the rest go
+    on. The sends they make are queued together at the end, in batches
+    (`lib.deliveries.queued_together`). Returns how many it dispatched."""
+    dispatched = 0
+    with deliveries.queued_together():
+        for event_id, request_id in events:
+            token = request_id_var.set(request_id or None)
+            try:
+                outbox_event_dispatch(event_id=event_id)
+                dispatched += 1
+            except Exception:
+                log.exception("Dispatching outbox event %s failed; the sweep retries it.", event_id)
+            finally:
+                request_id_var.reset(token)
+    return dispatched
 
 
 @dataclass(frozen=True)
@@ -133,12 +175,10 @@ def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
         webhook_endpoints_forget_old_secrets(now=now)
 
         def enqueue() -> None:
-            for event_id, request_id in events:
-                _enqueue_event(event_id, request_id)
-            for delivery_id in delivery_ids:
-                jobs.enqueue(notification_tasks.deliver_nudge, str(delivery_id))
-            for delivery_id in webhook_ids:
-                jobs.enqueue(webhook_tasks.deliver_webhook, str(delivery_id))
+            for start in range(0, len(events), DISPATCH_BATCH):
+                _enqueue_events(events[start : start + DISPATCH_BATCH])
+            nudges_publish(delivery_ids)
+            webhooks_publish(webhook_ids)
             for test_id in test_ids:
                 jobs.enqueue(notification_tasks.send_test_nudge, str(test_id))
 

@@ -17,6 +17,12 @@ def dispatch_event(event_id: int) -> None:
     outbox.outbox_event_dispatch(event_id=event_id)
 
 
+@shared_task(name="relay.tasks.dispatch_events")
+def dispatch_events(events: list[list]) -> int:
+    # [[event id, request id], ...]: a batch the relay or the sweep queued.
+    return outbox.outbox_events_dispatch(events=[(int(e), str(r or "")) for e, r in events])
+
+
 @shared_task(name="relay.tasks.sweep")
 def sweep() -> dict[str, int]:
     return dataclasses.asdict(outbox.outbox_sweep())

@@ -23,7 +23,22 @@ from webhooks.models import (
 
 
 def webhooks_queue_on_commit(delivery_ids: list) -> None:
-    deliveries.queue_on_commit(tasks.deliver_webhook, WebhookDelivery.objects.all(), delivery_ids)
+    deliveries.queue_on_commit(
+        tasks.deliver_webhook,
+        WebhookDelivery.objects.all(),
+        delivery_ids,
+        batch_task=tasks.deliver_webhooks,
+    )
+
+
+def webhooks_publish(delivery_ids: list) -> None:
+    """Queue them now, in batches (the sweep, after its commit)."""
+    deliveries.publish(
+        tasks.deliver_webhook,
+        WebhookDelivery.objects.all(),
+        delivery_ids,
+        batch_task=tasks.deliver_webhooks,
+    )
 
 
 def webhook_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uuid.UUID]:

@@ -35,7 +35,7 @@ from webhooks.models import (
 from webhooks.schedule import next_attempt_at
 from webhooks.transport import HOST_REFUSED, Outcome, webhook_post
 
-__all__ = ["HOST_REFUSED", "webhook_send"]
+__all__ = ["HOST_REFUSED", "webhook_send", "webhooks_send"]
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,22 @@ def webhook_send(*, delivery_id) -> str | None:
         outcome = Outcome(delivered=False, error=excerpt(repr(exc)))
     # From the answer until this commit is the duplicate window: keep it short.
     return _record(claim, outcome)
+
+
+def webhooks_send(*, delivery_ids: list) -> dict[str, int]:
+    """A batch (`deliver_webhooks`): each sent as `webhook_send` sends one
+    (its turn, claim, lease and attempt), in order; lib.outbound keeps each
+    receiver's connection open between them. One that fails, even
+    unexpectedly, is recorded or left to its lease, and the rest go on."""
+    outcomes: dict[str, int] = {}
+    for delivery_id in delivery_ids:
+        try:
+            outcome = webhook_send(delivery_id=delivery_id) or "skipped"
+        except Exception:
+            log.exception("Webhook delivery %s failed in its batch", delivery_id)
+            outcome = "error"
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return outcomes
 
 
 def _record(claim: deliveries.Claim[WebhookDelivery], outcome: Outcome) -> str:

@@ -14,3 +14,10 @@ from webhooks import sending
 @shared_task(name="webhooks.tasks.deliver_webhook")
 def deliver_webhook(delivery_id: str) -> str | None:
     return sending.webhook_send(delivery_id=delivery_id)
+
+
+@shared_task(name="webhooks.tasks.deliver_webhooks")
+def deliver_webhooks(delivery_ids: list[str]) -> dict[str, int]:
+    # A batch: each claimed on its own, in order (lib.outbound keeps the
+    # connection to each receiver open between them).
+    return sending.webhooks_send(delivery_ids=delivery_ids)

@@ -28,11 +28,14 @@ def test_every_scheduled_task_is_registered():
 def test_each_app_registers_its_own_tasks():
     assert registered() == {
         "relay.tasks.dispatch_event",
+        "relay.tasks.dispatch_events",
         "relay.tasks.sweep",
         "notifications.tasks.deliver_nudge",
+        "notifications.tasks.deliver_nudges",
         "notifications.tasks.send_test_nudge",
         # The same task by its name before 0010 (messages queued before a deploy).
         "notifications.tasks.send_channel_test",
         "notifications.tasks.remind",
         "webhooks.tasks.deliver_webhook",
+        "webhooks.tasks.deliver_webhooks",
     }

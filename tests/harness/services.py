@@ -352,12 +352,12 @@ def redis_server_available() -> bool:
 
 
 def purge_queue(redis_url: str) -> None:
-    """Empty the Celery queue on `redis_url`, so messages left by other tests
+    """Empty the Celery queues on `redis_url`, so messages left by other tests
     (ids of rows long gone) do not hold up this one."""
     import redis
 
     client = redis.Redis.from_url(redis_url, socket_timeout=5)
-    client.delete("celery", "unacked", "unacked_index")
+    client.delete("celery", "nudges", "webhooks", "unacked", "unacked_index")
     client.close()
 
 

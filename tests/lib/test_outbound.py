@@ -376,7 +376,7 @@ def test_the_time_spent_resolving_counts_against_the_deadline(settings, monkeypa
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        seen.append(self._deadline - time.monotonic())
+        seen.append(outbound._deadline() - time.monotonic())
         raise outbound.httpcore.ConnectError("refused")
 
     monkeypatch.setattr(outbound.socket, "getaddrinfo", slow_then_loopback)

@@ -1,11 +1,19 @@
-"""Run the background workers: a Celery worker for the nudges and the outbox,
-a second worker for the outbound webhooks' queue (settings.WEBHOOK_QUEUE),
-and beat (the scheduler of the outbox sweep and the reminders), each a child
-process that this command supervises (lib/supervise.py): a child that exits
-by itself (a crash, a kill, an outage it did not survive) is started again
-after a back-off, logged; SIGTERM or SIGINT to this command stops them all
-(the workers' warm shutdown) and it exits. A child that could not start at
-all (bad settings) stops the others and this command exits with its code.
+"""Run the background workers: a Celery worker for the outbox and the nudges
+(its queues, settings.CELERY_TASK_QUEUES, taken in turn) with beat (the
+scheduler of the outbox sweep and the reminders) as a thread of it, and a
+second worker for the outbound webhooks' queue (settings.WEBHOOK_QUEUE),
+each a child process that a small supervisor (lib/supervise.py) watches: a
+child that exits by itself (a crash, a kill, an outage it did not survive)
+is started again after a back-off, logged; SIGTERM or SIGINT to this command
+stops them all (the workers' warm shutdown) and it exits. A child that could
+not start at all (bad settings) stops the others and this command exits
+with its code. Once it has worked out its children, this command execs the
+supervisor (same process id), which imports neither Django nor the
+application: the tree is two worker processes and a light watcher.
+
+Both workers run a pool of threads (settings.CELERY_WORKER_POOL): the sends
+wait on PostgreSQL, mail servers and receivers, not on the CPU, and threads
+share one copy of the application where each prefork child held its own.
 
 The webhooks get a process of their own because a receiver may take the
 whole WEBHOOK_TIMEOUT (10 s) to fail, again and again: on the same pool,
@@ -22,46 +30,48 @@ single `celery -A config beat` (compose.yaml does).
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import signal
+import json
+import os
 import sys
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from lib.supervise import Supervisor
-
-DEFAULT_QUEUE = "celery"
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: be sent SIGTERM when the parent dies, even
-    by SIGKILL (Linux), so no orphaned worker is left behind."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+DEFAULT_QUEUES = ",".join(settings.CELERY_TASK_QUEUES)
 
 
 class Command(BaseCommand):
-    help = "Run the Celery workers (nudges with the outbox sweep, and webhooks)."
+    help = "Run the Celery workers (outbox and nudges with the sweep, and webhooks)."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument(
-            "--concurrency", type=int, default=2, help="Worker processes (default 2)."
+            "--concurrency",
+            type=int,
+            default=settings.CELERY_WORKER_CONCURRENCY,
+            help="Threads (or processes) of the worker "
+            f"(default {settings.CELERY_WORKER_CONCURRENCY}).",
         )
         parser.add_argument(
             "--webhook-concurrency",
             type=int,
-            default=3,
-            help="Processes of the webhooks' worker (default 3: more than "
-            "WEBHOOK_USER_IN_FLIGHT, so one person's slow receivers never hold them all); "
+            default=settings.CELERY_WORKER_CONCURRENCY,
+            help="Threads of the webhooks' worker (default "
+            f"{settings.CELERY_WORKER_CONCURRENCY}: more than WEBHOOK_USER_IN_FLIGHT, so one "
+            "person's slow receivers never hold them all); "
             "0 starts none here (another process consumes the webhooks queue).",
         )
         parser.add_argument(
+            "--pool",
+            default=settings.CELERY_WORKER_POOL,
+            choices=["threads", "prefork", "solo"],
+            help=f"The workers' pool (default {settings.CELERY_WORKER_POOL}).",
+        )
+        parser.add_argument(
             "--queues",
-            default=DEFAULT_QUEUE,
-            help="Queues this worker consumes (default: the nudges' and the outbox's).",
+            default=DEFAULT_QUEUES,
+            help=f"Queues this worker consumes (default: {DEFAULT_QUEUES}, "
+            "the outbox's and the nudges').",
         )
         parser.add_argument("--loglevel", default="INFO")
         parser.add_argument(
@@ -73,15 +83,25 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         queues = options["queues"]
         loglevel = f"--loglevel={options['loglevel']}"
+        beat: list[str] = []
+        if not options["no_beat"]:
+            schedule = Path(settings.CELERY_BEAT_SCHEDULE_FILENAME)
+            schedule.parent.mkdir(parents=True, exist_ok=True)
+            beat = [f"--beat-thread={schedule}"]  # config/celery.py
+        first = "worker of the " + repr(queues) + " queue(s)" + (" with beat" if beat else "")
         children = [
             (
-                f"worker of the {queues!r} queue",
-                worker_argv(
-                    queues=queues,
-                    name="webhooks" if queues == settings.WEBHOOK_QUEUE else "celery",
-                    concurrency=options["concurrency"],
-                    loglevel=loglevel,
-                ),
+                first,
+                [
+                    *worker_argv(
+                        queues=queues,
+                        name="webhooks" if queues == settings.WEBHOOK_QUEUE else "celery",
+                        concurrency=options["concurrency"],
+                        pool=options["pool"],
+                        loglevel=loglevel,
+                    ),
+                    *beat,
+                ],
             )
         ]
         if options["webhook_concurrency"] > 0 and queues != settings.WEBHOOK_QUEUE:
@@ -92,14 +112,11 @@ class Command(BaseCommand):
                         queues=settings.WEBHOOK_QUEUE,
                         name="webhooks",
                         concurrency=options["webhook_concurrency"],
+                        pool=options["pool"],
                         loglevel=loglevel,
                     ),
                 )
             )
-        if not options["no_beat"]:
-            schedule = Path(settings.CELERY_BEAT_SCHEDULE_FILENAME)
-            schedule.parent.mkdir(parents=True, exist_ok=True)
-            children.append(("beat", [*CELERY, "beat", f"--schedule={schedule}", loglevel]))
         broker = "Redis" if settings.REDIS_URL else "the embedded broker in VAR_DIR"
         self.stdout.write(
             f"Starting the background workers on {broker}: "
@@ -107,24 +124,31 @@ class Command(BaseCommand):
             + "."
         )
         self.stdout.flush()
-        supervisor = Supervisor.of(
-            children,
-            preexec_fn=_die_with_parent,
+        spec = {
+            "children": children,
             # A warm shutdown waits for the tasks running; none runs longer.
-            stop_timeout=settings.CELERY_TASK_TIME_LIMIT + 10,
-        )
-        code = supervisor.run()
-        if code:
-            sys.exit(code)
+            "stop_timeout": settings.CELERY_TASK_TIME_LIMIT + 10,
+        }
+        # The supervisor in this process's place (same pid, so signals to
+        # this command reach it), without Django: lib/supervise.py.
+        root = str(settings.BASE_DIR)
+        path = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
+        os.environ["PYTHONPATH"] = path
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(sys.executable, [sys.executable, "-m", "lib.supervise", json.dumps(spec)])  # noqa: S606
 
 
 CELERY = [sys.executable, "-m", "celery", "-A", "config"]
 
 
-def worker_argv(*, queues: str, name: str, concurrency: int, loglevel: str) -> list[str]:
+def worker_argv(
+    *, queues: str, name: str, concurrency: int, loglevel: str, pool: str = "threads"
+) -> list[str]:
     return [
         *CELERY,
         "worker",
+        f"--pool={pool}",
         f"--concurrency={concurrency}",
         loglevel,
         f"--queues={queues}",
