@@ -75,7 +75,7 @@ from benchmarks.harness import (
     write_results,
 )
 from benchmarks.receiver import Receiver
-from benchmarks.smtp_sink import SmtpSink
+from tests.harness.smtp import SmtpSink
 
 PREFIX = "cmh-"
 BRIDGE = "cmh0"
@@ -930,7 +930,7 @@ def checks(run: Run) -> dict:
         for key, sql in {**CHECK_COUNTS, **MORE_COUNTS}.items():
             row = fetch_row(conn, sql)
             found[key] = row[0] if len(row) == 1 else list(row)
-        mail_ids = [m for m in (NUDGE_ID.search(x["message_id"]) for x in run.sink.messages) if m]
+        mail_ids = [m for m in (NUDGE_ID.search(x.message_id) for x in run.sink.messages) if m]
         mail_dups = duplicates([m.group(1) for m in mail_ids])
         hook_dups = duplicates(run.receiver.ids)
         found["mail_duplicates_unaccounted"] = unaccounted(conn, "nudge", mail_dups)
@@ -954,7 +954,7 @@ def checks(run: Run) -> dict:
             "sync_completed_200": run.sent["sync"].get("200", 0),
             "mails_received": len(run.sink.messages),
             "mails_duplicate_copies": sum(n - 1 for n in mail_dups.values()),
-            "mails_by_host": count_by(by_host, [m["peer"] for m in run.sink.messages]),
+            "mails_by_host": count_by(by_host, [m.peer for m in run.sink.messages]),
             "webhook_posts_received": len(run.receiver.ids),
             "webhook_ids_received_distinct": len(set(run.receiver.ids)),
             "webhook_duplicate_copies": sum(n - 1 for n in hook_dups.values()),

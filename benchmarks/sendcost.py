@@ -6,7 +6,7 @@ measured in one process, with no broker round trip between the steps.
 
 `--count` inbox calls and as many completing syncs (through Django's request
 handler) make twice as many outbox events: each request calls for a nudge
-(e-mail, to a local SMTP server: tests/harness/smtp_sink.py), each
+(e-mail, to a local SMTP server: tests/harness/smtp.py), each
 completion for a webhook (to the local receiver, benchmarks/receiver.py,
 which answers 200 at once) and a nudge to the assigner. Then, as a worker runs
 them, each phase on its own: the events dispatched, the nudges sent, the
@@ -70,7 +70,7 @@ def inner(args: argparse.Namespace) -> None:
     import pstats
 
     from benchmarks.receiver import Receiver
-    from tests.harness.smtp_sink import SmtpSink
+    from tests.harness.smtp import SmtpSink
 
     sink = SmtpSink()
     receiver = Receiver()

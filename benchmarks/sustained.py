@@ -4,7 +4,7 @@
 Inbox calls and completing syncs, half each, at a fixed rate (open loop)
 against the service as the benchmark runs it (gunicorn and `manage.py
 run_worker` on the server's core, benchmarks.settings), with the nudges sent
-over SMTP to a mail server on loopback (benchmarks/smtp_sink.py) and the
+over SMTP to a mail server on loopback (tests/harness/smtp.py) and the
 webhooks to the benchmark's receiver (benchmarks/receiver.py), both in this
 process on the load's core. For each call answered 201 or 200, the time from
 its answer to the arrival of what it caused:
@@ -49,7 +49,7 @@ from typing import Any
 import psycopg
 
 from benchmarks.harness import PYTHON, ROOT, fetch_row, log, run_checked
-from benchmarks.smtp_sink import SmtpSink
+from tests.harness.smtp import SmtpSink
 
 INBOX, SYNC = "inbox", "sync"
 # (the call, what it causes): each call kind's deliveries.

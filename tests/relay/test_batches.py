@@ -1,6 +1,6 @@
 """The worker's batches, with a real Celery worker (threads, as run_worker
 runs it) on the test's PostgreSQL and Redis, mail to a local SMTP server
-(tests/harness/smtp_sink.py) that notes each message's Message-ID, which is
+(tests/harness/smtp.py) that notes each message's Message-ID, which is
 the delivery's id: the receiver's count of each delivery.
 
 Each test dispatches its moves here and queues their nudges as one batch
@@ -30,7 +30,7 @@ from notifications import tasks as nudge_tasks
 from notifications.models import AttemptOutcome, NudgeDelivery, NudgeDeliveryStatus
 from relay import outbox
 from tests.harness.services import celery_worker, purge_queue, subprocess_env, wait_until
-from tests.harness.smtp_sink import SmtpSink
+from tests.harness.smtp import SmtpSink
 
 pytestmark = [pytest.mark.processes, pytest.mark.postgres, pytest.mark.redis]
 
