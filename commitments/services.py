@@ -174,7 +174,10 @@ def _refused(
     why, judged as the move is. Raises CommitmentNotFound, NotPermitted,
     InvalidTransition or TermsChanged; returns the replay (nothing to do);
     raises _Beaten when the move is allowed now."""
-    commitment = _read(**lookup)
+    try:  # the row alone: what the table judges by (no annotations to compile)
+        commitment = Commitment.objects.get(**lookup)
+    except Commitment.DoesNotExist:
+        raise CommitmentNotFound() from None
     if not _check(commitment, actor=actor, move=move, replay_into=replay_into):
         return TransitionResult(commitment, commitment.status, False)
     _check_terms(commitment, move=move, terms_version=terms_version)

@@ -160,7 +160,7 @@ def _same_move_twice(w: World, move: str) -> tuple[Commitment, Callable[[], Any]
         )
     if move in ("accept_proposal", "decline_proposal"):
         c, p = w.counter()
-        call = (
+        call: Callable[..., Any] = (
             s.commitment_proposal_accept
             if move == "accept_proposal"
             else s.commitment_proposal_decline
@@ -181,14 +181,14 @@ def _same_move_twice(w: World, move: str) -> tuple[Commitment, Callable[[], Any]
         )
     if move in ("grant_extension", "decline_extension"):
         c, p = w.extension()
-        call = (
+        answer: Callable[..., Any] = (
             s.commitment_extension_grant
             if move == "grant_extension"
             else s.commitment_extension_decline
         )
         return (
             c,
-            lambda: call(actor=w.lead, commitment_id=c.pk, proposal_id=p.pk),
+            lambda: answer(actor=w.lead, commitment_id=c.pk, proposal_id=p.pk),
             ("ProposalNotOpen"),
         )
     if move == "withdraw":
