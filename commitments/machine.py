@@ -1,6 +1,8 @@
 """The state machine (docs/api.md, "Statuses and moves") as data: where each move may start and
-who may make it. The services enforce it, under a row lock; pages read it to
-offer only the moves a person can make. One table, so the two cannot drift.
+who may make it. The services enforce it in each move's compare-and-set (the
+`UPDATE`'s conditions: `from_statuses`, and `who_may` as a filter) and judge
+a refused one by it (`may_make`); pages read it to offer only the moves a
+person can make. One table, so the two cannot drift.
 
 Creation (by the assigner, or the assigner's own token for the inbox) starts
 from no status: `may_create`.
@@ -9,6 +11,8 @@ from no status: `may_create`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from django.db.models import Q
 
 from audit.models import ActorKind
 from audit.services import Actor
@@ -139,6 +143,27 @@ def may_make(move: Move, *, actor: Actor, commitment: Commitment) -> bool:
 
 def may_create(*, actor: Actor, assigner_id) -> bool:
     return _may(CREATE, actor, assigner_id, None)
+
+
+def who_may(move: Move, *, actor: Actor) -> Q | None:
+    """The commitments `actor` may make `move` on as far as who they are
+    (`may_make`, as a filter for the move's `UPDATE`), or None when they may
+    make it on none."""
+    if actor.user is None:
+        return None
+    pk = actor.user.pk
+    if actor.kind == ActorKind.USER:
+        roles = [Q(assigner_id=pk)] if ASSIGNER in move.by else []
+        if ASSIGNEE in move.by:
+            roles.append(Q(assignee_id=pk))
+        if not roles:
+            return None
+        return roles[0] if len(roles) == 1 else roles[0] | roles[1]
+    if actor.kind == ActorKind.TRACKER and actor.token_id is not None:
+        return Q(assigner_id=pk) if move.by_assigner_token or move.by_tracker else None
+    if actor.kind == ActorKind.API_TOKEN and actor.token_id is not None:
+        return Q(assigner_id=pk) if move.by_assigner_token else None
+    return None
 
 
 def _may(move: Move, actor: Actor, assigner_id, assignee_id) -> bool:

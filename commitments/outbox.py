@@ -42,10 +42,10 @@ def outbox_event_undispatched_before(*, event_id: int, commitment_id) -> bool:
     """Whether an event of this commitment older than `event_id` still waits
     for its first dispatch: for whoever keeps what events cause in the order
     of the moves (the nudges to one person about one commitment). Ids follow
-    the moves of one commitment (each move inserts its event under the
-    commitment's row lock). An event whose dispatch has failed
-    (`dispatch_attempts`) is not waited for: it may keep failing, and nothing
-    else should wait on it."""
+    the moves of one commitment (each move inserts its event in the statement
+    whose UPDATE holds the commitment's row until it commits). An event whose
+    dispatch has failed (`dispatch_attempts`) is not waited for: it may keep
+    failing, and nothing else should wait on it."""
     return OutboxEvent.objects.filter(
         commitment_id=commitment_id,
         dispatched_at__isnull=True,

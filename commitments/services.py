@@ -1,27 +1,31 @@
 """Writes to commitments: one function per state-machine move.
 
-Each transition is one transaction that locks the row, checks who may act and
-whether the move may start from the current status (the table in docs/api.md,
-"Statuses and moves", kept as data in `commitments.machine`), sets the transition time, and writes
-the audit row and the outbox row with it. The web interface and the API call
-these same functions: there is one path to every status.
+Each transition is a compare-and-set: one `UPDATE` whose conditions are who
+may act and the statuses the move may start from (the table in docs/api.md,
+"Statuses and moves", kept as data in `commitments.machine`), and the terms
+version shown, which sets the transition time and writes the audit row and
+the outbox row with it (on PostgreSQL one statement); a refused one is judged
+by the same table on one read ("helpers" below). No row lock is taken. The
+web interface and the API call these same functions: there is one path to
+every status.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, connection, transaction
-from django.db.models import OuterRef, Subquery
+from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from accounts.selectors import users_with_verified_primary_email
@@ -42,7 +46,7 @@ from commitments.errors import (
     ReassignInvalid,
     TermsChanged,
 )
-from commitments.machine import MOVES, may_create, may_make
+from commitments.machine import MOVES, may_create, may_make, who_may
 from commitments.models import (
     COMMENT_MAX,
     NOTE_MAX,
@@ -57,13 +61,15 @@ from commitments.models import (
     ProposalState,
     Status,
 )
-from lib.db import write_together
+from lib.db import Decide, row_version, write_together
 from lib.logs import request_id_var
 from lib.text import is_blank, strip_blank
 
 if TYPE_CHECKING:
     from accounts.models import User
 
+P = ParamSpec("P")
+R = TypeVar("R")
 UNSET: Any = object()
 INVITATION_WINDOW = dt.timedelta(days=1)
 DECLINE_REASON_MAX = 500
@@ -77,35 +83,119 @@ class TransitionResult:
 
 
 # --- helpers -------------------------------------------------------------------
+#
+# Every move is a compare-and-set: one `UPDATE commitment ... WHERE id = ... AND
+# status IN (<the from-states of the move, commitments.machine>) AND <who may
+# make it> [AND terms_version = <the terms shown>] RETURNING ...`, written with
+# its audit row, its outbox row and the rows the move makes or closes
+# (lib.db.write_together: on PostgreSQL one statement). What it returned is the
+# outcome. When it returned nothing, one read of the row judges the move again
+# by the same table: not found, not permitted, an invalid transition, terms
+# changed, or a replay into the status it has (a no-op); a move the row still
+# allows lost to a write that left it allowed (a comment, say) and is made
+# again. A move whose write depends on more than the table (its terms, its
+# proposal, the person asked) reads the row first, without a lock, and its
+# UPDATE also requires the row to be the version it read.
 
 
-def _lock(**lookup: Any) -> Commitment:
-    """The commitment, its row locked, with `open_proposal_id` (its open
-    proposal's id, or None) read in the same statement."""
+class _Beaten(Exception):
+    """The compare-and-set matched no row, and the move is still allowed on
+    the row as it is now: made again."""
+
+
+ATTEMPTS = 50  # each one lost to a write that was made: another always wins
+
+
+def _compare_and_set(function: Callable[P, R]) -> Callable[P, R]:
+    """Make the move, again while it loses to writes that leave it allowed.
+    On SQLite each attempt is a transaction (BEGIN IMMEDIATE: its read and
+    its writes are serialised with every other writer's); on PostgreSQL the
+    compare-and-set needs none (one statement; a caller's transaction, when
+    there is one, holds it)."""
+
+    @functools.wraps(function)
+    def attempt(*args: P.args, **kwargs: P.kwargs) -> R:
+        for _ in range(ATTEMPTS):
+            try:
+                with nullcontext() if connection.vendor == "postgresql" else transaction.atomic():
+                    return function(*args, **kwargs)
+            except _Beaten:
+                continue
+        raise CommitmentError("It is changing too often at once; try again.")
+
+    return attempt
+
+
+def _read(**lookup: Any) -> Commitment:
+    """The commitment as a move judges it: one plain read, no lock, with
+    `open_proposal_id` (its open proposal's id, or None), and what the
+    compare-and-set requires unchanged (`judged_status`, `judged_terms`,
+    `row_version`)."""
     open_proposal = Proposal.objects.filter(commitment=OuterRef("pk"), state=ProposalState.OPEN)
     try:
-        return (
-            Commitment.objects.select_for_update()
-            .annotate(open_proposal_id=Subquery(open_proposal.values("pk")[:1]))
-            .get(**lookup)
-        )
+        return Commitment.objects.annotate(
+            open_proposal_id=Subquery(open_proposal.values("pk")[:1]),
+            judged_status=F("status"),
+            judged_terms=F("terms_version"),
+            row_version=row_version(),
+        ).get(**lookup)
     except Commitment.DoesNotExist:
         raise CommitmentNotFound() from None
 
 
+def _blind() -> bool:
+    """Whether a move whose write needs nothing but the table goes straight
+    to its UPDATE, reading only when refused: on PostgreSQL. On SQLite every
+    move reads first, inside its transaction (BEGIN IMMEDIATE serialises the
+    writers, so what it reads is what its UPDATE finds): the same
+    compare-and-set and the same judge, and a replay or a refusal costs one
+    read, not a refused UPDATE and a read."""
+    return connection.vendor == "postgresql"
+
+
+def _shell(*, move: str, pk: Any, now: dt.datetime, **fields: Any) -> Commitment:
+    """The commitment of a move that writes without reading it first (its
+    write depends on nothing but the table): its one from-state, as the
+    audit row's "from"; `pk` its id, or a stand-in for it (lib.db.Decide's
+    marker) when it is found by something else."""
+    (status,) = MOVES[move].from_statuses
+    return Commitment(pk=pk, status=status, updated_at=now, **fields)
+
+
+def _refused(
+    *,
+    move: str,
+    actor: Actor,
+    lookup: dict[str, Any],
+    terms_version: int | None = None,
+    replay_into: str = "",
+) -> TransitionResult:
+    """After a compare-and-set that matched no row: the one read that says
+    why, judged as the move is. Raises CommitmentNotFound, NotPermitted,
+    InvalidTransition or TermsChanged; returns the replay (nothing to do);
+    raises _Beaten when the move is allowed now."""
+    try:  # the row alone: what the table judges by (no annotations to compile)
+        commitment = Commitment.objects.get(**lookup)
+    except Commitment.DoesNotExist:
+        raise CommitmentNotFound() from None
+    if not _check(commitment, actor=actor, move=move, replay_into=replay_into):
+        return TransitionResult(commitment, commitment.status, False)
+    _check_terms(commitment, move=move, terms_version=terms_version)
+    raise _Beaten()
+
+
 def _superseding(commitment: Commitment, *, now: dt.datetime) -> list[Any]:
-    """The write that closes the (locked) commitment's open proposal, if it
-    has one, as superseded: for `_record`'s `updates_where`. A move that
-    changes the terms, the status or the person asked leaves no proposal on
-    terms that are gone. On PostgreSQL it is a part of the move's one
-    statement, matching what is open when that statement runs (the lock's own
-    read may predate a proposal committed while it waited: a subquery keeps
-    the statement's first snapshot), so it costs nothing; elsewhere writes are
-    serialised (SQLite's BEGIN IMMEDIATE) and the lock's read tells whether
-    there is one to close."""
-    if connection.vendor != "postgresql" and not getattr(commitment, "open_proposal_id", None):
+    """The write that closes the commitment's open proposal, if it has one,
+    as superseded: for `_record`'s `updates_where`. A move that changes the
+    terms, the status or the person asked leaves no proposal on terms that
+    are gone. On PostgreSQL it is a part of the move's one statement, which
+    writes only if the row is the version the statement reads (so it sees
+    every proposal made before), so it costs nothing; on SQLite a move that
+    read the row first knows whether there is one to close."""
+    known = getattr(commitment, "open_proposal_id", UNSET)
+    if connection.vendor != "postgresql" and known is None:
         return []
-    commitment.open_proposal_id = None  # type: ignore[attr-defined]  # the lock's annotation
+    commitment.open_proposal_id = None  # type: ignore[attr-defined]  # the read's annotation
     return [
         (
             Proposal.objects.filter(commitment_id=commitment.pk, state=ProposalState.OPEN),
@@ -159,14 +249,19 @@ def _record(
     inserts: Sequence[Any] = (),
     updates: Sequence[tuple[Any, Sequence[str]]] = (),
     updates_where: Sequence[Any] = (),
-) -> None:
+    move: str = "",
+    lookup: dict[str, Any] | None = None,
+    terms_version: int | None = None,
+) -> Commitment | None:
     """Write the change with its audit row and its outbox row, in one
     statement on PostgreSQL (lib.db.write_together): the new commitment
-    (`created`) or the fields `_move` changed (`changed`), and the rows the
-    move makes or changes with it (`inserts`: a proposal, a comment;
-    `updates`: an answered proposal; `updates_where`: `_superseding`).
-    `detail`: the outbox row's (what the move was about, for the nudges and
-    webhooks it causes)."""
+    (`created`) or, for `move`, the fields `_move` changed (`changed`) as a
+    compare-and-set (`_decide`), and the rows the move makes or changes with
+    it (`inserts`: a proposal, a comment; `updates`: an answered proposal;
+    `updates_where`: `_superseding`). `detail`: the outbox row's (what the
+    move was about, for the nudges and webhooks it causes). Returns the
+    commitment as the move left it, or None when the compare-and-set matched
+    no row (and nothing was written)."""
     body = {"from": previous_status or None, "to": commitment.status}
     body.update(payload or {})
     rows: list[Any] = [
@@ -199,11 +294,70 @@ def _record(
                 detail=detail or {},
             )
         )
-    write_together(
-        inserts=[commitment, *inserts, *rows] if created else [*inserts, *rows],
-        updates=[*([(commitment, changed)] if changed else []), *updates],
-        updates_where=updates_where,
+    if created:
+        write_together(inserts=[commitment, *inserts, *rows])
+        return commitment
+    decide = _decide(
+        commitment,
+        move=move,
+        actor=actor,
+        lookup=lookup or {"pk": commitment.pk},
+        changed=changed,
+        terms_version=terms_version,
     )
+    if decide is None:
+        return None
+    return write_together(  # type: ignore[return-value]  # the decided row: a Commitment
+        inserts=[*inserts, *rows], updates=updates, updates_where=updates_where, decide=decide
+    )
+
+
+def _decide(
+    commitment: Commitment,
+    *,
+    move: str,
+    actor: Actor,
+    lookup: dict[str, Any],
+    changed: Sequence[str],
+    terms_version: int | None,
+) -> Decide | None:
+    """The compare-and-set of `move`: the commitment `lookup` finds, if it
+    has a status `move` starts from and `actor` is someone the table lets
+    make it, set to the `changed` fields' new values. After a read
+    (`_read`): also the status and terms version read, and the version of
+    the row. Without one: the terms version shown (`terms_version`), if any.
+    None when `actor` may make `move` on no commitment."""
+    rule = MOVES[move]
+    who = who_may(rule, actor=actor)
+    if who is None:
+        return None
+    queryset = Commitment.objects.filter(who, **lookup)
+    statuses = set(rule.from_statuses)
+    judged = getattr(commitment, "judged_status", None)
+    version = None
+    if judged is not None:
+        statuses &= {judged}
+        queryset = queryset.filter(terms_version=commitment.judged_terms)  # type: ignore[attr-defined]  # _read's
+        version = commitment.row_version  # type: ignore[attr-defined]  # _read's
+    elif terms_version is not None:
+        queryset = queryset.filter(terms_version=terms_version)
+    queryset = queryset.filter(status__in=sorted(statuses))
+    meta = commitment._meta
+    values = {name: meta.get_field(name).pre_save(commitment, False) for name in changed}  # type: ignore[union-attr]  # concrete fields
+    return Decide(
+        queryset,
+        values,
+        version=version,
+        marker=None if "pk" in lookup else commitment.pk,
+    )
+
+
+def _written(commitment: Commitment | None) -> Commitment:
+    """The commitment a move read first and wrote; a write that matched no
+    row lost to another one since the read: judged again on a new read."""
+    if commitment is None:
+        raise _Beaten()
+    return commitment
 
 
 def _move(
@@ -214,7 +368,7 @@ def _move(
     now: dt.datetime,
     extra_fields: tuple[str, ...] = (),
 ) -> tuple[str, list[str]]:
-    """Move the (locked) commitment to `to`, in memory: returns the status it
+    """Move the commitment to `to`, in memory: returns the status it
     left and the fields to write, which `_record` writes with the audit and
     outbox rows."""
     previous = commitment.status
@@ -497,7 +651,7 @@ def accord_visit_record(*, user: User, now: dt.datetime) -> dt.datetime | None:
 # --- transitions ---------------------------------------------------------------
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_update_draft(
     *,
     actor: Actor,
@@ -512,7 +666,7 @@ def commitment_update_draft(
     NothingChanged and records nothing. `terms_version` is the version the
     edit form showed: an edit of terms changed since (another tab, another
     session) raises TermsChanged and changes nothing, so no edit is lost."""
-    commitment = _lock(pk=commitment_id)
+    commitment = _read(pk=commitment_id)
     _check(commitment, actor=actor, move="edit_draft")
     _check_terms(commitment, move="edit_draft", terms_version=terms_version)
     changes, previous = _apply_terms(commitment, description=description, deadline=deadline)
@@ -523,13 +677,18 @@ def commitment_update_draft(
     if not changes:
         raise NothingChanged("The draft is unchanged.")
     commitment.terms_version += 1
-    commitment.updated_at = timezone.now()
-    commitment.save()
-    audit_event_record(
-        actor=actor,
-        subject=commitment,
-        action=AuditAction.DRAFT_EDITED,
-        payload={**changes, "previous": previous, "termsVersion": commitment.terms_version},
+    fields = ["updated_at", "description", "deadline", "assignee", "terms_version"]
+    _written(
+        _record(
+            commitment,
+            changed=_touch(commitment, timezone.now()) + fields[1:],
+            actor=actor,
+            action=AuditAction.DRAFT_EDITED,
+            previous_status=commitment.status,
+            event=None,
+            payload={**changes, "previous": previous, "termsVersion": commitment.terms_version},
+            move="edit_draft",
+        )
     )
     return commitment
 
@@ -548,13 +707,18 @@ def _assignee_answers(
 ) -> TransitionResult:
     """The handshake: the assignee answers a Pending_Handshake commitment, on
     the terms they were shown (TermsChanged when those are not the current
-    ones: nothing is accepted or declined)."""
-    commitment = _lock(pk=commitment_id)
-    _check(commitment, actor=actor, move=move)
-    _check_terms(commitment, move=move, terms_version=terms_version)
+    ones: nothing is accepted or declined). Its write depends on nothing but
+    the table: no read first."""
     now = timezone.now()
+    lookup = {"pk": commitment_id}
+    if _blind():
+        commitment = _shell(move=move, pk=commitment_id, now=now)
+    else:
+        commitment = _read(**lookup)
+        _check(commitment, actor=actor, move=move)
+        _check_terms(commitment, move=move, terms_version=terms_version)
     previous, changed = _move(commitment, to=to, stamp_field=stamp_field, now=now)
-    _record(
+    written = _record(
         commitment,
         changed=changed,
         actor=actor,
@@ -563,29 +727,36 @@ def _assignee_answers(
         event=event,
         payload=payload,
         updates_where=_superseding(commitment, now=now),
+        move=move,
+        terms_version=terms_version,
     )
-    return TransitionResult(commitment, previous, True)
+    if written is None:
+        return _refused(move=move, actor=actor, lookup=lookup, terms_version=terms_version)
+    return TransitionResult(written, previous, True)
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_send_for_handshake(*, actor: Actor, commitment_id: uuid.UUID) -> TransitionResult:
-    commitment = _lock(pk=commitment_id)
+    commitment = _read(pk=commitment_id)
     _check(commitment, actor=actor, move="send")
     previous, changed = _move(
         commitment, to=Status.PENDING_HANDSHAKE, stamp_field=None, now=timezone.now()
     )
-    _record(
-        commitment,
-        changed=changed,
-        actor=actor,
-        action=AuditAction.SENT_FOR_HANDSHAKE,
-        previous_status=previous,
-        event=EventKind.HANDSHAKE_REQUESTED,
+    _written(
+        _record(
+            commitment,
+            changed=changed,
+            actor=actor,
+            action=AuditAction.SENT_FOR_HANDSHAKE,
+            previous_status=previous,
+            event=EventKind.HANDSHAKE_REQUESTED,
+            move="send",
+        )
     )
     return TransitionResult(commitment, previous, True)
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_accept(
     *, actor: Actor, commitment_id: uuid.UUID, terms_version: int | None = None
 ) -> TransitionResult:
@@ -604,7 +775,7 @@ def commitment_accept(
     )
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_decline(
     *,
     actor: Actor,
@@ -631,7 +802,7 @@ def commitment_decline(
     )
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_complete(
     *,
     actor: Actor,
@@ -645,17 +816,34 @@ def commitment_complete(
     Found by id, or (for sync) by external reference among the actor's own
     commitments as assigner. With `replay_is_noop`, a commitment already
     Completed is returned unchanged and nothing is written.
+
+    By external reference the write needs nothing but the table and the
+    reference (the audit row's payload): one `UPDATE` found by it, no read
+    first (a completing sync: the token, then that one statement). By id it
+    reads the row first, for the payload (whether it has a reference).
     """
-    if commitment_id is not None:
-        commitment = _lock(pk=commitment_id)
-    else:
-        commitment = _lock(
-            external_system=external_system, external_id=external_id, assigner=actor.user
-        )
     replay_into = Status.COMPLETED if replay_is_noop else ""
-    if not _check(commitment, actor=actor, move="complete", replay_into=replay_into):
-        return TransitionResult(commitment, commitment.status, False)
     now = timezone.now()
+    lookup: dict[str, Any] = {"pk": commitment_id}
+    if commitment_id is None:
+        lookup = {
+            "external_system": external_system,
+            "external_id": external_id,
+            "assigner": actor.user,
+        }
+    if commitment_id is not None or not _blind():
+        commitment = _read(**lookup)
+        if not _check(commitment, actor=actor, move="complete", replay_into=replay_into):
+            return TransitionResult(commitment, commitment.status, False)
+    else:
+        # Its id stands in for the one the UPDATE finds (lib.db.Decide.marker).
+        commitment = _shell(
+            move="complete",
+            pk=uuid.uuid4(),
+            now=now,
+            external_system=external_system,
+            external_id=external_id,
+        )
     previous, changed = _move(commitment, to=Status.COMPLETED, stamp_field="completed_at", now=now)
     payload = {}
     if commitment.has_external_ref:
@@ -663,7 +851,7 @@ def commitment_complete(
             "externalSystem": commitment.external_system,
             "externalId": commitment.external_id,
         }
-    _record(
+    written = _record(
         commitment,
         changed=changed,
         actor=actor,
@@ -672,11 +860,15 @@ def commitment_complete(
         event=EventKind.COMPLETED,
         payload=payload,
         updates_where=_superseding(commitment, now=now),
+        move="complete",
+        lookup=lookup,
     )
-    return TransitionResult(commitment, previous, True)
+    if written is None:
+        return _refused(move="complete", actor=actor, lookup=lookup, replay_into=replay_into)
+    return TransitionResult(written, previous, True)
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_renegotiate(
     *,
     actor: Actor,
@@ -688,7 +880,7 @@ def commitment_renegotiate(
     """The assigner changes the description or deadline before a handshake
     completed; the assignee is asked for the handshake again. `terms_version`
     is the version the edit form showed (TermsChanged when it is stale)."""
-    commitment = _lock(pk=commitment_id)
+    commitment = _read(pk=commitment_id)
     _check(commitment, actor=actor, move="renegotiate")
     _check_terms(commitment, move="renegotiate", terms_version=terms_version)
     changes, replaced = _apply_terms(commitment, description=description, deadline=deadline)
@@ -703,20 +895,23 @@ def commitment_renegotiate(
         now=now,
         extra_fields=("description", "deadline", "terms_version"),
     )
-    _record(
-        commitment,
-        changed=changed,
-        actor=actor,
-        action=AuditAction.RENEGOTIATED,
-        previous_status=previous,
-        event=EventKind.RENEGOTIATED,
-        payload={
-            "changes": changes,
-            "previous": replaced,
-            "termsVersion": commitment.terms_version,
-        },
-        # A counter-proposal waiting answers terms that are gone.
-        updates_where=_superseding(commitment, now=now),
+    _written(
+        _record(
+            commitment,
+            changed=changed,
+            actor=actor,
+            action=AuditAction.RENEGOTIATED,
+            previous_status=previous,
+            event=EventKind.RENEGOTIATED,
+            payload={
+                "changes": changes,
+                "previous": replaced,
+                "termsVersion": commitment.terms_version,
+            },
+            # A counter-proposal waiting answers terms that are gone.
+            updates_where=_superseding(commitment, now=now),
+            move="renegotiate",
+        )
     )
     return TransitionResult(commitment, previous, True)
 
@@ -725,9 +920,11 @@ def commitment_renegotiate(
 #
 # A counter-proposal (on Pending_Handshake) or a request for more time (an
 # extension, on Active) is a Proposal row, at most one open per commitment;
-# its answer closes it. Each move below locks the commitment, checks the
-# table (`commitments.machine`), and writes its rows, its audit row and its
-# outbox row (with `detail`: what it was about) in one write (`_record`).
+# its answer closes it. Each move below reads the commitment (and the
+# proposal it answers), checks the table (`commitments.machine`), and writes
+# its rows, its audit row and its outbox row (with `detail`: what it was
+# about) in one compare-and-set (`_record`) that requires the row to be the
+# version read: of two answers at once the second is judged again and told.
 
 
 def _note_text(value: str) -> str:
@@ -739,13 +936,14 @@ def _note_text(value: str) -> str:
 def _answered_proposal(
     commitment: Commitment, *, actor: Actor, move: str, proposal_id: uuid.UUID, kind: str
 ) -> Proposal:
-    """The (locked) commitment's open proposal of `kind` that `proposal_id`
+    """The (read) commitment's open proposal of `kind` that `proposal_id`
     names, for `actor` to answer with `move`. NotPermitted for anyone the
     table does not let answer; ProposalNotOpen for a proposal answered
-    already (the second of two answers at once: read after the lock, it sees
-    the first one's) or superseded; InvalidTransition from a status the move
-    cannot start from; ProposalNotOpen for an id that is not this
-    commitment's open proposal of `kind`."""
+    already (the second of two answers at once: its compare-and-set is
+    refused, and judged again it sees the first one's) or superseded;
+    InvalidTransition from a status the move cannot start from;
+    ProposalNotOpen for an id that is not this commitment's open proposal of
+    `kind`."""
     _check_who(commitment, actor=actor, move=move)
     proposal = (
         Proposal.objects.filter(pk=proposal_id, commitment_id=commitment.pk, kind=kind)
@@ -783,7 +981,7 @@ def _touch(commitment: Commitment, now: dt.datetime) -> list[str]:
     return ["updated_at"]
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_propose(
     *,
     actor: Actor,
@@ -800,7 +998,7 @@ def commitment_propose(
     stays Pending_Handshake. NothingChanged when nothing differs from the
     terms asked; ProposalAlreadyOpen while one waits. Outbox `proposed`
     (detail proposalId), to the assigner."""
-    commitment = _lock(pk=commitment_id)
+    commitment = _read(pk=commitment_id)
     _check(commitment, actor=actor, move="propose")
     _check_terms(commitment, move="propose", terms_version=terms_version)
     _ensure_none_open(commitment)
@@ -832,21 +1030,24 @@ def commitment_propose(
         payload["deadline"] = _iso(new_deadline)
     if proposal.note:
         payload["note"] = proposal.note
-    _record(
-        commitment,
-        changed=_touch(commitment, now),
-        actor=actor,
-        action=AuditAction.PROPOSED,
-        previous_status=commitment.status,
-        event=EventKind.PROPOSED,
-        payload=payload,
-        detail={"proposalId": str(proposal.pk)},
-        inserts=[proposal],
+    _written(
+        _record(
+            commitment,
+            changed=_touch(commitment, now),
+            actor=actor,
+            action=AuditAction.PROPOSED,
+            previous_status=commitment.status,
+            event=EventKind.PROPOSED,
+            payload=payload,
+            detail={"proposalId": str(proposal.pk)},
+            inserts=[proposal],
+            move="propose",
+        )
     )
     return proposal
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_proposal_accept(
     *, actor: Actor, commitment_id: uuid.UUID, proposal_id: uuid.UUID
 ) -> TransitionResult:
@@ -855,7 +1056,7 @@ def commitment_proposal_accept(
     since the assignee offered exactly those. Audit `proposal_accepted`;
     outbox `activated`, the contract's event (detail proposalId), which
     nudges the assignee."""
-    commitment = _lock(pk=commitment_id)
+    commitment = _read(pk=commitment_id)
     proposal = _answered_proposal(
         commitment,
         actor=actor,
@@ -875,21 +1076,24 @@ def commitment_proposal_accept(
         now=now,
         extra_fields=("description", "deadline", "terms_version"),
     )
-    _record(
-        commitment,
-        changed=changed,
-        actor=actor,
-        action=AuditAction.PROPOSAL_ACCEPTED,
-        previous_status=previous,
-        event=EventKind.ACTIVATED,
-        payload={
-            "proposalId": str(proposal.pk),
-            "changes": changes,
-            "previous": replaced,
-            "termsVersion": commitment.terms_version,
-        },
-        detail={"proposalId": str(proposal.pk)},
-        updates=[_close(proposal, state=ProposalState.ACCEPTED, actor=actor, now=now)],
+    _written(
+        _record(
+            commitment,
+            changed=changed,
+            actor=actor,
+            action=AuditAction.PROPOSAL_ACCEPTED,
+            previous_status=previous,
+            event=EventKind.ACTIVATED,
+            payload={
+                "proposalId": str(proposal.pk),
+                "changes": changes,
+                "previous": replaced,
+                "termsVersion": commitment.terms_version,
+            },
+            detail={"proposalId": str(proposal.pk)},
+            updates=[_close(proposal, state=ProposalState.ACCEPTED, actor=actor, now=now)],
+            move="accept_proposal",
+        )
     )
     return TransitionResult(commitment, previous, True)
 
@@ -905,7 +1109,7 @@ def _decline_proposal(
     action: AuditAction,
     event: str,
 ) -> Proposal:
-    commitment = _lock(pk=commitment_id)
+    commitment = _read(pk=commitment_id)
     proposal = _answered_proposal(
         commitment, actor=actor, move=move, proposal_id=proposal_id, kind=kind
     )
@@ -914,21 +1118,24 @@ def _decline_proposal(
     payload: dict[str, Any] = {"proposalId": str(proposal.pk)}
     if proposal.answer_note:
         payload["note"] = proposal.answer_note
-    _record(
-        commitment,
-        changed=_touch(commitment, now),
-        actor=actor,
-        action=action,
-        previous_status=commitment.status,
-        event=event,
-        payload=payload,
-        detail={"proposalId": str(proposal.pk)},
-        updates=[answered],
+    _written(
+        _record(
+            commitment,
+            changed=_touch(commitment, now),
+            actor=actor,
+            action=action,
+            previous_status=commitment.status,
+            event=event,
+            payload=payload,
+            detail={"proposalId": str(proposal.pk)},
+            updates=[answered],
+            move=move,
+        )
     )
     return proposal
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_proposal_decline(
     *, actor: Actor, commitment_id: uuid.UUID, proposal_id: uuid.UUID, note: str = ""
 ) -> Proposal:
@@ -947,7 +1154,7 @@ def commitment_proposal_decline(
     )
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_extension_request(
     *, actor: Actor, commitment_id: uuid.UUID, deadline: dt.datetime, note: str = ""
 ) -> Proposal:
@@ -956,7 +1163,7 @@ def commitment_extension_request(
     deadline), with a note. Asking after the deadline passed is allowed and
     says so (`afterDeadline` in the audit row and the outbox detail). Outbox
     `extension_requested`, to the assigner."""
-    commitment = _lock(pk=commitment_id)
+    commitment = _read(pk=commitment_id)
     _check(commitment, actor=actor, move="request_extension")
     _ensure_none_open(commitment)
     if commitment.deadline is None:
@@ -985,28 +1192,31 @@ def commitment_extension_request(
     }
     if proposal.note:
         payload["note"] = proposal.note
-    _record(
-        commitment,
-        changed=_touch(commitment, now),
-        actor=actor,
-        action=AuditAction.EXTENSION_REQUESTED,
-        previous_status=commitment.status,
-        event=EventKind.EXTENSION_REQUESTED,
-        payload=payload,
-        detail={"proposalId": str(proposal.pk), "afterDeadline": after_deadline},
-        inserts=[proposal],
+    _written(
+        _record(
+            commitment,
+            changed=_touch(commitment, now),
+            actor=actor,
+            action=AuditAction.EXTENSION_REQUESTED,
+            previous_status=commitment.status,
+            event=EventKind.EXTENSION_REQUESTED,
+            payload=payload,
+            detail={"proposalId": str(proposal.pk), "afterDeadline": after_deadline},
+            inserts=[proposal],
+            move="request_extension",
+        )
     )
     return proposal
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_extension_grant(
     *, actor: Actor, commitment_id: uuid.UUID, proposal_id: uuid.UUID
 ) -> Proposal:
     """The assigner grants the open request for more time: the deadline
     becomes the asked one (a new terms version), the commitment stays
     Active. Outbox `extension_granted` (detail proposalId), to the assignee."""
-    commitment = _lock(pk=commitment_id)
+    commitment = _read(pk=commitment_id)
     proposal = _answered_proposal(
         commitment,
         actor=actor,
@@ -1017,26 +1227,29 @@ def commitment_extension_grant(
     changes, replaced = _apply_terms(commitment, description=UNSET, deadline=proposal.deadline)
     commitment.terms_version += 1
     now = timezone.now()
-    _record(
-        commitment,
-        changed=[*_touch(commitment, now), "deadline", "terms_version"],
-        actor=actor,
-        action=AuditAction.EXTENSION_GRANTED,
-        previous_status=commitment.status,
-        event=EventKind.EXTENSION_GRANTED,
-        payload={
-            "proposalId": str(proposal.pk),
-            "changes": changes,
-            "previous": replaced,
-            "termsVersion": commitment.terms_version,
-        },
-        detail={"proposalId": str(proposal.pk)},
-        updates=[_close(proposal, state=ProposalState.ACCEPTED, actor=actor, now=now)],
+    _written(
+        _record(
+            commitment,
+            changed=[*_touch(commitment, now), "deadline", "terms_version"],
+            actor=actor,
+            action=AuditAction.EXTENSION_GRANTED,
+            previous_status=commitment.status,
+            event=EventKind.EXTENSION_GRANTED,
+            payload={
+                "proposalId": str(proposal.pk),
+                "changes": changes,
+                "previous": replaced,
+                "termsVersion": commitment.terms_version,
+            },
+            detail={"proposalId": str(proposal.pk)},
+            updates=[_close(proposal, state=ProposalState.ACCEPTED, actor=actor, now=now)],
+            move="grant_extension",
+        )
     )
     return proposal
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_extension_decline(
     *, actor: Actor, commitment_id: uuid.UUID, proposal_id: uuid.UUID, note: str = ""
 ) -> Proposal:
@@ -1054,13 +1267,13 @@ def commitment_extension_decline(
     )
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_comment(*, actor: Actor, commitment_id: uuid.UUID, body: str) -> Comment:
     """Plain text on the timeline, by the assigner or the assignee (nobody
     else), in any status but Draft. CommentInvalid when blank or over
     COMMENT_MAX characters. Outbox `commented` (detail commentId), to the
     other person."""
-    commitment = _lock(pk=commitment_id)
+    commitment = _read(pk=commitment_id)
     _check(commitment, actor=actor, move="comment")
     text = (body or "").strip()
     if is_blank(text):
@@ -1071,21 +1284,24 @@ def commitment_comment(*, actor: Actor, commitment_id: uuid.UUID, body: str) -> 
         )
     now = timezone.now()
     comment = Comment(commitment=commitment, author=actor.user, body=text, created_at=now)
-    _record(
-        commitment,
-        changed=_touch(commitment, now),
-        actor=actor,
-        action=AuditAction.COMMENTED,
-        previous_status=commitment.status,
-        event=EventKind.COMMENTED,
-        payload={"commentId": str(comment.pk)},
-        detail={"commentId": str(comment.pk)},
-        inserts=[comment],
+    _written(
+        _record(
+            commitment,
+            changed=_touch(commitment, now),
+            actor=actor,
+            action=AuditAction.COMMENTED,
+            previous_status=commitment.status,
+            event=EventKind.COMMENTED,
+            payload={"commentId": str(comment.pk)},
+            detail={"commentId": str(comment.pk)},
+            inserts=[comment],
+            move="comment",
+        )
     )
     return comment
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_withdraw(
     *, actor: Actor, commitment_id: uuid.UUID, reason: str = ""
 ) -> TransitionResult:
@@ -1096,21 +1312,24 @@ def commitment_withdraw(
     row and in the outbox row's detail (`{"reason"}`, for the nudge). Outbox
     `withdrawn`, to the assignee (if there is one; a request to an address
     without an account stays as it was asked)."""
-    commitment = _lock(pk=commitment_id)
+    commitment = _read(pk=commitment_id)
     _check(commitment, actor=actor, move="withdraw")
     now = timezone.now()
     previous, changed = _move(commitment, to=Status.WITHDRAWN, stamp_field="withdrawn_at", now=now)
     reason = _note_text(reason)
-    _record(
-        commitment,
-        changed=changed,
-        actor=actor,
-        action=AuditAction.WITHDRAWN,
-        previous_status=previous,
-        event=EventKind.WITHDRAWN,
-        payload={"reason": reason} if reason else None,
-        detail={"reason": reason} if reason else None,
-        updates_where=_superseding(commitment, now=now),
+    _written(
+        _record(
+            commitment,
+            changed=changed,
+            actor=actor,
+            action=AuditAction.WITHDRAWN,
+            previous_status=previous,
+            event=EventKind.WITHDRAWN,
+            payload={"reason": reason} if reason else None,
+            detail={"reason": reason} if reason else None,
+            updates_where=_superseding(commitment, now=now),
+            move="withdraw",
+        )
     )
     return TransitionResult(commitment, previous, True)
 
@@ -1119,6 +1338,7 @@ def _id(value: Any) -> str | None:
     return str(value) if value is not None else None
 
 
+@_compare_and_set
 @transaction.atomic
 def commitment_reassign(
     *, actor: Actor, commitment_id: uuid.UUID, assignee_email: str, note: str = ""
@@ -1140,7 +1360,7 @@ def commitment_reassign(
     terms version, the note, and who is asked now as the page names them
     (`assigneeEmail`, `assigneeName`: the account's name then, "" for an
     address with no account)."""
-    commitment = _lock(pk=commitment_id)
+    commitment = _read(pk=commitment_id)
     _check(commitment, actor=actor, move="reassign")
     email = (assignee_email or "").strip().lower()
     try:
@@ -1193,16 +1413,19 @@ def commitment_reassign(
     }
     if note_text := _note_text(note):
         payload["note"] = note_text
-    _record(
-        commitment,
-        changed=changed,
-        actor=actor,
-        action=AuditAction.REASSIGNED,
-        previous_status=previous,
-        event=EventKind.REASSIGNED,
-        payload=payload,
-        detail=detail,
-        updates_where=_superseding(commitment, now=now),
+    _written(
+        _record(
+            commitment,
+            changed=changed,
+            actor=actor,
+            action=AuditAction.REASSIGNED,
+            previous_status=previous,
+            event=EventKind.REASSIGNED,
+            payload=payload,
+            detail=detail,
+            updates_where=_superseding(commitment, now=now),
+            move="reassign",
+        )
     )
     return TransitionResult(commitment, previous, True)
 
@@ -1214,27 +1437,31 @@ def _note(
     commitment: Commitment,
     *,
     actor: Actor,
+    move: str,
     action: AuditAction,
     payload: dict[str, Any],
     fields: Sequence[str] = (),
 ) -> None:
-    """Record on the (locked) commitment what its source did, without a
+    """Record on the commitment (read for `move`) what its source did, without a
     status move: the audit row, with `fields` and updated_at (so the Accord
     marks it changed), in one statement; no outbox row (nothing new to ask or
     to announce: the contract's events are the moves')."""
     commitment.updated_at = timezone.now()
-    _record(
-        commitment,
-        changed=["updated_at", *fields],
-        actor=actor,
-        action=action,
-        previous_status=commitment.status,
-        event=None,
-        payload=payload,
+    _written(
+        _record(
+            commitment,
+            changed=["updated_at", *fields],
+            actor=actor,
+            action=action,
+            previous_status=commitment.status,
+            event=None,
+            payload=payload,
+            move=move,
+        )
     )
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_record_source_deadline(
     *, actor: Actor, commitment_id: uuid.UUID, deadline: dt.datetime | None, words: str
 ) -> Commitment:
@@ -1243,16 +1470,22 @@ def commitment_record_source_deadline(
     (renegotiation is before one, docs/api.md "Statuses and moves"); the
     new date is recorded for both to see. NothingChanged when it is the
     accepted deadline already."""
-    commitment = _lock(pk=commitment_id)
+    commitment = _read(pk=commitment_id)
     _check(commitment, actor=actor, move="record_source_deadline")
     if deadline == commitment.deadline:
         raise NothingChanged("The deadline is that already.")
     payload = {"deadline": _iso(deadline), "accepted": _iso(commitment.deadline), "words": words}
-    _note(commitment, actor=actor, action=AuditAction.SOURCE_DEADLINE_CHANGED, payload=payload)
+    _note(
+        commitment,
+        actor=actor,
+        move="record_source_deadline",
+        action=AuditAction.SOURCE_DEADLINE_CHANGED,
+        payload=payload,
+    )
     return commitment
 
 
-@transaction.atomic
+@_compare_and_set
 def commitment_external_ref_change(
     *, actor: Actor, commitment_id: uuid.UUID, external_id: str, link_url: str | None = UNSET
 ) -> Commitment:
@@ -1260,7 +1493,7 @@ def commitment_external_ref_change(
     the same commitment, its externalId (and link) updated, the old one in the
     audit row. DuplicateExternalRef when the assigner has another commitment
     with that externalId in the system."""
-    commitment = _lock(pk=commitment_id)
+    commitment = _read(pk=commitment_id)
     _check(commitment, actor=actor, move="change_external_ref")
     if not commitment.has_external_ref:
         raise CommitmentError("It has no external reference to change.")
@@ -1279,6 +1512,7 @@ def commitment_external_ref_change(
             _note(
                 commitment,
                 actor=actor,
+                move="change_external_ref",
                 action=AuditAction.EXTERNAL_REF_CHANGED,
                 payload=payload,
                 fields=fields,

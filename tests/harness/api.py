@@ -143,9 +143,20 @@ def inbox_statements(*, in_test_transaction: bool = True) -> int:
 
 
 def sync_statements() -> int:
-    """A completing sync's statements: the token, BEGIN, the commitment locked
-    (SELECT ... FOR UPDATE), then on PostgreSQL one statement (its UPDATE, the
-    audit and outbox INSERTs), on SQLite three, and COMMIT."""
+    """A completing sync's statements: the token, then on PostgreSQL one
+    statement (the compare-and-set UPDATE found by the reference, with the
+    audit and outbox INSERTs and the superseding of an open proposal: a
+    transaction by itself, no BEGIN and COMMIT); on SQLite BEGIN, the
+    commitment read, its UPDATE, the audit and outbox INSERTs, COMMIT."""
     from django.db import connection
 
-    return 5 if connection.vendor == "postgresql" else 7
+    return 2 if connection.vendor == "postgresql" else 7
+
+
+def sync_replay_statements() -> int:
+    """A sync replay's (nothing written): the token, then on PostgreSQL the
+    UPDATE that matches no row and the one read that finds it Completed; on
+    SQLite BEGIN, the read, COMMIT."""
+    from django.db import connection
+
+    return 3 if connection.vendor == "postgresql" else 4
