@@ -181,14 +181,18 @@ def test_a_not_ready_probe_logs_one_warning_naming_what_is_missing_and_no_error(
 
 @pytest.mark.redis
 @pytest.mark.django_db
-def test_a_probe_without_a_webhooks_worker_logs_which_queue_has_none(client, caplog):
+def test_a_probe_without_workers_logs_which_queues_have_none(client, caplog):
     forget_workers_of_earlier_tests()
     with caplog.at_level(logging.INFO):
         assert client.get("/readyz").status_code == 503
 
     ((name, level, message),) = not_ready_log(caplog)
     assert (name, level) == ("config.health", logging.WARNING)
-    assert "queues: No live worker consumes the queue 'celery', the queue 'webhooks'" in message
+    assert (
+        "queues: No live worker consumes the queue 'celery', the queue 'nudges', "
+        "the queue 'webhooks' (start one: `celery -A config worker -Q celery,nudges,webhooks`, "
+        "or `manage.py run_worker`)"
+    ) in message
 
 
 def readyz(client) -> tuple[int, dict]:
