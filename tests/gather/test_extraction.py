@@ -74,6 +74,11 @@ def test_it_extracts_drafts_through_the_sdk(fake_provider, provider):
 
     result = run(provider)
 
+    # One request, which took the scripted answer (said first: a run under load
+    # once saw no drafts here, and the requests say why).
+    assert [(r.method, r.path) for r in fake_provider.requests] == [
+        ("POST", "/v1/chat/completions" if provider == OPENAI else "/v1/messages")
+    ], fake_provider.requests
     assert as_json(result)["drafts"] == [
         {
             "description": "Send the revised budget to finance",
