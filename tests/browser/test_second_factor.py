@@ -1,6 +1,7 @@
 """The second factor in a real browser, at phone and desktop size: an
 authenticator app set up with a real code (its recovery codes shown once),
-and a sign-in that asks for the app's code after the password."""
+new recovery codes made, and a sign-in that asks for the app's code after the
+password."""
 
 from __future__ import annotations
 
@@ -65,6 +66,29 @@ def test_signing_in_asks_for_the_code_after_the_password(page, make_user, check_
     page.goto("/settings/security/")
     assert page.url.endswith("/settings/security/")
     assert "Authenticator app" in page.content()
+
+
+def test_making_new_recovery_codes(page, sign_in, make_user, check_page):
+    person = make_user("ada@example.com", display_name="Ada")
+    TOTP.activate(person, pyotp.random_base32())
+    old = make_codes(person)
+    sign_in(page, person)
+
+    page.goto("/settings/security/")
+    page.get_by_role("link", name="Make new codes").click()
+    page.wait_for_url("**/accounts/2fa/recovery-codes/generate/")
+    assert "Your 10 unused codes will stop working" in page.content()
+    check_page(page, "recovery-codes-make")
+    page.get_by_role("button", name="Make new codes").click()
+
+    page.wait_for_url("**/accounts/2fa/recovery-codes/")
+    codes = page.locator("#recovery-codes code").all_inner_texts()
+    assert len(codes) == 10 and not set(codes) & set(old)
+    row = Authenticator.objects.get(user_id=person.pk, type=Authenticator.Type.RECOVERY_CODES)
+    assert not use_code(row, old[0]) and use_code(row, codes[0])
+    page.get_by_role("link", name="I have saved them").click()
+    page.wait_for_url("**/settings/security/")
+    assert not any(code in page.content() for code in codes)
 
 
 def test_the_admin_says_why_it_refuses_staff_without_a_factor(
