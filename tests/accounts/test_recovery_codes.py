@@ -241,3 +241,20 @@ def test_the_migration_turns_allauths_seed_into_hashes_of_the_same_codes(make_us
     imported = codes_row(other)
     assert use_code(imported, "33334444") and use_code(imported, "11112222")
     assert codes_row(unreadable).data["hashes"] == []  # gave no code before either
+
+
+def test_allauths_own_recovery_codes_stay_off():
+    # allauth's would keep a seed and could show the codes again: it must not
+    # make them (MFA_SUPPORTED_TYPES) nor serve its pages (no download).
+    from allauth.mfa import app_settings
+    from django.urls import NoReverseMatch, resolve, reverse
+
+    from accounts import views
+
+    assert "recovery_codes" not in app_settings.SUPPORTED_TYPES
+    with pytest.raises(NoReverseMatch):
+        reverse("mfa_download_recovery_codes")
+    assert resolve(VIEW).func is views.recovery_codes_index
+    assert resolve(GENERATE).func is views.generate_recovery_codes
+    assert app_settings.FORMS["authenticate"] == "accounts.forms.AuthenticateForm"
+    assert app_settings.FORMS["reauthenticate"] == "accounts.forms.ReauthenticateForm"
