@@ -1,7 +1,12 @@
 from __future__ import annotations
 
+from allauth.mfa.adapter import get_adapter as get_mfa_adapter
+from allauth.mfa.base import forms as mfa_forms
+from allauth.mfa.base.internal.flows import check_rate_limit
+from allauth.mfa.models import Authenticator
 from django import forms
 
+from accounts import recovery_codes
 from accounts.models import User, known_timezones, validate_display_name
 from lib.forms import TextField
 from lib.text import strip_blank
@@ -106,3 +111,62 @@ class ProfileForm(forms.ModelForm):
         labels = {"display_name": "Display name"}
         help_texts = {"display_name": DISPLAY_NAME_HELP}
         field_classes = {"display_name": TextField}
+
+
+def _clean_second_factor_code(form: mfa_forms.BaseAuthenticateForm) -> str:
+    """allauth's check of a typed code (BaseAuthenticateForm.clean_code), with
+    the recovery codes checked against the service's hashes
+    (accounts.recovery_codes) rather than allauth's seed: the limit on wrong
+    codes first, then the app's code and the recovery codes; a wrong code is
+    announced against the main factor (the app), as allauth does."""
+    clear_limit = check_rate_limit(form.user)
+    code = form.cleaned_data["code"]
+    main = None
+    rows = Authenticator.objects.filter(user=form.user).exclude(
+        type=Authenticator.Type.WEBAUTHN  # a key types no code
+    )
+    for row in rows:
+        if main is None or row.type == Authenticator.Type.TOTP:
+            main = row
+        if row.type == Authenticator.Type.RECOVERY_CODES:
+            valid = recovery_codes.use_code(row, code)
+        else:
+            valid = row.wrap().validate_code(code)
+        if valid:
+            row.user = form.user
+            form.authenticator = row
+            clear_limit()
+            return str(code)
+    if main is not None:
+        form._emit_authentication_failed(main)
+    raise get_mfa_adapter().validation_error("incorrect_code")
+
+
+class AuthenticateForm(mfa_forms.AuthenticateForm):
+    """The code asked for after the password (MFA_FORMS["authenticate"])."""
+
+    def clean_code(self) -> str:
+        return _clean_second_factor_code(self)
+
+
+class ReauthenticateForm(mfa_forms.ReauthenticateForm):
+    """The code that renews a sign-in (MFA_FORMS["reauthenticate"])."""
+
+    def clean_code(self) -> str:
+        return _clean_second_factor_code(self)
+
+
+class MakeRecoveryCodesForm(forms.Form):
+    """ "Make new codes": nothing to fill in; refused without an app or key."""
+
+    def __init__(self, *args: object, user: User, **kwargs: object) -> None:
+        self.user = user
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def clean(self) -> dict[str, object]:
+        cleaned = super().clean() or {}
+        if not recovery_codes.can_make_codes(self.user):
+            raise forms.ValidationError(
+                "Recovery codes come with an authenticator app or a security key: set one up first."
+            )
+        return cleaned

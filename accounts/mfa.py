@@ -1,12 +1,11 @@
 """The second factor (allauth.mfa): what the service adds to allauth's.
 
 allauth keeps a person's factors as `allauth.mfa.models.Authenticator` rows,
-their secrets in a JSON column: the TOTP secret, and the seed the recovery
-codes are derived from (allauth derives the codes with HMAC from the seed and
-keeps a bit mask of the used ones, so it cannot store only their hashes).
-Both are encrypted here with the service's field encryption
-(lib.crypto, FIELD_ENCRYPTION_KEYS) through allauth's adapter hooks, so a
-copy of the database alone yields neither (docs/security.md, "Second factor").
+their secrets in a JSON column. The TOTP secret is encrypted here with the
+service's field encryption (lib.crypto, FIELD_ENCRYPTION_KEYS) through
+allauth's adapter hooks, so a copy of the database alone does not yield it
+(docs/security.md, "Second factor"). The recovery codes are the service's own,
+stored as keyed hashes: accounts.recovery_codes.
 """
 
 from __future__ import annotations
@@ -88,8 +87,9 @@ def session_signed_in_with_mfa_provider(request: HttpRequest) -> bool:
     )
 
 
-# The keys of Authenticator.data that hold a value encrypted by MFAAdapter.
-ENCRYPTED_KEYS = ("secret", "seed")
+# The keys of Authenticator.data that hold an encrypted value: the TOTP
+# secret (MFAAdapter) and the recovery codes' HMAC key (accounts.recovery_codes).
+ENCRYPTED_KEYS = ("secret", "key")
 
 
 def second_factors_reencrypt(report: ReencryptReport) -> None:

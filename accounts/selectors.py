@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from allauth.account.models import EmailAddress
-from allauth.mfa import app_settings as allauth_mfa_settings
 from allauth.mfa.models import Authenticator
 from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, Q, QuerySet
@@ -96,12 +95,18 @@ def second_factors_of(*, user: User) -> SecondFactors:
     )
 
 
+def recovery_codes_of(*, user: User) -> Authenticator | None:
+    """The person's recovery codes' row (at most one), if they have codes."""
+    return Authenticator.objects.filter(
+        user_id=user.pk, type=Authenticator.Type.RECOVERY_CODES
+    ).first()
+
+
 def recovery_codes_left(codes: Authenticator) -> int:
-    """Unused recovery codes, counted from the row's mask of used ones (so
-    the codes are never derived here)."""
-    used = bin(int(codes.data.get("used_mask", 0))).count("1")
-    count: int = allauth_mfa_settings.RECOVERY_CODE_COUNT
-    return max(count - used, 0)
+    """Unused recovery codes: the hashes left in the row (accounts.recovery_codes
+    removes a code's hash as it is used)."""
+    hashes = codes.data.get("hashes")
+    return len(hashes) if isinstance(hashes, list) else 0
 
 
 def enforcing_provider(email: str) -> SsoProvider | None:

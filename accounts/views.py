@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import wraps
 from urllib.parse import urlsplit
 
 from allauth.account import app_settings as allauth_settings
@@ -10,7 +11,6 @@ from allauth.account.internal.flows.email_verification import (
     consume_email_verification_rate_limit,
 )
 from allauth.account.models import EmailAddress
-from allauth.mfa.recovery_codes import views as allauth_recovery_codes_views
 from allauth.mfa.totp import views as allauth_totp_views
 from allauth.mfa.webauthn import views as allauth_webauthn_views
 from django.contrib import messages
@@ -19,13 +19,17 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
-from accounts.forms import ProfileForm
+from accounts import recovery_codes
+from accounts.forms import MakeRecoveryCodesForm, ProfileForm
 from accounts.reauth import recent_sign_in_required
 from accounts.requests import AuthenticatedRequest
 from accounts.selectors import (
     invitation_sso_hint,
+    recovery_codes_left,
+    recovery_codes_of,
     second_factors_of,
     sso_connections_of,
     user_has_verified_primary_email,
@@ -91,18 +95,86 @@ def second_factor_index(request: HttpRequest) -> HttpResponse:
     return redirect("accounts:security")
 
 
-# allauth's pages that turn a factor on or off, or make new recovery codes,
-# behind the service's re-authentication (accounts.reauth): the password (or
-# the second factor) is asked for on the GET when the sign-in is old, and a
-# stale POST is refused rather than parked in the session.
-activate_totp = login_required(recent_sign_in_required(allauth_totp_views.activate_totp))
-deactivate_totp = login_required(recent_sign_in_required(allauth_totp_views.deactivate_totp))
-generate_recovery_codes = login_required(
-    recent_sign_in_required(allauth_recovery_codes_views.generate_recovery_codes)
+def _then_first_recovery_codes(view):
+    """allauth's page that adds an app or a key, followed, when it added the
+    person's first, by their first recovery codes (accounts.recovery_codes),
+    shown once on the page it goes to."""
+
+    @wraps(view)
+    def adding(request: AuthenticatedRequest, *args, **kwargs) -> HttpResponse:
+        response = view(request, *args, **kwargs)
+        added = request.method == "POST" and response.status_code == 302
+        if added and recovery_codes.needs_first_codes(request.user):
+            recovery_codes.make_first_codes(request, request.user)
+            return redirect("mfa_view_recovery_codes")
+        return response
+
+    return adding
+
+
+# allauth's pages that turn a factor on or off, behind the service's
+# re-authentication (accounts.reauth): the password (or the second factor) is
+# asked for on the GET when the sign-in is old, and a stale POST is refused
+# rather than parked in the session.
+activate_totp = login_required(
+    recent_sign_in_required(_then_first_recovery_codes(allauth_totp_views.activate_totp))
 )
-add_webauthn = login_required(recent_sign_in_required(allauth_webauthn_views.add_webauthn))
+deactivate_totp = login_required(recent_sign_in_required(allauth_totp_views.deactivate_totp))
+add_webauthn = login_required(
+    recent_sign_in_required(_then_first_recovery_codes(allauth_webauthn_views.add_webauthn))
+)
 edit_webauthn = login_required(recent_sign_in_required(allauth_webauthn_views.edit_webauthn))
 remove_webauthn = login_required(recent_sign_in_required(allauth_webauthn_views.remove_webauthn))
+
+
+@login_required
+@never_cache
+@require_http_methods(["GET"])
+def recovery_codes_index(request: AuthenticatedRequest) -> HttpResponse:
+    """The recovery codes: right after they are made, the codes themselves,
+    this once (nothing else can show them: only their hashes are kept);
+    otherwise how many are left, and the way to make new ones."""
+    codes = recovery_codes.fresh_codes(request)
+    row = recovery_codes_of(user=request.user)
+    return render(
+        request,
+        "accounts/recovery_codes.html",
+        {
+            "codes": codes if row is not None else None,
+            "left": recovery_codes_left(row) if row is not None else None,
+            "total": row.data.get("total") if row is not None else None,
+            "can_make": recovery_codes.can_make_codes(request.user),
+        },
+    )
+
+
+@login_required
+@recent_sign_in_required
+@require_http_methods(["GET", "POST"])
+def generate_recovery_codes(request: AuthenticatedRequest) -> HttpResponse:
+    """Make new recovery codes (the old ones stop working), after the
+    password again when the sign-in is old; the codes are shown once, on the
+    page this goes to."""
+    posted = request.method == "POST"
+    form = MakeRecoveryCodesForm(request.POST if posted else None, user=request.user)
+    if posted:
+        if form.is_valid():
+            recovery_codes.regenerate(request, request.user)
+            return redirect("mfa_view_recovery_codes")
+        status = 400
+    else:
+        status = 200
+    row = recovery_codes_of(user=request.user)
+    return render(
+        request,
+        "accounts/recovery_codes_generate.html",
+        {
+            "form": form,
+            "left": recovery_codes_left(row) if row is not None else None,
+            "can_make": recovery_codes.can_make_codes(request.user),
+        },
+        status=status,
+    )
 
 
 class LoginView(allauth_views.LoginView):

@@ -294,13 +294,20 @@ SOCIALACCOUNT_LOGIN_ON_GET = False
 # A second factor (allauth.mfa; docs/security.md, "Second factor"): an
 # authenticator app (TOTP), security keys and passkeys (WebAuthn, relying
 # party: SITE_URL's host) and recovery codes, asked for after the password; a
-# passkey the person chose to make one signs in alone. The TOTP secret and the
-# recovery codes' seed are stored encrypted with FIELD_ENCRYPTION_KEYS
-# (accounts.mfa.MFAAdapter); the codes are shown once, when made.
+# passkey the person chose to make one signs in alone. The TOTP secret is
+# stored encrypted with FIELD_ENCRYPTION_KEYS (accounts.mfa.MFAAdapter).
+# Recovery codes are the service's own (accounts.recovery_codes: shown once,
+# stored as keyed hashes), not allauth's (a seed its pages show again): left
+# out of allauth's types, so allauth neither makes nor shows them; the
+# service's pages take their addresses (accounts.urls.auth) and its forms
+# check them at sign-in and re-authentication (MFA_FORMS).
 MFA_ADAPTER = "accounts.mfa.MFAAdapter"
-MFA_SUPPORTED_TYPES = ["totp", "webauthn", "recovery_codes"]
+MFA_SUPPORTED_TYPES = ["totp", "webauthn"]
+MFA_FORMS = {
+    "authenticate": "accounts.forms.AuthenticateForm",
+    "reauthenticate": "accounts.forms.ReauthenticateForm",
+}
 MFA_PASSKEY_LOGIN_ENABLED = True
-MFA_RECOVERY_CODES_SHOW_ONCE = True
 # Turning a factor on or off and making new recovery codes are behind the
 # service's re-authentication (accounts.reauth, on the URLs accounts.urls.auth
 # mounts over allauth's), where a fresh sign-in counts; allauth's own check

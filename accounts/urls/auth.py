@@ -13,6 +13,9 @@ urlpatterns = [
     path("2fa/", views.second_factor_index, name="mfa_index"),
     path("2fa/totp/activate/", views.activate_totp, name="mfa_activate_totp"),
     path("2fa/totp/deactivate/", views.deactivate_totp, name="mfa_deactivate_totp"),
+    # The service's own recovery codes (accounts.recovery_codes), where
+    # allauth's pages for its own were: shown once, then only counted.
+    path("2fa/recovery-codes/", views.recovery_codes_index, name="mfa_view_recovery_codes"),
     path(
         "2fa/recovery-codes/generate/",
         views.generate_recovery_codes,

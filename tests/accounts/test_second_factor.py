@@ -1,7 +1,8 @@
 """The second factor (allauth.mfa): an authenticator app set up with a real
 code, asked for after the password at sign-in, recovery codes that sign in
-once each, the re-authentication in front of every change, the secrets
-encrypted at rest, and each change on the audit trail."""
+once each (their own tests: test_recovery_codes.py), the re-authentication in
+front of every change, the secrets encrypted at rest, and each change on the
+audit trail."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from urllib.parse import quote
 import pyotp
 import pytest
 from allauth.mfa.models import Authenticator
-from allauth.mfa.recovery_codes.internal.auth import RecoveryCodes
 from allauth.mfa.totp.internal.auth import TOTP
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from accounts.recovery_codes import make_codes, use_code
 from audit.models import AuditAction, AuditEvent
 from lib.crypto import DecryptionError, decrypt_str
 from tests.harness.api import PASSWORD, age_the_sign_in, sign_in
@@ -40,7 +41,7 @@ def give_totp(user) -> tuple[pyotp.TOTP, list[str]]:
     """An authenticator app and recovery codes for `user`, as set up on the page."""
     secret = pyotp.random_base32()
     TOTP.activate(user, secret)
-    codes = RecoveryCodes.activate(user).generate_codes()
+    codes = make_codes(user)
     return pyotp.TOTP(secret), codes
 
 
@@ -87,7 +88,8 @@ def test_setting_up_an_app_takes_a_real_code_and_shows_the_recovery_codes_once(
 
     done = client.post(ACTIVATE, {"code": app.now()}, follow=True)
     assert done.status_code == 200
-    codes = done.context["unused_codes"]
+    assert done.redirect_chain[-1][0] == "/accounts/2fa/recovery-codes/"
+    codes = done.context["codes"]
     assert len(codes) == 10 and all(code.isdigit() for code in codes)
     assert all(code in done.content.decode() for code in codes)
     # Shown once: the page again shows none of them.
@@ -98,10 +100,13 @@ def test_setting_up_an_app_takes_a_real_code_and_shows_the_recovery_codes_once(
     recovery = Authenticator.objects.get(
         user_id=assigner.pk, type=Authenticator.Type.RECOVERY_CODES
     )
-    # Encrypted at rest with the field encryption keys, never the plain secret.
+    # Encrypted at rest with the field encryption keys, never the plain secret;
+    # of the codes, only their keyed hashes.
     assert secret not in str(totp.data)
     assert decrypt_str(totp.data["secret"]) == secret
-    assert decrypt_str(recovery.data["seed"])
+    assert sorted(recovery.data) == ["hashes", "key", "total"]
+    assert len(recovery.data["hashes"]) == 10
+    assert not any(code in str(recovery.data) for code in codes)
     assert AuditAction.USER_SECOND_FACTOR_ADDED in actions_of(assigner)
     factors = [
         e.payload["factor"]
@@ -255,7 +260,7 @@ def test_an_operator_removes_a_lost_factor_with_a_reason_on_the_audit_trail(assi
 def test_an_operator_removes_lost_security_keys_and_passkeys_too(assigner, settings):
     give_security_key(assigner, "Laptop", passkey=True)
     give_security_key(assigner, "Desk key", passkey=False)
-    RecoveryCodes.activate(assigner)
+    make_codes(assigner)
 
     call_command("remove_second_factor", assigner.email, "--reason", "ticket 44: lost bag")
 
@@ -312,7 +317,7 @@ def test_reencrypt_secrets_rewrites_the_factors_under_the_newest_key(assigner, s
     recovery = Authenticator.objects.get(
         user_id=assigner.pk, type=Authenticator.Type.RECOVERY_CODES
     )
-    assert RecoveryCodes(recovery).generate_codes() == codes
+    assert use_code(recovery, codes[0])  # its HMAC key read under the new key
     again = io.StringIO()
     call_command("reencrypt_secrets", stdout=again)
     assert "Re-encrypted 0 secret(s) under the newest key; 2 already were" in again.getvalue()
@@ -321,9 +326,10 @@ def test_reencrypt_secrets_rewrites_the_factors_under_the_newest_key(assigner, s
 def test_no_recovery_code_is_stored_in_plaintext_or_readable_without_the_key(
     client, assigner, settings
 ):
-    # allauth keeps a seed the codes are derived from (docs/security.md, "What
-    # is stored"): the database holds neither a code nor the seed in clear,
-    # and a copy of it without FIELD_ENCRYPTION_KEYS yields no code.
+    # Only keyed hashes (docs/security.md, "What is stored"): neither a code
+    # nor anything they derive from is in the database or a session, and a
+    # copy without FIELD_ENCRYPTION_KEYS cannot check a code (the hashes' key
+    # is encrypted with them).
     from cryptography.fernet import Fernet
     from django.contrib.sessions.models import Session
     from django.db import connection
@@ -339,9 +345,12 @@ def test_no_recovery_code_is_stored_in_plaintext_or_readable_without_the_key(
     for code in codes:
         assert code not in stored and code not in sessions
     row = Authenticator.objects.get(user_id=assigner.pk, type=Authenticator.Type.RECOVERY_CODES)
-    seed = decrypt_str(row.data["seed"])
-    assert seed not in stored
+    assert "seed" not in row.data and "used_mask" not in row.data
+    assert len(row.data["hashes"]) == 9  # the used one's hash is gone
+    key = bytes.fromhex(decrypt_str(row.data["key"]))
+    assert row.data["key"] not in sessions and key.hex() not in stored
 
     settings.FIELD_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]  # a copy, not the key
     with pytest.raises(DecryptionError):
-        RecoveryCodes(row).generate_codes()
+        decrypt_str(row.data["key"])
+    assert not use_code(row, codes[1])
