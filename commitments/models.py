@@ -83,9 +83,11 @@ class Commitment(models.Model):
     # connection's issue URL): the commitment page links it in preference to
     # the per-system link templates. Null for everything else.
     link_url = models.URLField(max_length=LINK_URL_MAX, null=True, blank=True)  # noqa: DJ001
-    created_at = models.DateTimeField(auto_now_add=True)
-    # Set by the services, so a transition's stamp, updated_at and the outbox
-    # row's occurred_at are one and the same instant.
+    # Both set by the services, so created_at and updated_at of a new row, and
+    # a transition's stamp, updated_at and the outbox row's occurred_at, are
+    # one and the same instant (not auto_now_add: that stamps the row again
+    # as it is written, a moment after the rest).
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
     activated_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)

@@ -41,6 +41,7 @@ from commitments.models import (
     LinkTemplate,
     OutboxEvent,
     Proposal,
+    ProposalKind,
     ProposalState,
     Status,
     overdue,
@@ -101,7 +102,7 @@ def accord_waiting_count(*, user: User) -> int:
 
 def accord_counts(*, user: User, person: uuid.UUID | None = None, text: str = "") -> dict[str, int]:
     """How many rows each part of the Accord holds, filtered as its rows
-    (`accord_section`, `selectors_conversation.answers_waiting_for`): by
+    (`accord_section`, `answers_waiting_for`): by
     status (each status but Draft) of what others asked of `user`, and
     "answers": the proposals waiting for `user`'s answer (one open proposal
     a commitment at most). One query, whatever the number of commitments."""
@@ -783,3 +784,126 @@ def proposal_open_made_at(*, commitment_id: uuid.UUID, made_at: dt.datetime) -> 
     return Proposal.objects.filter(
         commitment_id=commitment_id, state=ProposalState.OPEN, created_at=made_at
     ).exists()
+
+
+def answers_waiting_for(*, user: User) -> QuerySet[Proposal]:
+    """The open proposals on what `user` asked of others: a counter-proposal
+    on a request waiting for its handshake, or a request for more time on an
+    Active commitment, each waiting for `user`'s answer. The oldest first
+    (it has waited longest); each with its commitment and both people."""
+    return (
+        Proposal.objects.filter(
+            state=ProposalState.OPEN,
+            commitment__assigner=user,
+            commitment__status__in=[Status.PENDING_HANDSHAKE, Status.ACTIVE],
+        )
+        .select_related("commitment", "commitment__assigner", "commitment__assignee", "proposed_by")
+        .order_by("created_at", "pk")
+    )
+
+
+def with_open_proposal(rows: QuerySet[Commitment]) -> QuerySet[Commitment]:
+    """`rows`, each carrying its open proposal's kind, deadline and time
+    (`open_proposal_kind`, `open_proposal_deadline`, `open_proposal_at`; None
+    without one), in the same query (one open proposal at most: a partial
+    unique constraint)."""
+    open_one = Proposal.objects.filter(commitment=OuterRef("pk"), state=ProposalState.OPEN)
+    return rows.annotate(
+        open_proposal_kind=Subquery(open_one.values("kind")[:1]),
+        open_proposal_deadline=Subquery(open_one.values("deadline")[:1]),
+        open_proposal_at=Subquery(open_one.values("created_at")[:1]),
+    )
+
+
+# The moves of the conversation, as the commitment page offers them.
+CONVERSATION_MOVES = (
+    "propose",
+    "accept_proposal",
+    "decline_proposal",
+    "request_extension",
+    "grant_extension",
+    "decline_extension",
+    "comment",
+    "withdraw",
+    "reassign",
+)
+# The moves that answer an open proposal of a kind, and those that open one.
+_ANSWERS = {
+    ProposalKind.COUNTER: {"accept_proposal", "decline_proposal"},
+    ProposalKind.EXTENSION: {"grant_extension", "decline_extension"},
+}
+_OPENS = {"propose", "request_extension"}
+
+
+def conversation_moves_for(
+    *, user: User, commitment: Commitment, open_proposal: Proposal | None
+) -> set[str]:
+    """The moves of the conversation `user` may make on `commitment` now (the
+    state machine's table, `commitments.machine.MOVES`), narrowed by its open
+    proposal: an answer only to an open proposal of its kind, a new proposal
+    only when none is open."""
+    allowed = set(_allowed_now(CONVERSATION_MOVES, user=user, commitment=commitment))
+    answers = _ANSWERS.get(ProposalKind(open_proposal.kind)) if open_proposal else set()
+    for kind_answers in _ANSWERS.values():
+        allowed -= kind_answers - (answers or set())
+    if open_proposal is not None:
+        allowed -= _OPENS
+    return allowed
+
+
+def commitment_proposals(*, commitment: Commitment) -> QuerySet[Proposal]:
+    """Every proposal on `commitment`, oldest first, with who made and
+    answered it: one query."""
+    return commitment.proposals.select_related("proposed_by", "answered_by").order_by(
+        "created_at", "pk"
+    )
+
+
+def commitment_comments(*, commitment: Commitment) -> QuerySet[Comment]:
+    """The comments on `commitment`, oldest first, with their authors: one query."""
+    return commitment.comments.select_related("author").order_by("created_at", "pk")
+
+
+@dataclass(frozen=True)
+class DeadlineChange:
+    at: dt.datetime
+    deadline: dt.datetime | None
+    why: str  # "Asked", "Renegotiated", "Proposal accepted", "More time granted"
+
+
+def _when(value: str | None) -> dt.datetime | None:
+    return dt.datetime.fromisoformat(value) if value else None
+
+
+def commitment_deadline_history(
+    *, commitment: Commitment, events: Iterable[AuditEvent], proposals: Iterable[Proposal]
+) -> list[DeadlineChange]:
+    """The deadlines `commitment` had, oldest first: the one asked, then each
+    change both people saw (a renegotiation, an accepted proposal with a
+    deadline, more time granted). From rows the caller read already (its
+    audit trail, `commitment_timeline`; its proposals,
+    `commitment_proposals`): no query."""
+    changes: list[tuple[dt.datetime, dt.datetime | None, dt.datetime | None, str]] = []
+    for event in events:
+        if event.action != AuditAction.RENEGOTIATED:
+            continue
+        new = (event.payload or {}).get("changes", {})
+        old = (event.payload or {}).get("previous", {})
+        if "deadline" in new:
+            changes.append(
+                (
+                    event.occurred_at,
+                    _when(old.get("deadline")),
+                    _when(new["deadline"]),
+                    "Renegotiated",
+                )
+            )
+    for p in proposals:
+        if p.state == ProposalState.ACCEPTED and p.deadline is not None and p.answered_at:
+            why = "More time granted" if p.kind == ProposalKind.EXTENSION else "Proposal accepted"
+            changes.append((p.answered_at, p.previous_deadline, p.deadline, why))
+    changes.sort(key=lambda change: change[0])
+    first = changes[0][1] if changes else commitment.deadline
+    history = [DeadlineChange(at=commitment.created_at, deadline=first, why="Asked")]
+    history += [DeadlineChange(at=at, deadline=new, why=why) for at, _, new, why in changes]
+    return history

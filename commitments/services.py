@@ -434,6 +434,7 @@ def _create(
     payload: dict[str, Any] = {}
     if external_system is not None:
         payload = {"externalSystem": external_system, "externalId": external_id}
+    now = timezone.now()
     commitment = Commitment(
         status=status,
         assigner=assigner,
@@ -445,6 +446,9 @@ def _create(
         external_system=external_system,
         external_id=external_id,
         link_url=link_url,
+        # One instant: updatedAt is never before createdAt.
+        created_at=now,
+        updated_at=now,
     )
     # Outside a transaction the one statement of _record is a transaction by
     # itself (no BEGIN and COMMIT to send); inside the caller's, a savepoint

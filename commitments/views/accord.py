@@ -22,7 +22,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts.requests import AuthenticatedRequest
 from audit.services import Actor
-from commitments import selectors, selectors_conversation, services
+from commitments import selectors, services
 from commitments.errors import AddressNotAskable
 from commitments.models import DESCRIPTION_MAX, Status
 from commitments.views.errors import maps_domain_errors
@@ -97,7 +97,7 @@ def _accord_context(request: AuthenticatedRequest, *, last_seen: dt.datetime | N
             user=request.user, statuses=[section.status], person=person, text=text
         )
         if section.key in OPEN_SECTIONS:
-            rows = selectors_conversation.with_open_proposal(rows)
+            rows = selectors.with_open_proposal(rows)
         param = f"{section.key}_page"
         page: Page = CountedPaginator(rows, PAGE_SIZE, count=counts[section.status]).get_page(
             _page_number(request.GET.get(param))
@@ -147,7 +147,7 @@ def _answers_context(
     """The page of proposals waiting for the person's answer (`count` of
     them), filtered as the rest of the Accord (by who proposed, by words of
     the description)."""
-    rows = selectors_conversation.answers_waiting_for(user=request.user)
+    rows = selectors.answers_waiting_for(user=request.user)
     if person:
         rows = rows.filter(commitment__assignee_id=person)
     if text:

@@ -23,7 +23,6 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
@@ -42,9 +41,9 @@ from commitments.answer_links import (
     answer_token_read,
 )
 from commitments.errors import NothingChanged, ProposalAlreadyOpen, TermsChanged
+from commitments.forms import DeclineForm, ProposeForm
 from commitments.models import DESCRIPTION_MAX, NOTE_MAX, Commitment, Status
 from commitments.views.errors import maps_domain_errors
-from lib.forms import TextField
 
 # The answers, as the page words them (its headings and buttons).
 ANSWER_WORDS = {
@@ -67,34 +66,6 @@ ANSWER_WORDS = {
         "style": "primary",
     },
 }
-
-
-class DeclineForm(forms.Form):
-    reason = TextField(required=False, max_length=services.DECLINE_REASON_MAX)
-
-
-class ProposeForm(forms.Form):
-    """A counter-proposal: a deadline (in the viewer's time zone, as the
-    commitment page's), and optionally other wording and a note."""
-
-    deadline = forms.DateTimeField(input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"])
-    description = TextField(required=False, max_length=DESCRIPTION_MAX)
-    note = TextField(required=False, max_length=NOTE_MAX)
-
-    def __init__(self, *args: Any, commitment: Commitment, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.commitment = commitment
-
-    def clean_deadline(self) -> dt.datetime:
-        deadline: dt.datetime = self.cleaned_data["deadline"]
-        current = self.commitment.deadline
-        # The field shows whole minutes: the minute shown back, unchanged, is
-        # the deadline asked (which may have seconds: an inbox may send them).
-        if current is not None and deadline == current.replace(second=0, microsecond=0):
-            return current
-        if deadline <= timezone.now():
-            raise forms.ValidationError("Propose a date that is still ahead.")
-        return deadline
 
 
 def _page(
@@ -309,23 +280,19 @@ def _local_minute(moment: dt.datetime | None) -> str:
 def _propose(
     request: HttpRequest, link: AnswerLink, commitment: Commitment, actor: Actor
 ) -> HttpResponse:
-    form = ProposeForm(request.POST, commitment=commitment)
+    # The commitment page's form, with plain field names (the rules: commitments.forms).
+    form = ProposeForm(request.POST, commitment=commitment, prefix="")
     if form.is_valid():
         try:
             services.commitment_propose(
                 actor=actor,
                 commitment_id=commitment.pk,
                 terms_version=link.terms_version,
-                deadline=form.cleaned_data["deadline"],
-                description=form.cleaned_data["description"] or services.UNSET,
                 note=form.cleaned_data["note"],
+                **form.proposed_terms(),
             )
         except NothingChanged:
-            form.add_error(
-                None,
-                "That is what was asked: change the deadline or the wording to propose "
-                "other terms.",
-            )
+            form.add_error(None, form.NOTHING_CHANGED)
         except ProposalAlreadyOpen:
             form.add_error(
                 None,

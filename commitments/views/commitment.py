@@ -1,5 +1,5 @@
 """Pages about one commitment: its detail page with its handshake buttons, the
-terms form, the conversation's moves (views.conversation has their forms) and
+terms form, the conversation's moves (commitments.forms has their forms) and
 the confirmations. The Accord and asking are in views.accord, the dashboard in
 views.dashboard."""
 
@@ -23,7 +23,7 @@ from django.views.decorators.http import require_POST, require_safe
 from accounts.requests import AuthenticatedRequest
 from audit.models import ActorKind, AuditAction
 from audit.services import Actor
-from commitments import selectors, selectors_conversation, services
+from commitments import selectors, services
 from commitments.errors import (
     AddressNotAskable,
     CommentInvalid,
@@ -35,6 +35,13 @@ from commitments.errors import (
     ProposalNotOpen,
     ReassignInvalid,
     TermsChanged,
+)
+from commitments.forms import (
+    CommentForm,
+    ExtensionForm,
+    ProposalAnswerForm,
+    ProposeForm,
+    ReassignForm,
 )
 from commitments.models import DESCRIPTION_MAX, NOTE_MAX, Commitment, ProposalState, Status
 from commitments.views import conversation as conv
@@ -260,28 +267,30 @@ def _conversation_context(
     # a commitment whose timeline has none has none, and costs no query more.
     said = {entry["event"].action for entry in timeline}
     proposals = (
-        list(selectors_conversation.commitment_proposals(commitment=commitment))
+        list(selectors.commitment_proposals(commitment=commitment))
         if said & {AuditAction.PROPOSED, AuditAction.EXTENSION_REQUESTED}
         else []
     )
     comments = (
-        list(selectors_conversation.commitment_comments(commitment=commitment))
+        list(selectors.commitment_comments(commitment=commitment))
         if AuditAction.COMMENTED in said
         else []
     )
     open_proposal = next((p for p in proposals if p.state == ProposalState.OPEN), None)
-    moves = selectors_conversation.conversation_moves_for(
+    moves = selectors.conversation_moves_for(
         user=request.user, commitment=commitment, open_proposal=open_proposal
     )
     unbound: dict[str, tuple[str, Callable[[], Any]]] = {
         "propose_form": (
             "propose",
-            lambda: conv.ProposeForm(initial={"terms_version": commitment.terms_version}),
+            lambda: ProposeForm(
+                initial={"terms_version": commitment.terms_version}, commitment=commitment
+            ),
         ),
         # More time moves a deadline: none, nothing to ask (ProposalInvalid).
-        "extension_form": ("request_extension", conv.ExtensionForm),
-        "comment_form": ("comment", conv.CommentForm),
-        "reassign_form": ("reassign", conv.ReassignForm),
+        "extension_form": ("request_extension", ExtensionForm),
+        "comment_form": ("comment", CommentForm),
+        "reassign_form": ("reassign", ReassignForm),
     }
     if commitment.deadline is None:
         moves.discard("request_extension")
@@ -294,7 +303,7 @@ def _conversation_context(
         "conversation": conv.conversation(
             timeline=timeline, proposals=proposals, comments=comments
         ),
-        "deadline_history": conv.deadline_history(
+        "deadline_history": selectors.commitment_deadline_history(
             commitment=commitment,
             events=[entry["event"] for entry in timeline],
             proposals=proposals,
@@ -538,7 +547,7 @@ def commitment_confirm(
     detail_url = reverse("commitment_detail", args=[commitment_id])
     allowed = selectors.commitment_actions_for(user=request.user, commitment=commitment)
     if action == "withdraw":
-        allowed = selectors_conversation.conversation_moves_for(
+        allowed = selectors.conversation_moves_for(
             user=request.user, commitment=commitment, open_proposal=None
         )
     if action not in allowed:
@@ -632,31 +641,19 @@ def commitment_propose(request: HttpRequest, commitment_id: uuid.UUID) -> HttpRe
     if (signed_out := _signed_in_or_back(request, commitment_id)) is not None:
         return signed_out
     commitment = _visible(request, commitment_id)
-    form = conv.ProposeForm(request.POST)
+    form = ProposeForm(request.POST, commitment=commitment)
     if not form.is_valid():
         return _render_detail(request, commitment, bound={"propose_form": form})
-    terms: dict[str, Any] = {}
-    deadline = form.cleaned_data["deadline"]
-    if deadline is not None and not _same_minute(deadline, commitment.deadline):
-        terms["deadline"] = deadline
-    if form.cleaned_data["description"]:
-        terms["description"] = form.cleaned_data["description"]
     try:
         services.commitment_propose(
             actor=Actor.for_user(request.user),
             commitment_id=commitment_id,
             terms_version=posted_terms_version(form.cleaned_data["terms_version"]),
             note=form.cleaned_data["note"],
-            **terms,
+            **form.proposed_terms(),
         )
     except NothingChanged:
-        return _form_error(
-            request,
-            commitment_id,
-            "propose_form",
-            form,
-            "These are the terms asked: change the deadline or the wording to propose.",
-        )
+        return _form_error(request, commitment_id, "propose_form", form, form.NOTHING_CHANGED)
     except ProposalAlreadyOpen:
         return _not_done(
             request, commitment_id, "Nothing was sent: a proposal is already waiting for an answer."
@@ -675,7 +672,7 @@ def commitment_request_extension(request: HttpRequest, commitment_id: uuid.UUID)
     if (signed_out := _signed_in_or_back(request, commitment_id)) is not None:
         return signed_out
     commitment = _visible(request, commitment_id)
-    form = conv.ExtensionForm(request.POST)
+    form = ExtensionForm(request.POST)
     if not form.is_valid():
         return _render_detail(request, commitment, bound={"extension_form": form})
     deadline = form.cleaned_data["deadline"]
@@ -735,7 +732,7 @@ def commitment_answer_proposal(
     if (signed_out := _signed_in_or_back(request, commitment_id)) is not None:
         return signed_out
     _visible(request, commitment_id)
-    form = conv.ProposalAnswerForm(request.POST)
+    form = ProposalAnswerForm(request.POST)
     if not form.is_valid():
         return _not_done(
             request, commitment_id, "Nothing was done: the page did not say which proposal."
@@ -767,7 +764,7 @@ def commitment_comment(request: HttpRequest, commitment_id: uuid.UUID) -> HttpRe
     if (signed_out := _signed_in_or_back(request, commitment_id)) is not None:
         return signed_out
     commitment = _visible(request, commitment_id)
-    form = conv.CommentForm(request.POST)
+    form = CommentForm(request.POST)
     if not form.is_valid():
         return _render_detail(request, commitment, bound={"comment_form": form})
     try:
@@ -790,7 +787,7 @@ def commitment_reassign(request: HttpRequest, commitment_id: uuid.UUID) -> HttpR
     if (signed_out := _signed_in_or_back(request, commitment_id)) is not None:
         return signed_out
     commitment = _visible(request, commitment_id)
-    form = conv.ReassignForm(request.POST)
+    form = ReassignForm(request.POST)
     if not form.is_valid():
         return _render_detail(request, commitment, bound={"reassign_form": form})
     previous = commitment.assignee_label

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import Actor
-from commitments import selectors, selectors_conversation, services
+from commitments import selectors, services
 from commitments.models import (
     COMMENT_MAX,
     Commitment,
@@ -617,7 +617,7 @@ def test_one_count_of_the_accords_parts_agrees_with_their_rows_under_every_filte
     for person, words in [(None, ""), (assigner.pk, ""), (other.pk, "REPORT"), (None, "zzz")]:
         counts = selectors.accord_counts(user=assignee, person=person, text=words)
 
-        answers = selectors_conversation.answers_waiting_for(user=assignee)
+        answers = selectors.answers_waiting_for(user=assignee)
         if person:
             answers = answers.filter(commitment__assignee_id=person)
         if words:

@@ -103,6 +103,21 @@ def test_the_assigner_reads_a_commitment_with_every_field_and_its_history(
     assert moments == sorted(moments)
 
 
+def test_a_row_the_inbox_made_was_created_and_last_changed_at_one_instant(client, assignee, token):
+    """A new row's createdAt and updatedAt are one reading of the clock (they
+    were two: updatedAt came out about a millisecond before createdAt)."""
+    created = post_json(client, INBOX, inbox_body(), token=token)
+    assert created.status_code == 201, created.content
+
+    body = get(client, one(created.json()["id"]), token).json()
+
+    assert body["updatedAt"] == body["createdAt"]
+    # To the microsecond, as stored.
+    assert dt.datetime.fromisoformat(body["createdAt"]).microsecond == (
+        Commitment.objects.get(pk=created.json()["id"]).created_at.microsecond
+    )
+
+
 def test_the_assignee_reads_it_too_and_a_sync_reads_as_api_token(client, assigner, assignee, token):
     commitment = pending(assigner, assignee)
     accept(commitment, assignee)

@@ -45,8 +45,10 @@ def test_inserts_are_written_as_save_writes_them(assigner, assignee):
     assert not commitment._state.adding and commitment._state.db == "default"
     stored = Commitment.objects.get(pk=commitment.pk)
     assert stored.description == "Ship it"
-    assert stored.created_at == commitment.created_at  # auto_now_add, as save() sets it
-    assert AuditEvent.objects.get(pk=audit.pk).payload == {"a": [1]}
+    assert stored.created_at == commitment.created_at
+    stored_audit = AuditEvent.objects.get(pk=audit.pk)
+    assert stored_audit.occurred_at == audit.occurred_at  # auto_now_add, as save() sets it
+    assert stored_audit.payload == {"a": [1]}
     assert OutboxEvent.objects.get(pk=outbox.pk).commitment_id == commitment.pk
 
 
