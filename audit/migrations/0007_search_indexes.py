@@ -1,8 +1,8 @@
 """The admin's audit search through indexes (found by benchmarks/scale.py at
 five million rows): a person's events by their user id, and a token's by its
-prefix, each newest first. Built concurrently on PostgreSQL, the trail
-taking its inserts meanwhile (lib.migrations.AddIndexConcurrently; hence not
-atomic).
+prefix (of the events by a token only: the others have none), each newest
+first. Built concurrently on PostgreSQL, the trail taking its inserts
+meanwhile (lib.migrations.AddIndexConcurrently; hence not atomic).
 
 The single-column indexes they supersede (user_id; token_prefix, with its
 LIKE twin on PostgreSQL) are dropped after them, concurrently too: each new
@@ -67,7 +67,9 @@ class Migration(migrations.Migration):
         AddIndexConcurrently(
             model_name="auditevent",
             index=models.Index(
-                fields=["token_prefix", "occurred_at", "id"], name="audit_token_prefix_time_idx"
+                fields=["token_prefix", "occurred_at", "id"],
+                name="audit_token_prefix_time_idx",
+                condition=~models.Q(token_prefix=""),
             ),
         ),
         migrations.SeparateDatabaseAndState(
