@@ -595,9 +595,14 @@ def inner(args: argparse.Namespace) -> None:
             ),
         ),
         ("admin audit ?q=subject id", None, lambda: page(staff, audit + f"?q={some_subject}")),
-        # Text is matched with icontains over the users' addresses, the
-        # tokens' prefixes and names: read whole (see docs/benchmarks.md).
-        ("admin audit ?q=e-mail", None, lambda: page(staff, audit + "?q=person-00002%40scale")),
+        # The search reads a term by its shape (audit.admin): a whole address
+        # (a typical person's events, and the heavy user's), a token's
+        # prefix (none filled: an index probe that finds nothing), other text
+        # (token names and addresses among the newest 10,000 events).
+        ("admin audit ?q=e-mail", None, lambda: page(staff, audit + "?q=" + TYPICAL_EMAIL)),
+        ("admin audit ?q=e-mail heavy", None, lambda: page(staff, audit + "?q=" + HEAVY_EMAIL)),
+        ("admin audit ?q=token prefix", None, lambda: page(staff, audit + "?q=svc_Ab3dE6gH")),
+        ("admin audit ?q=other text", None, lambda: page(staff, audit + "?q=person-00002")),
         ("sweep", None, rolled_back(lambda: outbox_sweep())),
         ("reminders", None, rolled_back(lambda: reminders_create_due(now=timezone.now()))),
     ]

@@ -32,21 +32,19 @@ class ReadOnlyInlineMixin(ReadOnlyAdminMixin):
 
 
 class ExactUuidSearchMixin:
-    """A search term that is a UUID also matches `uuid_search_fields` exactly
-    (UUIDs cannot be searched with the icontains lookups of search_fields)."""
+    """A search term that is a UUID matches `uuid_search_fields` exactly, and
+    nothing else (UUIDs cannot be searched with the icontains lookups of
+    search_fields); any other term goes to the admin's own search."""
 
     uuid_search_fields: tuple[str, ...] = ("pk",)
 
-    def get_search_results(
-        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
-    ) -> tuple[QuerySet[Any], bool]:
-        results, may_have_duplicates = super().get_search_results(  # type: ignore[misc]
-            request, queryset, search_term
-        )
+    def uuid_search(self, queryset: QuerySet[Any], search_term: str) -> QuerySet[Any] | None:
+        """The rows whose `uuid_search_fields` equal the term, or None when the
+        term is not a UUID."""
         try:
             term = uuid.UUID(search_term.strip())
         except ValueError:
-            return results, may_have_duplicates
+            return None
         # A UUID is looked up by the indexed id columns alone: matching it
         # against the text fields too (icontains) read the whole table, which
         # at millions of audit rows took seconds (benchmarks/scale.py), and
@@ -54,15 +52,26 @@ class ExactUuidSearchMixin:
         matches = Q()
         for field in self.uuid_search_fields:
             matches |= Q(**{field: term})
-        return queryset.filter(matches), False
+        return queryset.filter(matches)
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        by_id = self.uuid_search(queryset, search_term)
+        if by_id is not None:
+            return by_id, False
+        return super().get_search_results(  # type: ignore[misc,no-any-return]
+            request, queryset, search_term
+        )
 
 
 class CappedCountPaginator(Paginator):  # type: ignore[type-arg]  # not generic at run time
     """The admin's paginator for a table of millions of rows: it counts at
     most COUNT_CAP of them (a count that stops reading there), so a list,
     filtered or not, costs the same at any size; a list that reaches the cap
-    shows the cap as its count and pages as far as it. With the admin's
-    `show_full_result_count = False`, no other count is made."""
+    pages as far as it, and says "10,000 or more" where the admin shows the
+    count (`count_label`, read by the templates of the admin using it). With
+    the admin's `show_full_result_count = False`, no other count is made."""
 
     COUNT_CAP = 10_000
 
@@ -70,3 +79,15 @@ class CappedCountPaginator(Paginator):  # type: ignore[type-arg]  # not generic 
     def count(self) -> int:
         rows: QuerySet[Any] = self.object_list  # type: ignore[assignment]  # the admin's
         return rows[: self.COUNT_CAP].count()
+
+    @property
+    def count_is_capped(self) -> bool:
+        """True when the rows were counted up to the cap: there may be more."""
+        return self.count >= self.COUNT_CAP
+
+    @property
+    def count_label(self) -> str:
+        """The count as the admin shows it: "10,000 or more" at the cap."""
+        if self.count_is_capped:
+            return f"{self.COUNT_CAP:,} or more"
+        return f"{self.count:,}"
