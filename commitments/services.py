@@ -36,6 +36,7 @@ from commitments.errors import (
     CommentInvalid,
     CommitmentError,
     CommitmentNotFound,
+    Contended,
     DuplicateExternalRef,
     InvalidTransition,
     NothingChanged,
@@ -94,7 +95,7 @@ class TransitionResult:
 # statement: `Decide.found`): not found, not permitted, an invalid transition,
 # terms changed, or a replay into the status it has (a no-op); a move the row
 # still allows lost to a write that left it allowed (a comment, say) and is
-# made again, up to ATTEMPTS times. A move whose write
+# made again, up to ATTEMPTS times (then Contended). A move whose write
 # depends on more than the table (its terms, its proposal, the person asked)
 # reads the row first, without a lock, and its UPDATE also requires the row to
 # be the version it read.
@@ -113,7 +114,9 @@ def _compare_and_set(function: Callable[P, R]) -> Callable[P, R]:
     On SQLite each attempt is a transaction (BEGIN IMMEDIATE: its read and
     its writes are serialised with every other writer's); on PostgreSQL the
     compare-and-set needs none (one statement; a caller's transaction, when
-    there is one, holds it)."""
+    there is one, holds it). Lost ATTEMPTS times: Contended (nothing
+    written; the API answers 503 with Retry-After, a page says to try
+    again)."""
 
     @functools.wraps(function)
     def attempt(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -123,7 +126,7 @@ def _compare_and_set(function: Callable[P, R]) -> Callable[P, R]:
                     return function(*args, **kwargs)
             except _Beaten:
                 continue
-        raise CommitmentError("It is changing too often at once; try again.")
+        raise Contended()
 
     return attempt
 
