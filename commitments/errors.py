@@ -29,6 +29,19 @@ class CommitmentNotFound(CommitmentError):
         super().__init__(message)
 
 
+class Contended(CommitmentError):
+    """A move lost its compare-and-set to other writes on the same commitment
+    every time it was made (commitments.services.ATTEMPTS), each of which
+    left it allowed: nothing was written, and the same move made again in a
+    moment will likely be made. A transient failure, not a refusal (the API
+    answers 503 with Retry-After)."""
+
+    RETRY_AFTER = 1  # seconds
+
+    def __init__(self) -> None:
+        super().__init__("It is changing too often at once; try again in a moment.")
+
+
 class DuplicateExternalRef(CommitmentError):
     def __init__(self) -> None:
         super().__init__(

@@ -36,6 +36,7 @@ from commitments.errors import (
     CommentInvalid,
     CommitmentError,
     CommitmentNotFound,
+    Contended,
     DuplicateExternalRef,
     InvalidTransition,
     NothingChanged,
@@ -61,7 +62,7 @@ from commitments.models import (
     ProposalState,
     Status,
 )
-from lib.db import Decide, row_version, write_together
+from lib.db import Decide, Decided, row_version, write_decided, write_together
 from lib.logs import request_id_var
 from lib.text import is_blank, strip_blank
 
@@ -88,14 +89,16 @@ class TransitionResult:
 # status IN (<the from-states of the move, commitments.machine>) AND <who may
 # make it> [AND terms_version = <the terms shown>] RETURNING ...`, written with
 # its audit row, its outbox row and the rows the move makes or closes
-# (lib.db.write_together: on PostgreSQL one statement). What it returned is the
-# outcome. When it returned nothing, one read of the row judges the move again
-# by the same table: not found, not permitted, an invalid transition, terms
-# changed, or a replay into the status it has (a no-op); a move the row still
-# allows lost to a write that left it allowed (a comment, say) and is made
-# again. A move whose write depends on more than the table (its terms, its
-# proposal, the person asked) reads the row first, without a lock, and its
-# UPDATE also requires the row to be the version it read.
+# (lib.db.write_decided: on PostgreSQL one statement). What it returned is the
+# outcome. When it returned nothing, the row as it is judges the move again by
+# the same table (a move that did not read first has it from the same
+# statement: `Decide.found`): not found, not permitted, an invalid transition,
+# terms changed, or a replay into the status it has (a no-op); a move the row
+# still allows lost to a write that left it allowed (a comment, say) and is
+# made again, up to ATTEMPTS times (then Contended). A move whose write
+# depends on more than the table (its terms, its proposal, the person asked)
+# reads the row first, without a lock, and its UPDATE also requires the row to
+# be the version it read.
 
 
 class _Beaten(Exception):
@@ -111,7 +114,9 @@ def _compare_and_set(function: Callable[P, R]) -> Callable[P, R]:
     On SQLite each attempt is a transaction (BEGIN IMMEDIATE: its read and
     its writes are serialised with every other writer's); on PostgreSQL the
     compare-and-set needs none (one statement; a caller's transaction, when
-    there is one, holds it)."""
+    there is one, holds it). Lost ATTEMPTS times: Contended (nothing
+    written; the API answers 503 with Retry-After, a page says to try
+    again)."""
 
     @functools.wraps(function)
     def attempt(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -121,7 +126,7 @@ def _compare_and_set(function: Callable[P, R]) -> Callable[P, R]:
                     return function(*args, **kwargs)
             except _Beaten:
                 continue
-        raise CommitmentError("It is changing too often at once; try again.")
+        raise Contended()
 
     return attempt
 
@@ -163,21 +168,22 @@ def _shell(*, move: str, pk: Any, now: dt.datetime, **fields: Any) -> Commitment
 
 
 def _refused(
+    decided: Decided,
     *,
     move: str,
     actor: Actor,
-    lookup: dict[str, Any],
     terms_version: int | None = None,
     replay_into: str = "",
 ) -> TransitionResult:
-    """After a compare-and-set that matched no row: the one read that says
-    why, judged as the move is. Raises CommitmentNotFound, NotPermitted,
-    InvalidTransition or TermsChanged; returns the replay (nothing to do);
-    raises _Beaten when the move is allowed now."""
-    try:  # the row alone: what the table judges by (no annotations to compile)
-        commitment = Commitment.objects.get(**lookup)
-    except Commitment.DoesNotExist:
-        raise CommitmentNotFound() from None
+    """After a compare-and-set that matched no row: the row as it is
+    (`decided.found`, read by the same statement on PostgreSQL), judged as
+    the move is. Raises CommitmentNotFound, NotPermitted, InvalidTransition
+    or TermsChanged; returns the replay (nothing to do); raises _Beaten when
+    the move is allowed now."""
+    commitment = decided.found
+    if commitment is None:
+        raise CommitmentNotFound()
+    assert isinstance(commitment, Commitment)  # Decide.found's
     if not _check(commitment, actor=actor, move=move, replay_into=replay_into):
         return TransitionResult(commitment, commitment.status, False)
     _check_terms(commitment, move=move, terms_version=terms_version)
@@ -252,16 +258,18 @@ def _record(
     move: str = "",
     lookup: dict[str, Any] | None = None,
     terms_version: int | None = None,
-) -> Commitment | None:
+    judge: bool = False,
+) -> Decided:
     """Write the change with its audit row and its outbox row, in one
     statement on PostgreSQL (lib.db.write_together): the new commitment
     (`created`) or, for `move`, the fields `_move` changed (`changed`) as a
     compare-and-set (`_decide`), and the rows the move makes or changes with
     it (`inserts`: a proposal, a comment; `updates`: an answered proposal;
     `updates_where`: `_superseding`). `detail`: the outbox row's (what the
-    move was about, for the nudges and webhooks it causes). Returns the
-    commitment as the move left it, or None when the compare-and-set matched
-    no row (and nothing was written)."""
+    move was about, for the nudges and webhooks it causes). Returns what the
+    write did: the commitment as the move left it, or none when the
+    compare-and-set matched no row (and nothing was written); then, with
+    `judge`, the row as it is, to judge the refusal by (`_refused`)."""
     body = {"from": previous_status or None, "to": commitment.status}
     body.update(payload or {})
     rows: list[Any] = [
@@ -296,19 +304,21 @@ def _record(
         )
     if created:
         write_together(inserts=[commitment, *inserts, *rows])
-        return commitment
+        return Decided(commitment)
+    lookup = lookup or {"pk": commitment.pk}
     decide = _decide(
         commitment,
         move=move,
         actor=actor,
-        lookup=lookup or {"pk": commitment.pk},
+        lookup=lookup,
         changed=changed,
         terms_version=terms_version,
+        judge=judge,
     )
-    if decide is None:
-        return None
-    return write_together(  # type: ignore[return-value]  # the decided row: a Commitment
-        inserts=[*inserts, *rows], updates=updates, updates_where=updates_where, decide=decide
+    if isinstance(decide, Decided):  # nobody the actor is may make it
+        return decide
+    return write_decided(
+        decide, inserts=[*inserts, *rows], updates=updates, updates_where=updates_where
     )
 
 
@@ -320,28 +330,32 @@ def _decide(
     lookup: dict[str, Any],
     changed: Sequence[str],
     terms_version: int | None,
-) -> Decide | None:
+    judge: bool = False,
+) -> Decide | Decided:
     """The compare-and-set of `move`: the commitment `lookup` finds, if it
     has a status `move` starts from and `actor` is someone the table lets
     make it, set to the `changed` fields' new values. After a read
     (`_read`): also the status and terms version read, and the version of
     the row. Without one: the terms version shown (`terms_version`), if any.
-    None when `actor` may make `move` on no commitment."""
+    With `judge`, what `lookup` finds is read when it is refused
+    (`Decide.found`). When `actor` may make `move` on no commitment, the
+    refusal at once (Decided, with the row read to judge by, if `judge`)."""
     rule = MOVES[move]
+    found = Commitment.objects.filter(**lookup)
     who = who_may(rule, actor=actor)
     if who is None:
-        return None
-    queryset = Commitment.objects.filter(who, **lookup)
+        return Decided(None, found.first() if judge else None)
     statuses = set(rule.from_statuses)
     judged = getattr(commitment, "judged_status", None)
     version = None
+    conditions: dict[str, Any] = {}
     if judged is not None:
         statuses &= {judged}
-        queryset = queryset.filter(terms_version=commitment.judged_terms)  # type: ignore[attr-defined]  # _read's
+        conditions["terms_version"] = commitment.judged_terms  # type: ignore[attr-defined]  # _read's
         version = commitment.row_version  # type: ignore[attr-defined]  # _read's
     elif terms_version is not None:
-        queryset = queryset.filter(terms_version=terms_version)
-    queryset = queryset.filter(status__in=sorted(statuses))
+        conditions["terms_version"] = terms_version
+    queryset = found.filter(who, status__in=sorted(statuses), **conditions)
     meta = commitment._meta
     values = {name: meta.get_field(name).pre_save(commitment, False) for name in changed}  # type: ignore[union-attr]  # concrete fields
     return Decide(
@@ -349,15 +363,17 @@ def _decide(
         values,
         version=version,
         marker=None if "pk" in lookup else commitment.pk,
+        found=found if judge else None,
     )
 
 
-def _written(commitment: Commitment | None) -> Commitment:
+def _written(decided: Decided) -> Commitment:
     """The commitment a move read first and wrote; a write that matched no
     row lost to another one since the read: judged again on a new read."""
-    if commitment is None:
+    if decided.row is None:
         raise _Beaten()
-    return commitment
+    assert isinstance(decided.row, Commitment)  # the decided row
+    return decided.row
 
 
 def _move(
@@ -733,10 +749,11 @@ def _assignee_answers(
         updates_where=_superseding(commitment, now=now),
         move=move,
         terms_version=terms_version,
+        judge=True,
     )
-    if written is None:
-        return _refused(move=move, actor=actor, lookup=lookup, terms_version=terms_version)
-    return TransitionResult(written, previous, True)
+    if written.row is None:
+        return _refused(written, move=move, actor=actor, terms_version=terms_version)
+    return TransitionResult(_written(written), previous, True)
 
 
 @_compare_and_set
@@ -866,10 +883,11 @@ def commitment_complete(
         updates_where=_superseding(commitment, now=now),
         move="complete",
         lookup=lookup,
+        judge=True,
     )
-    if written is None:
-        return _refused(move="complete", actor=actor, lookup=lookup, replay_into=replay_into)
-    return TransitionResult(written, previous, True)
+    if written.row is None:
+        return _refused(written, move="complete", actor=actor, replay_into=replay_into)
+    return TransitionResult(_written(written), previous, True)
 
 
 @_compare_and_set

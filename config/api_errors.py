@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from commitments.errors import (
     CommitmentError,
     CommitmentNotFound,
+    Contended,
     DuplicateExternalRef,
     InvalidTransition,
     NotPermitted,
@@ -66,6 +67,13 @@ def _from_domain(exc: Exception) -> Exception:
         # should one, these are conflicts with the commitment's state.
         name = "proposal_not_open" if isinstance(exc, ProposalNotOpen) else "proposal_open"
         return ApiError(str(exc), error=name, status_code=409)
+    if isinstance(exc, Contended):
+        # Not a refusal: the move lost to other writes every time it was
+        # made, and nothing was written. A 5xx, which the contract tells
+        # clients to retry (a 4xx is "deterministic for the same payload"),
+        # with the moment to wait as a 429's.
+        headers = {"Retry-After": str(Contended.RETRY_AFTER)}
+        return ApiError(str(exc), error="busy", status_code=503, headers=headers)
     if isinstance(exc, CommitmentError):
         # What the services refuse as it was asked (nothing changed, a blank
         # comment, an address that cannot be asked, ...).

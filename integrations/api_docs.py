@@ -364,6 +364,16 @@ sync_schema = extend_schema(
         413: PAYLOAD_TOO_LARGE,
         429: RATE_LIMITED,
         500: INTERNAL_ERROR,
+        503: error_response(
+            "`busy`: the commitment was changing too often at once (the move lost to other "
+            "writes on it every time it was made); nothing was written. Retry after "
+            "`Retry-After` seconds: the same call will likely pass then.",
+            error_example(
+                "Changing too often",
+                "busy",
+                "It is changing too often at once; try again in a moment.",
+            ),
+        ),
     },
 )
 

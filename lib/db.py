@@ -21,17 +21,29 @@ depend on reading another's row (the foreign keys are checked at commit:
 Django declares them DEFERRABLE INITIALLY DEFERRED); an UPDATE that matches no
 row is not noticed (update rows you hold, locked); `pre_save`/`post_save`
 signals are not sent, so use it only for models without such receivers.
+
+`write_decided(decide, ...)`: the same writes behind a compare-and-set (a
+`Decide`: an UPDATE of at most one row on conditions the caller judged),
+made only if it matched; with `Decide.found` the statement also reads the
+row when it did not (what a refusal is judged on), so a refused move is one
+round trip too. Each statement's text is compiled by Django once per shape
+and kept ("statements compiled once per shape", below).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import EmptyResultSet, FullResultSet
 from django.db import connections, router, transaction
 from django.db.models import Field, Model, QuerySet, sql
-from django.db.models.expressions import RawSQL
+from django.db.models.expressions import Col, RawSQL
+from django.db.models.lookups import Lookup
+from django.db.models.sql.where import ExtraWhere, WhereNode
 
 
 @dataclass(frozen=True)
@@ -45,12 +57,28 @@ class Decide:
     committed while this one waited is refused rather than written over).
     `marker`: a stand-in for the decided row's primary key in the other
     writes (for a row found by something else than its key), replaced by the
-    key the update returns."""
+    key the update returns. `found`: the row to read when the update matches
+    nothing (`queryset` without the conditions judged: what a refusal is
+    judged on), in the same statement on PostgreSQL; a lookup of the table's
+    own columns."""
 
     queryset: QuerySet[Any]
     values: dict[str, Any]
     version: str | None = None
     marker: Any = None
+    found: QuerySet[Any] | None = None
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What a decided write did. `row`: the decided row as the update left
+    it (all its fields, from `UPDATE ... RETURNING`), or None when the update
+    matched none (and nothing was written); then `found`, the row
+    `Decide.found` finds as the statement saw it (None: there is none, or no
+    `found` was asked)."""
+
+    row: Model | None
+    found: Model | None = None
 
 
 def row_version() -> RawSQL:
@@ -78,11 +106,12 @@ def write_together(
     database-made primary keys and count as saved.
 
     With `decide`: first its compare-and-set, and the other writes only if it
-    matched a row; returns that row as it is after the update (all its
-    fields, from `UPDATE ... RETURNING`), or None when it matched none (and
-    nothing was written)."""
+    matched a row; returns that row as it is after the update, or None when
+    it matched none (`write_decided` says more)."""
     if decide is not None:
-        return _write_decided(decide, inserts=inserts, updates=updates, updates_where=updates_where)
+        return write_decided(
+            decide, inserts=inserts, updates=updates, updates_where=updates_where
+        ).row
     rows = [obj for obj, _ in updates] + list(inserts)
     models = [type(obj) for obj in rows] + [qs.model for qs, _ in updates_where]
     if not models:
@@ -105,22 +134,16 @@ def write_together(
     parts: list[str] = []
     params: list[Any] = []  # Django's compiled values, passed on as they are
     keyed: list[tuple[Model, str]] = []  # inserts whose primary key the database makes
-    for obj, fields in updates:
-        text, values = _update_sql(obj, fields, using)
-        parts.append(f"w{len(parts)} AS ({text})")
-        params.extend(values)
-    for queryset, new_values in updates_where:
-        text, values = _update_where_sql(queryset, new_values, using)
-        parts.append(f"w{len(parts)} AS ({text})")
-        params.extend(values)
+    written = [_update_obj(obj, fields, using) for obj, fields in updates]
+    written += [_update_where(qs, new_values, using) for qs, new_values in updates_where]
+    written += [_insert(obj, using) for obj in inserts]
     # Only Django's compiled statements, column names and placeholders: no input.
-    for obj in inserts:
-        text, values, returns_pk = _insert_sql(obj, using)
-        if returns_pk:
-            column = quote(obj._meta.pk.column)
-            keyed.append((obj, f"(SELECT {column} FROM w{len(parts)})"))  # noqa: S608
-        parts.append(f"w{len(parts)} AS ({text})")
-        params.extend(values)
+    for part in written:
+        if part.keyed is not None:
+            column = quote(part.keyed._meta.pk.column)
+            keyed.append((part.keyed, f"(SELECT {column} FROM w{len(parts)})"))  # noqa: S608
+        parts.append(f"w{len(parts)} AS ({part.text})")
+        params.extend(part.params)
     select = ", ".join(column for _, column in keyed) or "1"
     with connection.cursor() as cursor:
         cursor.execute(f"WITH {', '.join(parts)} SELECT {select}", params)
@@ -133,20 +156,23 @@ def write_together(
     return None
 
 
-def _write_decided(
+def write_decided(
     decide: Decide,
     *,
-    inserts: Sequence[Model],
-    updates: Sequence[tuple[Model, Sequence[str]]],
-    updates_where: Sequence[tuple[QuerySet[Any], dict[str, Any]]],
-) -> Model | None:
-    """`write_together` with a compare-and-set first. PostgreSQL: one
-    statement, the update its first CTE (`w0`) and every other write gated on
-    it (an INSERT selects its values FROM w0, an UPDATE adds `AND EXISTS
-    (SELECT 1 FROM w0)`), so a refused update writes nothing. Elsewhere
-    (SQLite, 3.35+ for RETURNING): the same statements one by one in a
-    transaction, the update first (`UPDATE ... RETURNING`), the rest only
-    if it returned its row."""
+    inserts: Sequence[Model] = (),
+    updates: Sequence[tuple[Model, Sequence[str]]] = (),
+    updates_where: Sequence[tuple[QuerySet[Any], dict[str, Any]]] = (),
+) -> Decided:
+    """`write_together` with a compare-and-set first (`decide`), saying what
+    it did (`Decided`). PostgreSQL: one statement, the update its first CTE
+    (`w0`) and every other write gated on it (an INSERT selects its values
+    FROM w0, an UPDATE adds `AND EXISTS (SELECT 1 FROM w0)`), so a refused
+    update writes nothing; with `Decide.found`, the row it finds is the
+    statement's second branch (`UNION ALL ... WHERE NOT EXISTS (SELECT 1 FROM
+    w0)`). Elsewhere (SQLite, 3.35+ for RETURNING): the same statements one by
+    one in a transaction, the update first (`UPDATE ... RETURNING`), the rest
+    only if it returned its row, else the read of `found`. Each statement's
+    text is compiled by Django once per shape (`_cached`)."""
     model = decide.queryset.model
     using = router.db_for_write(model)
     connection = connections[using]
@@ -166,70 +192,117 @@ def _write_decided(
                     f"{table}.xmin = (SELECT o.xmin FROM {table} o WHERE o.{pk} = {table}.{pk})"  # noqa: S608
                 ]
             )
-    text, params = _update_where_sql(queryset, decide.values, using)
-    fields = [f for f in meta.concrete_fields if not f.generated]
-    returning = ", ".join(f"{table}.{quote(f.column)}" for f in fields)
-    decisive: tuple[str, list[Any]] = (f"{text} RETURNING {returning}", list(params))
-    dependent: list[tuple[str, list[Any], Model | None]] = []
+    fields = _columns(model)
+    update = _update_where(queryset, decide.values, using)
+    parts: list[_Part] = []
     for obj, names in updates:
-        text, values = _update_sql(obj, names, using)
-        dependent.append((text, list(values), None))
+        parts.append(_update_obj(obj, names, using))
     for queryset_where, new_values in updates_where:
-        text, values = _update_where_sql(queryset_where, new_values, using)
-        dependent.append((text, list(values), None))
+        parts.append(_update_where(queryset_where, new_values, using))
     for obj in inserts:
-        text, values, returns_pk = _insert_sql(obj, using)
-        dependent.append((text, list(values), obj if returns_pk else None))
+        parts.append(_insert(obj, using))
+    found = _select(decide.found, fields, using) if decide.found is not None else None
 
     if not postgres:
+        returning = ", ".join(f"{table}.{quote(f.column)}" for f in fields)
         with transaction.atomic(using=using, savepoint=False), connection.cursor() as cursor:
-            cursor.execute(decisive[0], decisive[1])
+            cursor.execute(f"{update.text} RETURNING {returning}", update.params)
             row = cursor.fetchone()
             if row is None:
-                return None
+                if found is None:
+                    return Decided(None)
+                cursor.execute(found.text, found.params)
+                row = cursor.fetchone()
+                return Decided(
+                    None, _from_row(model, fields, row, connection, using) if row else None
+                )
             decided = _from_row(model, fields, row, connection, using)
-            for text, values, keyed in dependent:
-                cursor.execute(text, _bound(values, decide.marker, decided.pk))
-                if keyed is not None:
+            for part in parts:
+                cursor.execute(part.text, _bound(part.params, decide.marker, decided.pk))
+                if part.keyed is not None:
                     (value,) = cursor.fetchone()
-                    setattr(keyed, keyed._meta.pk.attname, value)
+                    setattr(part.keyed, part.keyed._meta.pk.attname, value)
         _saved(inserts, using)
-        return decided
+        return Decided(decided)
 
-    pk_column = quote(meta.pk.column)
-    parts = [f"w0 AS ({decisive[0]})"]
-    all_params: list[Any] = list(decisive[1])
+    marked = [_marked(part.params, decide.marker) for part in parts]
+    shapes = (update.shape, found.shape if found else (), *(p.shape for p in parts))
+    key = None if None in shapes else ("decided", using, tuple(shapes), tuple(marked))
+    text = _STATEMENTS.get(key) if key is not None else None
+    if text is None:
+        text = _decided_text(model, fields, update, parts, marked, found, connection)
+        if key is not None and len(_STATEMENTS) < KEPT_AT_MOST:
+            _STATEMENTS[key] = text
+    params = list(update.params)
+    for part, positions in zip(parts, marked, strict=True):
+        params.extend(v for i, v in enumerate(part.params) if i not in positions)
+    if found is not None:
+        params.extend(found.params)
+    with connection.cursor() as cursor:
+        cursor.execute(text, params)
+        row = cursor.fetchone()
+    if row is None:
+        return Decided(None)
+    if not row[0]:  # the row `found` matched: refused
+        return Decided(None, _from_row(model, fields, row[1 : len(fields) + 1], connection, using))
+    decided = _from_row(model, fields, row[1 : len(fields) + 1], connection, using)
+    keys = iter(row[len(fields) + 1 :])
+    for part in parts:
+        if part.keyed is not None:
+            setattr(part.keyed, part.keyed._meta.pk.attname, next(keys))
+    _saved(inserts, using)
+    return Decided(decided)
+
+
+def _decided_text(
+    model: type[Model],
+    fields: list[Any],
+    update: _Part,
+    parts: list[_Part],
+    marked: list[frozenset[int]],
+    found: _Part | None,
+    connection: Any,
+) -> str:
+    """The one statement of a decided write on PostgreSQL (see `_write_decided`)."""
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    pk_column = quote(model._meta.pk.column)
+    returning = ", ".join(f"{table}.{quote(f.column)}" for f in fields)
+    ctes = [f"w0 AS ({update.text} RETURNING {returning})"]
     selects = [f"w0.{quote(f.column)}" for f in fields]
-    for text, values, keyed in dependent:
-        name = f"w{len(parts)}"
-        text, values = _with_marker(text, values, decide.marker, f"(SELECT {pk_column} FROM w0)")  # noqa: S608
+    for part, positions in zip(parts, marked, strict=True):
+        name = f"w{len(ctes)}"
+        text = _with_marker(part.text, positions, f"(SELECT {pk_column} FROM w0)")  # noqa: S608
         if text.startswith("INSERT"):
             text = _insert_from_w0(text)
         else:
             text = f"{text} AND EXISTS (SELECT 1 FROM w0)"  # noqa: S608
-        parts.append(f"{name} AS ({text})")
-        all_params.extend(values)
-        if keyed is not None:
-            column = quote(keyed._meta.pk.column)
+        ctes.append(f"{name} AS ({text})")
+        if part.keyed is not None:
+            column = quote(part.keyed._meta.pk.column)
             selects.append(f"(SELECT {column} FROM {name})")  # noqa: S608
-    with connection.cursor() as cursor:
-        cursor.execute(f"WITH {', '.join(parts)} SELECT {', '.join(selects)} FROM w0", all_params)  # noqa: S608
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    decided = _from_row(model, fields, row[: len(fields)], connection, using)
-    keys = iter(row[len(fields) :])
-    for _, _, keyed in dependent:
-        if keyed is not None:
-            setattr(keyed, keyed._meta.pk.attname, next(keys))
-    _saved(inserts, using)
-    return decided
+    # Only Django's compiled statements, column names and placeholders: no input.
+    text = f"WITH {', '.join(ctes)} SELECT TRUE, {', '.join(selects)} FROM w0"  # noqa: S608
+    if found is not None:  # "SELECT <columns> FROM <table> WHERE <clause>" (`_select`)
+        columns, _, rest = found.text.removeprefix("SELECT ").partition(" FROM ")
+        source, _, clause = rest.partition(" WHERE ")
+        nulls = ", NULL" * (len(selects) - len(fields))
+        text += (
+            f" UNION ALL SELECT FALSE, {columns}{nulls} FROM {source}"  # noqa: S608
+            f" WHERE ({clause}) AND NOT EXISTS (SELECT 1 FROM w0)"
+        )
+    return text
 
 
 def _saved(inserts: Sequence[Model], using: str) -> None:
     for obj in inserts:
         obj._state.adding = False
         obj._state.db = using
+
+
+def _columns(model: type[Model]) -> list[Any]:
+    """The columns a decided row is read with: every concrete field but generated ones."""
+    return [f for f in model._meta.concrete_fields if not f.generated]
 
 
 def _from_row(
@@ -253,7 +326,18 @@ def _marks(value: Any, marker: Any) -> bool:
     return bool(value == marker or value == str(marker) or value == getattr(marker, "hex", marker))
 
 
-def _bound(values: list[Any], marker: Any, pk: Any) -> list[Any]:
+def _marked(values: Sequence[Any], marker: Any) -> frozenset[int]:
+    """The positions of the values that are the marker (as Django prepared it)."""
+    if marker is None:
+        return frozenset()
+    forms = {marker, str(marker), getattr(marker, "hex", marker)}
+    return frozenset(i for i, value in enumerate(values) if type(value) in _KEYS and value in forms)
+
+
+_KEYS = (uuid.UUID, str, int)
+
+
+def _bound(values: Sequence[Any], marker: Any, pk: Any) -> list[Any]:
     """`values` with the marker (as Django prepared it) replaced by `pk`, prepared alike."""
     out = []
     for value in values:
@@ -263,22 +347,15 @@ def _bound(values: list[Any], marker: Any, pk: Any) -> list[Any]:
     return out
 
 
-def _with_marker(
-    text: str, values: list[Any], marker: Any, expression: str
-) -> tuple[str, list[Any]]:
-    """Each placeholder whose value is the marker replaced by `expression`."""
-    if marker is None or not any(_marks(v, marker) for v in values):
-        return text, values
+def _with_marker(text: str, positions: frozenset[int], expression: str) -> str:
+    """The placeholders at `positions` replaced by `expression`."""
+    if not positions:
+        return text
     pieces = text.split("%s")
-    assert len(pieces) == len(values) + 1, "one placeholder a value"
-    out_text, out_values = pieces[0], []
-    for value, piece in zip(values, pieces[1:], strict=True):
-        if _marks(value, marker):
-            out_text += expression + piece
-        else:
-            out_text += "%s" + piece
-            out_values.append(value)
-    return out_text, out_values
+    out = pieces[0]
+    for index, piece in enumerate(pieces[1:]):
+        out += (expression if index in positions else "%s") + piece
+    return out
 
 
 def _insert_from_w0(text: str) -> str:
@@ -292,10 +369,158 @@ def _insert_from_w0(text: str) -> str:
     return f"{head} SELECT {rest[: end - 1]} FROM w0{rest[end:]}"  # noqa: S608
 
 
-def _insert_sql(obj: Model, using: str) -> tuple[str, Sequence[object], bool]:
-    """The INSERT `obj.save(force_insert=True)` would run, and whether it
+# --- statements compiled once per shape ------------------------------------------------
+#
+# Django compiles a statement from its query each time (the WHERE tree, each
+# value's placeholder, the quoting), which costs more CPU than the round trip
+# of a short statement. A statement's text depends only on its shape (the
+# table, the columns written, the lookups and the number of values of an
+# IN, which values are NULL), its parameters only on the values: so the text
+# is compiled by Django the first time a shape is seen and kept, and each
+# later call only prepares its values as Django's compiler would
+# (`Field.get_db_prep_save`, a lookup's own `process_rhs`). A shape whose
+# parameters, prepared so, are not the ones Django's compile gave is never
+# kept (it is compiled every time), nor is one with anything else in it (an
+# expression, a join, a custom placeholder). With the setting
+# DB_CHECK_STATEMENTS (the tests') every kept text is compared with Django's
+# own compile on every call.
+
+_STATEMENTS: dict[Any, str] = {}
+_NOT_KEPT: set[Any] = set()
+KEPT_AT_MOST = 2000  # shapes: the moves' are a few dozen (an IN's length is in its shape)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One compiled statement: its text, its parameters, its shape (None:
+    not kept), and the instance whose database-made key it returns."""
+
+    text: str
+    params: list[Any]
+    shape: Any
+    keyed: Model | None = None
+
+
+def _checking() -> bool:
+    return bool(getattr(settings, "DB_CHECK_STATEMENTS", False))
+
+
+def _cached(shape: Any, params: list[Any] | None, compile_: Any) -> _Part:
+    """The statement of `shape` with `params` (prepared here), or, the first
+    time (or with `shape` None), Django's own `compile_()`; kept when its
+    parameters are `params`."""
+    if shape is None or params is None or shape in _NOT_KEPT:
+        text, compiled = compile_()
+        return _Part(text, list(compiled), None)
+    text = _STATEMENTS.get(shape)
+    if text is not None:
+        if _checking():
+            compiled_text, compiled = compile_()
+            assert (compiled_text, _same(params, compiled)) == (text, True), (
+                f"A kept statement is not Django's: {text!r} {params!r} against "
+                f"{compiled_text!r} {compiled!r}"
+            )
+        return _Part(text, params, shape)
+    text, compiled = compile_()
+    if len(_STATEMENTS) >= KEPT_AT_MOST:
+        return _Part(text, list(compiled), None)
+    if _same(params, compiled):
+        _STATEMENTS[shape] = text
+        return _Part(text, params, shape)
+    _NOT_KEPT.add(shape)  # bounded as _STATEMENTS is (checked above)
+    return _Part(text, list(compiled), None)
+
+
+def _same(mine: Sequence[Any], theirs: Sequence[Any]) -> bool:
+    """The same parameters: equal values of the same types (an adapter, as
+    psycopg's Jsonb, by the value it wraps)."""
+    if len(mine) != len(theirs):
+        return False
+    for a, b in zip(mine, theirs, strict=True):
+        if type(a) is not type(b):
+            return False
+        if a == b:
+            continue
+        if not (hasattr(a, "obj") and hasattr(b, "obj") and a.obj == b.obj):
+            return False
+    return True
+
+
+def _where(node: Any, compiler: Any, connection: Any) -> tuple[Any, list[Any]] | None:
+    """The shape and the parameters of a WHERE tree as the compiler would
+    write it, or None for anything but ANDs and ORs of lookups on the
+    table's own columns compared with plain values, and `extra()`'s WHERE."""
+    if isinstance(node, WhereNode):
+        shapes, params = [], []
+        for child in node.children:
+            found = _where(child, compiler, connection)
+            if found is None:
+                return None
+            shapes.append(found[0])
+            params.extend(found[1])
+        return (node.connector, node.negated, node.resolved, tuple(shapes)), params
+    if isinstance(node, ExtraWhere):
+        return ("extra", tuple(node.sqls)), list(node.params or ())
+    if (
+        not isinstance(node, Lookup)
+        or type(node.lhs) is not Col
+        or node.bilateral_transforms
+        or not node.rhs_is_direct_value()
+        or hasattr(node.rhs, "resolve_expression")
+        or isinstance(node.rhs, bool)
+    ):
+        return None
+    try:
+        rhs_sql, rhs_params = node.process_rhs(compiler, connection)
+    except (EmptyResultSet, FullResultSet):
+        return None
+    column = node.lhs
+    shape = (type(node), column.alias, column.target.column, type(column.target), rhs_sql)
+    return shape, list(rhs_params)
+
+
+def _update_shape(query: Any, using: str) -> tuple[Any, list[Any] | None]:
+    """An UpdateQuery's shape and parameters, as SQLUpdateCompiler.as_sql
+    makes them (Django 5.2), or (None, None)."""
+    connection = connections[using]
+    if query.related_updates or query.count_active_tables() > 1:
+        return None, None
+    sets, params = [], []
+    for field, _model, value in query.values:
+        if hasattr(value, "resolve_expression"):
+            return None, None
+        if hasattr(value, "prepare_database_save"):
+            if not field.remote_field:
+                return None, None
+            value = value.prepare_database_save(field)
+        value = field.get_db_prep_save(value, connection=connection)
+        if hasattr(field, "get_placeholder") or hasattr(value, "as_sql"):
+            return None, None
+        sets.append((field.column, value is None))
+        if value is not None:
+            params.append(value)
+    where = _where(query.where, query.get_compiler(using=using), connection)
+    if where is None:
+        return None, None
+    shape = ("update", using, query.model._meta.db_table, tuple(sets), where[0])
+    return shape, params + where[1]
+
+
+def _compiled_update(query: Any, using: str) -> _Part:
+    shape, params = _update_shape(query, using)
+
+    def compile_() -> tuple[str, Sequence[Any]]:
+        text, compiled = query.get_compiler(using=using).as_sql()
+        return text, compiled
+
+    return _cached(shape, params, compile_)
+
+
+def _insert(obj: Model, using: str) -> _Part:
+    """The INSERT `obj.save(force_insert=True)` would run; `keyed` when it
     returns the primary key (an auto field the database fills)."""
     meta = obj._meta
+    connection = connections[using]
     # Model._is_pk_set and Field.get_pk_value_on_save: what Model.save uses
     # (Django 5.2), not in django-stubs.
     if not obj._is_pk_set(meta):  # type: ignore[attr-defined]  # private Django API
@@ -304,16 +529,41 @@ def _insert_sql(obj: Model, using: str) -> tuple[str, Sequence[object], bool]:
     fields = [f for f in meta.local_concrete_fields if not f.generated]
     if returns_pk:
         fields = [f for f in fields if f is not meta.auto_field]
-    query = sql.InsertQuery(type(obj))
-    query.insert_values(fields, [obj], raw=False)
-    compiler = query.get_compiler(using=using)
-    if returns_pk:
-        compiler.returning_fields = [meta.pk]
-    ((text, values),) = compiler.as_sql()
-    return text, values, returns_pk
+    # SQLInsertCompiler's values (pre_save_val, prepare_value), each field's
+    # pre_save called once, here: the compile below reads what it set (raw).
+    params: list[Any] | None = []
+    values = []
+    for field in fields:
+        value = field.pre_save(obj, add=True)
+        values.append(value)
+        if params is not None:
+            if hasattr(value, "resolve_expression") or hasattr(field, "get_placeholder"):
+                params = None
+                continue
+            prepared = field.get_db_prep_save(value, connection=connection)
+            if hasattr(prepared, "as_sql"):
+                params = None
+                continue
+            params.append(prepared)
+    raw = all(getattr(obj, f.attname) is v for f, v in zip(fields, values, strict=True))
+    shape = ("insert", using, meta.db_table, tuple(f.column for f in fields), returns_pk)
+
+    def compile_() -> tuple[str, Sequence[Any]]:
+        query = sql.InsertQuery(type(obj))
+        # raw: the values pre_save gave (above), not pre_save again (a
+        # second `auto_now_add` stamp).
+        query.insert_values(fields, [obj], raw=raw)
+        compiler = query.get_compiler(using=using)
+        if returns_pk:
+            compiler.returning_fields = [meta.pk]
+        ((text, compiled),) = compiler.as_sql()
+        return text, compiled
+
+    part = _cached(shape if raw else None, params, compile_)
+    return _Part(part.text, part.params, part.shape, obj if returns_pk else None)
 
 
-def _update_sql(obj: Model, names: Sequence[str], using: str) -> tuple[str, Sequence[object]]:
+def _update_obj(obj: Model, names: Sequence[str], using: str) -> _Part:
     """The UPDATE `obj.save(update_fields=names)` would run."""
     meta = obj._meta
     values = []
@@ -323,15 +573,33 @@ def _update_sql(obj: Model, names: Sequence[str], using: str) -> tuple[str, Sequ
         values.append((field, None, field.pre_save(obj, False)))
     query = type(obj)._base_manager.using(using).filter(pk=obj.pk).query.chain(sql.UpdateQuery)
     query.add_update_fields(values)  # type: ignore[attr-defined]  # UpdateQuery's, not in the stubs
-    text, params = query.get_compiler(using=using).as_sql()
-    return text, params
+    return _compiled_update(query, using)
 
 
-def _update_where_sql(
-    queryset: QuerySet[Any], values: dict[str, Any], using: str
-) -> tuple[str, Sequence[object]]:
+def _update_where(queryset: QuerySet[Any], values: dict[str, Any], using: str) -> _Part:
     """The UPDATE `queryset.update(**values)` would run."""
     query = queryset.query.chain(sql.UpdateQuery)
     query.add_update_values(values)  # type: ignore[attr-defined]  # UpdateQuery's, not in the stubs
-    text, params = query.get_compiler(using=using).as_sql()
-    return text, params
+    return _compiled_update(query, using)
+
+
+def _select(queryset: QuerySet[Any], fields: list[Any], using: str) -> _Part:
+    """`SELECT <fields> FROM <table> WHERE <queryset's WHERE>` (the row a
+    refused update's `Decide.found` finds)."""
+    query = queryset.query
+    connection = connections[using]
+    quote = connection.ops.quote_name
+    table = quote(queryset.model._meta.db_table)
+    columns = ", ".join(f"{table}.{quote(f.column)}" for f in fields)
+    compiler = query.get_compiler(using=using)
+    joined = query.count_active_tables() > 1
+    where = None if joined else _where(query.where, compiler, connection)
+    shape = None if where is None else ("select", using, table, columns, where[0])
+
+    def compile_() -> tuple[str, Sequence[Any]]:
+        if joined:
+            raise ValueError("Decide.found: a lookup of the table's own columns")
+        clause, params = compiler.compile(query.where)
+        return f"SELECT {columns} FROM {table} WHERE {clause}", params  # noqa: S608
+
+    return _cached(shape, where[1] if where else None, compile_)

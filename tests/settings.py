@@ -18,3 +18,7 @@ os.environ.setdefault("DEBUG", "1")
 os.environ.setdefault("NUDGE_COALESCE_WINDOW", "0")
 
 from config.settings import *  # noqa: F403
+
+# lib.db keeps each statement's compiled text by its shape: in the tests,
+# every kept text is compared with Django's own compile on every call.
+DB_CHECK_STATEMENTS = True

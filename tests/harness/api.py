@@ -155,8 +155,9 @@ def sync_statements() -> int:
 
 def sync_replay_statements() -> int:
     """A sync replay's (nothing written): the token, then on PostgreSQL the
-    UPDATE that matches no row and the one read that finds it Completed; on
-    SQLite BEGIN, the read, COMMIT."""
+    one statement whose UPDATE matches no row and whose second branch reads
+    the row, found Completed (lib.db.Decide.found); on SQLite BEGIN, the
+    read, COMMIT."""
     from django.db import connection
 
-    return 3 if connection.vendor == "postgresql" else 4
+    return 2 if connection.vendor == "postgresql" else 4
