@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.db.models import F
+from django.db import connection
 
 from commitments.models import Invitation, OutboxEvent
 from lib import leasing
@@ -23,18 +23,39 @@ RETRY_BASE = 30  # seconds before a failed dispatch is tried again
 RETRY_CAP = 2 * 3600
 
 
-def outbox_event_claim(*, event_id: int, now: dt.datetime) -> OutboxEvent | None:
-    """Mark the event dispatched and return it with its commitment and both
-    people loaded, or None when it was already dispatched. One conditional
-    UPDATE: of racing dispatchers, one wins. Call inside the transaction
-    that does the dispatching, so a failure puts the event back."""
-    claimed = OutboxEvent.objects.filter(pk=event_id, dispatched_at__isnull=True).update(
-        dispatched_at=now, dispatch_attempts=F("dispatch_attempts") + 1
+def outbox_events_claim(*, event_ids: list[int], now: dt.datetime) -> list[OutboxEvent]:
+    """Mark the events dispatched and return them with their commitment,
+    both people and the invitation loaded, in the order of their ids; those
+    already dispatched are left out. Two statements for a batch: one
+    conditional UPDATE (of racing dispatchers, one wins each event) that
+    returns the ids it marked, one SELECT. Call inside the transaction that
+    does the dispatching, so a failure puts the events back."""
+    if not event_ids:
+        return []
+    ops = connection.ops
+    table = ops.quote_name(OutboxEvent._meta.db_table)
+    at, attempts, pk = (
+        ops.quote_name(OutboxEvent._meta.get_field(name).column)
+        for name in ("dispatched_at", "dispatch_attempts", "id")
     )
+    marks = ", ".join(["%s"] * len(event_ids))
+    # Names from the model (quoted), values as parameters.
+    sql = (
+        f"UPDATE {table} SET {at} = %s, {attempts} = {attempts} + 1 "  # noqa: S608
+        f"WHERE {pk} IN ({marks}) AND {at} IS NULL RETURNING {pk}"
+    )
+    with connection.cursor() as cursor:
+        stamp = ops.adapt_datetimefield_value(now)
+        cursor.execute(sql, [stamp, *(int(event_id) for event_id in event_ids)])
+        claimed = [row[0] for row in cursor.fetchall()]
     if not claimed:
-        return None
-    return OutboxEvent.objects.select_related("commitment__assigner", "commitment__assignee").get(
-        pk=event_id
+        return []
+    return list(
+        OutboxEvent.objects.select_related(
+            "commitment__assigner", "commitment__assignee", "commitment__invitation"
+        )
+        .filter(pk__in=claimed)
+        .order_by("pk")
     )
 
 

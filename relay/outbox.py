@@ -38,8 +38,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from commitments.outbox import (
-    outbox_event_claim,
     outbox_event_retry_later,
+    outbox_events_claim,
     outbox_events_due_again,
     outbox_events_take_due,
 )
@@ -47,14 +47,14 @@ from lib import deliveries, jobs
 from lib.logs import request_id_var
 from notifications import tasks as notification_tasks
 from notifications.dispatch import (
-    nudge_deliveries_create,
+    nudge_deliveries_create_many,
     nudge_deliveries_take_due,
     nudges_publish,
 )
 from notifications.services import test_nudges_take_due
 from relay import tasks
 from webhooks.dispatch import (
-    webhook_deliveries_create,
+    webhook_deliveries_create_many,
     webhook_deliveries_take_due,
     webhooks_publish,
 )
@@ -110,30 +110,57 @@ def _enqueue_event(event_id: int, request_id: str, *, retry: bool = True) -> boo
 
 
 def outbox_event_dispatch(*, event_id: int) -> list[uuid.UUID]:
-    """Turn one outbox event into its deliveries, once. Returns the ids of the
-    deliveries created (empty when another worker had already done it)."""
+    """Turn one outbox event into its deliveries, once (`outbox_events_dispatch`
+    of it alone). Returns the ids of the deliveries queued (empty when
+    another worker had already done it)."""
     now = timezone.now()
     try:
         with transaction.atomic():
-            event = outbox_event_claim(event_id=event_id, now=now)
-            if event is None:
-                return []
-            nudges = nudge_deliveries_create(event=event, now=now)
-            return nudges + webhook_deliveries_create(event=event, now=now)
+            return _dispatch(event_ids=[event_id], now=now)
     except Exception:
         # Left undispatched; the sweep tries again after a back-off.
         outbox_event_retry_later(event_id=event_id, now=now)
         raise
 
 
+def _dispatch(*, event_ids: list[int], now: dt.datetime) -> list[uuid.UUID]:
+    """Claim the events (those another worker dispatched already are left
+    out) and make what they call for, in the caller's transaction: a few
+    statements for the whole batch (`notifications.dispatch`,
+    `webhooks.dispatch`)."""
+    events = outbox_events_claim(event_ids=event_ids, now=now)
+    if not events:
+        return []
+    nudges = nudge_deliveries_create_many(events=events, now=now)
+    return nudges + webhook_deliveries_create_many(events=events, now=now)
+
+
 def outbox_events_dispatch(*, events: list[tuple[int, str]]) -> int:
-    """Dispatch a batch of events (`dispatch_events`), each in its own
-    transaction as `outbox_event_dispatch` does it, under its request's id:
-    one that fails is left for the sweep (after a back-off) and the rest go
-    on. The sends they make are queued together at the end, in batches
-    (`lib.deliveries.queued_together`). Returns how many it dispatched."""
-    dispatched = 0
+    """Dispatch a batch of events (`dispatch_events`) in one transaction, a
+    few statements for the batch: each event still once (the claim), each
+    delivery once per event and recipient (unique), in the order of the
+    moves, under the cap and coalescing as one dispatch after another would
+    decide. When the batch fails as a whole (an event that cannot be
+    dispatched, a deadlock, a constraint), nothing of it is kept and each
+    event is dispatched alone, under its request's id (`outbox_event_dispatch`):
+    one that fails again is left for the sweep (after a back-off) and the
+    rest go on. The sends they make are queued together at the end, in
+    batches (`lib.deliveries.queued_together`). Returns how many it
+    dispatched (or found dispatched already)."""
+    event_ids = [event_id for event_id, _ in events]
     with deliveries.queued_together():
+        if len(event_ids) > 1:
+            try:
+                with transaction.atomic():
+                    _dispatch(event_ids=event_ids, now=timezone.now())
+                return len(event_ids)
+            except Exception:
+                log.warning(
+                    "Dispatching a batch of %d outbox events failed; each goes alone.",
+                    len(event_ids),
+                    exc_info=True,
+                )
+        dispatched = 0
         for event_id, request_id in events:
             token = request_id_var.set(request_id or None)
             try:
