@@ -34,7 +34,7 @@ from django.db import models, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from lib import jobs, leasing
+from lib import db, jobs, leasing
 from lib.leasing import PENDING, SENDING
 
 if TYPE_CHECKING:
@@ -333,6 +333,38 @@ def record_delivered(claim: Claim[LeasedDelivery], *, now: dt.datetime, **fields
     """Not fenced: whoever holds the row now, the message did go out."""
     claim.rows.exclude(status=DELIVERED).update(
         status=DELIVERED, delivered_at=now, claimed_until=None, updated_at=now, **fields
+    )
+
+
+def record_delivered_ended(
+    claim: Claim[LeasedDelivery],
+    *,
+    now: dt.datetime,
+    attempt: dict[str, object],
+    **fields: object,
+) -> None:
+    """`attempt_end` (delivered, with `attempt`'s fields) and
+    `record_delivered` (with `fields`) in one statement (`lib.db.write_together`:
+    on PostgreSQL one `WITH ... UPDATE`, which needs no transaction of its
+    own), where a send's outcome took BEGIN, two UPDATEs and COMMIT."""
+    duration = int((time.monotonic() - claim.started) * 1000)
+    db.write_together(
+        updates_where=[
+            (
+                claim.row.attempt_log.filter(pk=claim.attempt_id),
+                {"outcome": AttemptOutcome.DELIVERED, "duration_ms": duration, **attempt},
+            ),
+            (
+                claim.rows.exclude(status=DELIVERED),
+                {
+                    "status": DELIVERED,
+                    "delivered_at": now,
+                    "claimed_until": None,
+                    "updated_at": now,
+                    **fields,
+                },
+            ),
+        ]
     )
 
 
