@@ -68,19 +68,23 @@ DISPATCH_BATCH = 20  # outbox events per dispatch task
 
 def outbox_relay(*, now: dt.datetime | None = None, limit: int = SWEEP_BATCH) -> int:
     """Queue the dispatch of every outbox event that is due (committed, or its
-    back-off over) and was not queued in the last OUTBOX_REQUEUE_AFTER s; the
-    relay calls it each time it wakes. Returns how many were queued. Events
+    back-off over) and was not queued in the last OUTBOX_REQUEUE_AFTER s
+    (while dispatch messages wait in the broker, not one queued before whose
+    message may be among them: `_dispatches_waiting`); the relay calls it
+    each time it wakes. Returns how many were queued. Events
     go in batches of DISPATCH_BATCH (`dispatch_events`; one alone as
     `dispatch_event`). Each publish is tried once: when the broker refuses
     one, that batch and the rest are put back, due at once, for the next
     look (and the sweep)."""
     now = now or timezone.now()
+    busy = _dispatches_waiting()
     with transaction.atomic():
         due = outbox_events_take_due(
             now=now,
             grace=dt.timedelta(0),
             requeue_after=dt.timedelta(seconds=settings.OUTBOX_REQUEUE_AFTER),
             limit=limit,
+            queue_busy=busy,
         )
     for start in range(0, len(due), DISPATCH_BATCH):
         if not _enqueue_events(due[start : start + DISPATCH_BATCH], retry=False):
@@ -88,6 +92,15 @@ def outbox_relay(*, now: dt.datetime | None = None, limit: int = SWEEP_BATCH) ->
             outbox_events_due_again(event_ids=left, now=now)
             return start
     return len(due)
+
+
+def _dispatches_waiting() -> bool:
+    """Whether dispatch messages wait in the broker, not yet taken by a
+    worker: then an event queued before may still have its message there,
+    and is not queued again (`outbox_events_take_due`'s `queue_busy`). A
+    broker that does not answer counts as idle (what is taken and cannot be
+    queued is put back)."""
+    return bool(jobs.waiting(tasks.dispatch_events))
 
 
 def _enqueue_events(events: list[tuple[int, str]], *, retry: bool = True) -> bool:
@@ -185,12 +198,14 @@ def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
     """Queue what is due and nobody is working on."""
     now = now or timezone.now()
     requeue_after = dt.timedelta(seconds=settings.OUTBOX_REQUEUE_AFTER)
+    busy = _dispatches_waiting()
     with transaction.atomic():
         events = outbox_events_take_due(
             now=now,
             grace=dt.timedelta(seconds=settings.OUTBOX_SWEEP_GRACE),
             requeue_after=requeue_after,
             limit=SWEEP_BATCH,
+            queue_busy=busy,
         )
         delivery_ids = nudge_deliveries_take_due(
             now=now, requeue_after=requeue_after, limit=SWEEP_BATCH
