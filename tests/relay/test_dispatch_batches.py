@@ -187,9 +187,7 @@ def _statements(events) -> int:
 
 
 @pytest.mark.parametrize("coalesce", [0, 180], ids=["each-at-once", "coalescing"])
-def test_a_batch_costs_a_few_statements_whatever_its_size(
-    assigner, make_user, settings, coalesce
-):
+def test_a_batch_costs_a_few_statements_whatever_its_size(assigner, make_user, settings, coalesce):
     """Requests (capped, to many people) and completions (a nudge to the
     assigner and a webhook each): 4 events or 16, the same statements."""
     settings.NUDGE_COALESCE_WINDOW = coalesce
