@@ -198,9 +198,6 @@ def inner(args: argparse.Namespace) -> None:
             f"{name:9} {len(ids):6} {cpu * 1000 / n:8.2f} {wall * 1000 / n:8.2f} "
             f"{len(queries) / n:8.1f} {sink.connections - smtp_before:10}"
         )
-        if os.environ.get("SHOWSQL") == name:
-            for q in queries.captured_queries[:60]:
-                print("  SQL", q["sql"][:160])
         if profiler:
             print(f"\ncProfile of the {name} phase, by cumulative time:")
             pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.top)
