@@ -38,9 +38,9 @@ def outbox_events_claim(*, event_ids: list[int], now: dt.datetime) -> list[Outbo
         return []
     ops = connection.ops
     table = ops.quote_name(OutboxEvent._meta.db_table)
+    # The model's own column names (these three are plain, not renamed).
     at, attempts, pk = (
-        ops.quote_name(OutboxEvent._meta.get_field(name).column)
-        for name in ("dispatched_at", "dispatch_attempts", "id")
+        ops.quote_name(name) for name in ("dispatched_at", "dispatch_attempts", "id")
     )
     marks = ", ".join(["%s"] * len(event_ids))
     # Names from the model (quoted), values as parameters.

@@ -150,7 +150,7 @@ def nudge_deliveries_create_many(*, events: list[OutboxEvent], now: dt.datetime)
     return queued
 
 
-def _wanted(events: list[OutboxEvent]) -> list[tuple[OutboxEvent, object, str]]:
+def _wanted(events: list[OutboxEvent]) -> list[tuple[OutboxEvent, Any, str]]:
     """(event, recipient, kind of news) of each nudge the events call for
     and have not made yet: two queries for the batch."""
     recipients = nudge_recipients_many(events)
@@ -397,7 +397,7 @@ class _Tallies:
                 .order_by("counted_at")
                 .values_list("sender_id", "recipient_id", "counted_at")
             ):
-                if (sender, recipient) in self.pairs:
+                if (sender, recipient) in self.pairs and at is not None:
                     self.pairs[sender, recipient].counted.append(at)
         if self.spells:
             window = dt.timedelta(seconds=settings.NUDGE_COALESCE_WINDOW)
@@ -410,7 +410,8 @@ class _Tallies:
                 .order_by("coalesce_at")
                 .values_list("recipient_id", "coalesce_at")
             ):
-                self.spells[recipient].counted.append(at)
+                if at is not None:
+                    self.spells[recipient].counted.append(at)
 
     def _of(self, digest: NudgeDelivery) -> _Tally | None:
         if digest.digest_reason == DigestReason.CAP:

@@ -107,7 +107,7 @@ def next_in_line_many(pairs: set[tuple[Any, Any]], *, now: dt.datetime) -> list[
         recipient_id__in={person for person, _ in pairs},
         event__commitment_id__in={commitment for _, commitment in pairs},
     )
-    first: dict[tuple, tuple] = {}
+    first: dict[tuple[Any, Any], tuple[Any, Any, Any]] = {}
     for delivery_id, person, commitment, status, due_at in rows.values_list(
         "pk", "recipient_id", "event__commitment_id", "status", "next_attempt_at"
     ):

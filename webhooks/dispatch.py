@@ -79,9 +79,9 @@ def webhook_deliveries_create_many(
     chosen = []
     for event, event_name in wanted:
         commitment = event.commitment
-        endpoint = endpoints.get((commitment.assigner_id, commitment.external_system))
-        if endpoint is not None and endpoint.receives(event_name):
-            chosen.append((event, event_name, endpoint))
+        found = endpoints.get((commitment.assigner_id, commitment.external_system))
+        if found is not None and found.receives(event_name):
+            chosen.append((event, event_name, found))
     if not chosen:
         return []
     made = set(

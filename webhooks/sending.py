@@ -83,12 +83,19 @@ def webhook_send(*, delivery_id) -> str | None:
     claim = _claim(delivery_id, now)
     if claim is None:
         return None
-    return _send_claimed(claim, next_in_line=True)
+    return _send_claimed(claim, next_in_line=True)[0]
 
 
-def _send_claimed(claim: deliveries.Claim[WebhookDelivery], *, next_in_line: bool) -> str:
+def _send_claimed(
+    claim: deliveries.Claim[WebhookDelivery],
+    *,
+    next_in_line: bool,
+    begin: WebhookDelivery | None = None,
+) -> tuple[str, int | None]:
     """Send a claimed delivery and record its outcome (with `next_in_line`,
-    then queue the person's next one waiting)."""
+    then queue the person's next one waiting; with `begin`, the next row of
+    its batch, write that one's attempt with a delivered outcome: its id is
+    returned)."""
     delivery = claim.row
     now = timezone.now()
     try:
@@ -104,7 +111,7 @@ def _send_claimed(claim: deliveries.Claim[WebhookDelivery], *, next_in_line: boo
         log.exception("Webhook delivery %s failed unexpectedly", delivery.pk)
         outcome = Outcome(delivered=False, error=excerpt(repr(exc)))
     # From the answer until this commit is the duplicate window: keep it short.
-    return _record(claim, outcome, next_in_line=next_in_line)
+    return _record(claim, outcome, next_in_line=next_in_line, begin=begin)
 
 
 def webhooks_send(*, delivery_ids: list) -> dict[str, int]:
@@ -119,7 +126,8 @@ def webhooks_send(*, delivery_ids: list) -> dict[str, int]:
     claims = _claim_many(delivery_ids, timezone.now())
     started = time.monotonic()
     outcomes: dict[str, int] = {}
-    for index, claim in enumerate(claims):
+    for index in range(len(claims)):
+        claim = claims[index]
         if time.monotonic() - started > deliveries.batch_window():
             with transaction.atomic():
                 left = deliveries.release(list(claims[index:]), now=timezone.now())
@@ -130,8 +138,15 @@ def webhooks_send(*, delivery_ids: list) -> dict[str, int]:
         # The person's next in line is looked for after the batch's last
         # send of theirs (the ones before it hold their turn anyway).
         last = all(later.row.endpoint.user_id != owner for later in claims[index + 1 :])
+        following = claims[index + 1].row if index + 1 < len(claims) else None
         try:
-            outcome = _send_claimed(replace(claim, started=time.monotonic()), next_in_line=last)
+            if claim.attempt_id is None:  # the batch's first, or after a failure
+                attempt = claim.row.attempt_log.create(started_at=timezone.now())
+                claim = replace(claim, attempt_id=attempt.pk)
+            claim = replace(claim, started=time.monotonic())
+            outcome, begun = _send_claimed(claim, next_in_line=last, begin=following)
+            if begun is not None:
+                claims[index + 1] = replace(claims[index + 1], attempt_id=begun)
         except Exception:
             # Not recorded (the database failed?): its lease runs out and the
             # sweep queues it again.
@@ -204,15 +219,11 @@ def _claim_many(delivery_ids: list, now: dt.datetime) -> list[deliveries.Claim[W
         ):
             if not _settled_without_attempt(delivery, now):
                 claimed.append(delivery)
-        attempts = deliveries.attempts_begin(
-            claimed,
-            interrupted="the request may have been received.",
-            fields=[{"started_at": now}] * len(claimed),
-        )
-    return [
-        deliveries.Claim(delivery, attempt.pk)
-        for delivery, attempt in zip(claimed, attempts, strict=True)
-    ]
+        # Each attempt is written as its send begins (`webhooks_send`): a row
+        # claimed and not sent has none, and a worker that dies leaves no
+        # attempt that was never made.
+        deliveries.close_interrupted_many(claimed, "the request may have been received.")
+    return [deliveries.Claim(delivery, None) for delivery in claimed]
 
 
 def _settled_without_attempt(delivery: WebhookDelivery, now: dt.datetime) -> bool:
@@ -237,18 +248,23 @@ def _settled_without_attempt(delivery: WebhookDelivery, now: dt.datetime) -> boo
 
 
 def _record(
-    claim: deliveries.Claim[WebhookDelivery], outcome: Outcome, *, next_in_line: bool = True
-) -> str:
+    claim: deliveries.Claim[WebhookDelivery],
+    outcome: Outcome,
+    *,
+    next_in_line: bool = True,
+    begin: WebhookDelivery | None = None,
+) -> tuple[str, int | None]:
     now = timezone.now()
     delivery = claim.row
     result = AttemptOutcome.DELIVERED if outcome.delivered else AttemptOutcome.FAILED
+    begun = None
     if outcome.delivered:
         answer = {"status_code": outcome.status_code, "response_excerpt": outcome.response_excerpt}
         error = excerpt(outcome.error, 1000)
         last = {f"last_{k}": v for k, v in answer.items()} | {"last_error": error}
         # One statement, no transaction: the duplicate window's shortest.
-        deliveries.record_delivered_ended(
-            claim, now=now, attempt={"error": error, **answer}, **last
+        begun = deliveries.record_delivered_ended(
+            claim, now=now, attempt={"error": error, **answer}, begin=begin, **last
         )
         if next_in_line:
             with transaction.atomic():
@@ -262,7 +278,7 @@ def _record(
         result,
         outcome.status_code or outcome.error,
     )
-    return result
+    return result, begun
 
 
 def _record_failure(

@@ -71,7 +71,7 @@ def shape(recipient) -> list[tuple]:
             row.status,
             row.is_digest,
             row.digest_reason if row.is_digest else "",
-            place.get(row.digest_id),
+            place.get(row.digest_id) if row.digest_id else None,
             row.enqueued_at is not None,
         )
         for row in rows
