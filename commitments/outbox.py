@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.db.models import F
+from django.db import connection
+from django.db.models import F, Q
 
 from commitments.models import Invitation, OutboxEvent
 from lib import leasing
@@ -21,20 +22,44 @@ from lib import leasing
 OUTBOX_CHANNEL = "outbox_event"
 RETRY_BASE = 30  # seconds before a failed dispatch is tried again
 RETRY_CAP = 2 * 3600
+# While the queue of dispatches is busy, an event queued this many
+# OUTBOX_REQUEUE_AFTER ago is queued again (its message may be lost).
+REQUEUE_LOST_AFTER = 10
 
 
-def outbox_event_claim(*, event_id: int, now: dt.datetime) -> OutboxEvent | None:
-    """Mark the event dispatched and return it with its commitment and both
-    people loaded, or None when it was already dispatched. One conditional
-    UPDATE: of racing dispatchers, one wins. Call inside the transaction
-    that does the dispatching, so a failure puts the event back."""
-    claimed = OutboxEvent.objects.filter(pk=event_id, dispatched_at__isnull=True).update(
-        dispatched_at=now, dispatch_attempts=F("dispatch_attempts") + 1
+def outbox_events_claim(*, event_ids: list[int], now: dt.datetime) -> list[OutboxEvent]:
+    """Mark the events dispatched and return them with their commitment,
+    both people and the invitation loaded, in the order of their ids; those
+    already dispatched are left out. Two statements for a batch: one
+    conditional UPDATE (of racing dispatchers, one wins each event) that
+    returns the ids it marked, one SELECT. Call inside the transaction that
+    does the dispatching, so a failure puts the events back."""
+    if not event_ids:
+        return []
+    ops = connection.ops
+    table = ops.quote_name(OutboxEvent._meta.db_table)
+    # The model's own column names (these three are plain, not renamed).
+    at, attempts, pk = (
+        ops.quote_name(name) for name in ("dispatched_at", "dispatch_attempts", "id")
     )
+    marks = ", ".join(["%s"] * len(event_ids))
+    # Names from the model (quoted), values as parameters.
+    sql = (
+        f"UPDATE {table} SET {at} = %s, {attempts} = {attempts} + 1 "  # noqa: S608
+        f"WHERE {pk} IN ({marks}) AND {at} IS NULL RETURNING {pk}"
+    )
+    with connection.cursor() as cursor:
+        stamp = ops.adapt_datetimefield_value(now)
+        cursor.execute(sql, [stamp, *(int(event_id) for event_id in event_ids)])
+        claimed = [row[0] for row in cursor.fetchall()]
     if not claimed:
-        return None
-    return OutboxEvent.objects.select_related("commitment__assigner", "commitment__assignee").get(
-        pk=event_id
+        return []
+    return list(
+        OutboxEvent.objects.select_related(
+            "commitment__assigner", "commitment__assignee", "commitment__invitation"
+        )
+        .filter(pk__in=claimed)
+        .order_by("pk")
     )
 
 
@@ -69,31 +94,53 @@ def outbox_event_retry_later(*, event_id: int, now: dt.datetime) -> None:
 
 def outbox_events_due_again(*, event_ids: list[int], now: dt.datetime) -> None:
     """Events taken but not queued (the broker refused them): due at once
-    again, for the relay's next look."""
+    again, for the relay's next look, as never queued (`next_attempt_at`
+    back at the moment they were written: see `outbox_events_take_due`)."""
     OutboxEvent.objects.filter(pk__in=event_ids, dispatched_at__isnull=True).update(
-        next_attempt_at=now
+        next_attempt_at=F("occurred_at")
     )
 
 
 def outbox_events_take_due(
-    *, now: dt.datetime, grace: dt.timedelta, requeue_after: dt.timedelta, limit: int
+    *,
+    now: dt.datetime,
+    grace: dt.timedelta,
+    requeue_after: dt.timedelta,
+    limit: int,
+    queue_busy: bool = False,
 ) -> list[tuple[int, str]]:
     """Undispatched events due for more than `grace`, not to be taken again
     before `requeue_after`: (id, request id) pairs, the request id being that
     of the request that made the change ("" if none). Events other sweeps or
     relays hold are skipped (SELECT ... FOR UPDATE SKIP LOCKED): call inside a
-    transaction."""
-    due = list(
-        OutboxEvent.objects.select_for_update(skip_locked=True)
-        .filter(dispatched_at__isnull=True, next_attempt_at__lte=now - grace)
-        .order_by("next_attempt_at")
-        .values_list("id", "request_id")[:limit]
+    transaction.
+
+    With `queue_busy` (the broker's queue of dispatches is not empty, so a
+    message queued for an event may still be waiting there, behind a
+    backlog): only events never queued (`next_attempt_at` is still the
+    moment they were written), those whose dispatch failed (their message
+    was taken, and they are due after their back-off) and those queued more
+    than REQUEUE_LOST_AFTER times `requeue_after` ago (a message the broker lost
+    while it stayed busy). Queued again while their message waits, events
+    made 1.6 to 2.7 dispatch messages each under a backlog; one is enough."""
+    due = OutboxEvent.objects.select_for_update(skip_locked=True).filter(
+        dispatched_at__isnull=True, next_attempt_at__lte=now - grace
     )
-    if due:
+    if queue_busy:
+        # Written with the event (its default, a moment after its stamp);
+        # taken, it is at least `requeue_after` later.
+        fresh = min(requeue_after / 2, dt.timedelta(seconds=1))
+        due = due.filter(
+            Q(next_attempt_at__lte=F("occurred_at") + fresh)
+            | Q(dispatch_attempts__gt=0)
+            | Q(next_attempt_at__lte=now - (REQUEUE_LOST_AFTER - 1) * requeue_after)
+        )
+    taken = list(due.order_by("next_attempt_at").values_list("id", "request_id")[:limit])
+    if taken:
         OutboxEvent.objects.filter(
-            pk__in=[event_id for event_id, _ in due], dispatched_at__isnull=True
+            pk__in=[event_id for event_id, _ in taken], dispatched_at__isnull=True
         ).update(next_attempt_at=now + requeue_after)
-    return due
+    return taken
 
 
 def invitation_lock(*, invitation_id) -> Invitation:

@@ -25,7 +25,7 @@ import contextlib
 import datetime as dt
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -34,7 +34,7 @@ from django.db import models, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from lib import jobs, leasing
+from lib import db, jobs, leasing
 from lib.leasing import PENDING, SENDING
 
 if TYPE_CHECKING:
@@ -264,19 +264,26 @@ def batch_window() -> float:
     return settings.DELIVERY_LEASE_SECONDS / 3
 
 
+def close_interrupted_many(rows: Sequence[LeasedDelivery], consequence: str) -> None:
+    """`close_interrupted` for a batch just claimed, in one statement."""
+    if rows:
+        model: Any = rows[0].attempt_log.model
+        model._default_manager.filter(delivery__in=[row.pk for row in rows], outcome="").update(
+            outcome=AttemptOutcome.INTERRUPTED,
+            error=f"The worker stopped before recording the outcome; {consequence}",
+        )
+
+
 def attempts_begin(
-    rows: list[LeasedDelivery], *, interrupted: str, fields: list[dict[str, object]]
+    rows: Sequence[LeasedDelivery], *, interrupted: str, fields: list[dict[str, object]]
 ) -> list[Attempt]:
     """`attempt_begin` for a batch just claimed: the attempts dead workers
     left open closed in one statement, this batch's written in one."""
     if not rows:
         return []
+    close_interrupted_many(rows, interrupted)
     # The concrete Attempt model (its `delivery` key is the subclass's).
     model: Any = rows[0].attempt_log.model
-    model._default_manager.filter(delivery__in=[row.pk for row in rows], outcome="").update(
-        outcome=AttemptOutcome.INTERRUPTED,
-        error=f"The worker stopped before recording the outcome; {interrupted}",
-    )
     made: list[Attempt] = model._default_manager.bulk_create(
         [model(delivery=row, **extra) for row, extra in zip(rows, fields, strict=True)]
     )
@@ -334,6 +341,47 @@ def record_delivered(claim: Claim[LeasedDelivery], *, now: dt.datetime, **fields
     claim.rows.exclude(status=DELIVERED).update(
         status=DELIVERED, delivered_at=now, claimed_until=None, updated_at=now, **fields
     )
+
+
+def record_delivered_ended(
+    claim: Claim[LeasedDelivery],
+    *,
+    now: dt.datetime,
+    attempt: dict[str, object],
+    begin: LeasedDelivery | None = None,
+    **fields: object,
+) -> int | None:
+    """`attempt_end` (delivered, with `attempt`'s fields) and
+    `record_delivered` (with `fields`) in one statement (`lib.db.write_together`:
+    on PostgreSQL one `WITH ... INSERT/UPDATE`, which needs no transaction of
+    its own), where a send's outcome took BEGIN, two UPDATEs and COMMIT.
+    With `begin` (the next row a batch sends, claimed with this one), its
+    attempt is written in the same statement: returns that attempt's id."""
+    duration = int((time.monotonic() - claim.started) * 1000)
+    started: Any = None
+    if begin is not None:
+        model: Any = begin.attempt_log.model  # the concrete Attempt
+        started = model(delivery=begin, started_at=now)
+    db.write_together(
+        inserts=[started] if started is not None else [],
+        updates_where=[
+            (
+                claim.row.attempt_log.filter(pk=claim.attempt_id),
+                {"outcome": AttemptOutcome.DELIVERED, "duration_ms": duration, **attempt},
+            ),
+            (
+                claim.rows.exclude(status=DELIVERED),
+                {
+                    "status": DELIVERED,
+                    "delivered_at": now,
+                    "claimed_until": None,
+                    "updated_at": now,
+                    **fields,
+                },
+            ),
+        ],
+    )
+    return started.pk if started is not None else None
 
 
 def fenced(claim: Claim[LeasedDelivery]) -> QuerySet[Any]:

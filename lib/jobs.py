@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from celery import current_app
+from kombu.exceptions import ChannelError
 
 log = logging.getLogger(__name__)
 
@@ -38,3 +39,22 @@ def enqueue(task: Task, arg: int | str | Sequence[object], *, retry: bool = True
         )
         return False
     return True
+
+
+def waiting(task: Task) -> int | None:
+    """How many messages wait in the broker's queue that `task` is routed to
+    (queued, not yet taken by a worker); None when the broker does not
+    answer. Never raises."""
+    route = (current_app.conf.task_routes or {}).get(task.name)
+    queue = (route or {}).get("queue") if isinstance(route, dict) else None
+    try:
+        with current_app.connection_or_acquire() as conn:
+            declared = conn.default_channel.queue_declare(
+                queue=queue or current_app.conf.task_default_queue, passive=True
+            )
+    except ChannelError:
+        return 0  # no such queue yet: nothing was ever left in it
+    except Exception:
+        log.warning("Could not read the length of %s's queue.", task.name, exc_info=True)
+        return None
+    return int(declared.message_count)

@@ -14,10 +14,14 @@ attached to that digest while it waits. A digest being sent takes no more
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import uuid
+from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
+from django.db.models import Case, F, Q, Value, When
 
 from accounts.timezones import zone_named
 from commitments.models import EventKind, OutboxEvent
@@ -29,12 +33,13 @@ from notifications.models import (
     DigestReason,
     NewsKind,
     NewsWhen,
+    NudgeChannel,
     NudgeDelivery,
     NudgeDeliveryStatus,
     NudgePair,
     Reminder,
 )
-from notifications.nudges import CAPPED, news_kind, nudge_recipients
+from notifications.nudges import CAPPED, news_kind, nudge_recipients_many
 from notifications.selectors import news_when
 
 # An address nobody has an account for gets at most one invitation mail in
@@ -61,58 +66,119 @@ def nudges_publish(delivery_ids: list) -> None:
     )
 
 
-def nudge_deliveries_create(*, event: OutboxEvent, now: dt.datetime) -> list[uuid.UUID]:
-    """The nudges `event` calls for, once each (unique per event and
-    recipient), as each recipient chose for its kind of news (at once, in
-    the daily digest, not at all), those that go at once queued after commit.
-    Returns the ids of the ones queued (not digests waiting for their time,
-    nor held ones)."""
+def nudge_deliveries_create_many(*, events: list[OutboxEvent], now: dt.datetime) -> list[uuid.UUID]:
+    """The nudges a batch of events calls for, once each (unique per event
+    and recipient), as each recipient chose for its kind of news (at once,
+    in the daily digest, not at all), under the nudge cap and coalescing,
+    those that go at once queued after commit. Returns the ids of the ones
+    queued (not digests waiting for their time, nor held ones).
+
+    A few statements for the batch, not a few per event: the recipients,
+    their channels and what was made already are read for all of it; the
+    locks of every pair the batch decides for are taken in one statement, in
+    the order a single event takes them (by recipient, the pair before the
+    person's own), so batches and single dispatches never wait on each other
+    in a circle; what the cap and coalescing count is read once and kept up
+    to date as the batch decides, event after event in the order of the
+    moves, exactly as one dispatch after another would; the rows are written
+    in one INSERT. Call inside the dispatch transaction."""
+    events = sorted(events, key=lambda event: event.pk)
     queued: list[uuid.UUID] = []
-    commitment = event.commitment
-    # A request to an address with no account: asked, or handed to it.
-    if event.kind == EventKind.INVITED or (
-        event.kind == EventKind.REASSIGNED
-        and event.detail.get("invitationId")
-        and not event.detail.get("assigneeId")
-    ):
-        queued += _invitation_delivery_create(event=event, now=now)
-    for recipient in nudge_recipients(event):
-        if NudgeDelivery.objects.filter(event=event, recipient=recipient).exists():
-            continue
-        when = news_when(user_id=recipient.pk, kind=news_kind(event, recipient))
-        if when == NewsWhen.OFF:
-            continue  # they chose not to hear of it
-        if when == NewsWhen.DIGEST:
-            fields = _daily(recipient=recipient, now=now)
-        else:
-            fields = _capped(event=event, recipient=recipient, now=now)
-            if not fields.get("is_digest") and fields.get("status") != NudgeDeliveryStatus.HELD:
-                fields |= _together(recipient=recipient, now=now)
-        delivery = NudgeDelivery.objects.create(
-            event=event, recipient=recipient, channel=_channel_kind(recipient), **fields
+    # A request to an address with no account: asked, or handed to it. Each
+    # takes its invitation's lock, before any pair's, in one order (the
+    # invitation's, then the moves').
+    invitations = [
+        event
+        for event in events
+        if event.kind == EventKind.INVITED
+        or (
+            event.kind == EventKind.REASSIGNED
+            and event.detail.get("invitationId")
+            and not event.detail.get("assigneeId")
         )
-        if delivery.status == NudgeDeliveryStatus.PENDING and delivery.enqueued_at is not None:
-            queued.append(delivery.pk)
+    ]
+    for event in sorted(invitations, key=lambda e: (str(e.commitment.invitation_id), e.pk)):
+        queued += _invitation_delivery_create(event=event, now=now)
+    wanted = _wanted(events)
+    made: list[NudgeDelivery] = []
+    if wanted:
+        recipients = {recipient.pk: recipient for _, recipient, _ in wanted}
+        channels = {c.user_id: c for c in NudgeChannel.objects.filter(user_id__in=recipients)}
+        plans = []
+        for event, recipient, kind in wanted:
+            channel = channels.get(recipient.pk)
+            when = channel.news_when(kind) if channel is not None else NewsWhen.NOW
+            if when != NewsWhen.OFF:  # they chose not to hear of it
+                plans.append((event, recipient, when, channel))
+        tallies = _Tallies.load(plans, now=now)
+        for event, recipient, when, channel in plans:
+            if when == NewsWhen.DIGEST:
+                fields = tallies.daily(recipient=recipient, now=now)
+            else:
+                fields = tallies.capped(event=event, recipient=recipient, now=now)
+                if not fields.get("is_digest") and fields.get("status") != NudgeDeliveryStatus.HELD:
+                    fields |= tallies.together(recipient=recipient, now=now)
+            delivery = NudgeDelivery(
+                event=event,
+                recipient=recipient,
+                channel=_channel_kind(recipient, channel),
+                **fields,
+            )
+            tallies.count(delivery, now=now)
+            made.append(delivery)
+        NudgeDelivery.objects.bulk_create(made)
+    queued += [
+        delivery.pk
+        for delivery in made
+        if delivery.status == NudgeDeliveryStatus.PENDING and delivery.enqueued_at is not None
+    ]
     nudges_queue_on_commit(queued)
     # A nudge of a later move may have waited for this event's dispatch
     # (notifications.turns), whether or not it made a nudge of its own.
-    parties = {
-        commitment.assigner_id,
-        commitment.assignee_id,
-        event.detail.get("previousAssigneeId"),
-    }
-    for party_id in {party for party in parties if party is not None}:
-        waiting = turns.next_in_line(party_id, commitment.pk, now=now)
-        nudges_queue_on_commit([pk for pk in waiting if pk not in queued])
+    parties = set()
+    for event in events:
+        commitment = event.commitment
+        for party_id in (
+            commitment.assigner_id,
+            commitment.assignee_id,
+            event.detail.get("previousAssigneeId"),
+        ):
+            if party_id is not None:
+                parties.add((party_id, commitment.pk))
+    waiting = turns.next_in_line_many(parties, now=now)
+    nudges_queue_on_commit([pk for pk in waiting if pk not in queued])
     return queued
+
+
+def _wanted(events: list[OutboxEvent]) -> list[tuple[OutboxEvent, Any, str]]:
+    """(event, recipient, kind of news) of each nudge the events call for
+    and have not made yet: two queries for the batch."""
+    recipients = nudge_recipients_many(events)
+    if not any(recipients.values()):
+        return []
+    made = set(
+        NudgeDelivery.objects.filter(
+            event_id__in=[event.pk for event in events], recipient__isnull=False
+        ).values_list("event_id", "recipient_id")
+    )
+    return [
+        (event, recipient, news_kind(event, recipient))
+        for event in events
+        for recipient in recipients[event.pk]
+        if (event.pk, recipient.pk) not in made
+    ]
 
 
 def _released(event: OutboxEvent) -> bool:
     return event.kind == EventKind.REASSIGNED and bool(event.detail.get("previousAssigneeId"))
 
 
-def _channel_kind(recipient) -> str:
-    channel = services.notification_channel_url_lost_record(user=recipient)
+def _channel_kind(recipient, channel: NudgeChannel | None) -> str:
+    """The channel a nudge to `recipient` goes by, their `channel` row
+    loaded already (None: they have none, so e-mail)."""
+    if channel is None:
+        return ChannelKind.EMAIL
+    channel = services.notification_channel_url_lost_record(user=recipient, channel=channel)
     return services.destination_for(recipient, channel=channel).kind
 
 
@@ -150,26 +216,15 @@ def _invitation_delivery_create(*, event: OutboxEvent, now: dt.datetime) -> list
     return []
 
 
-def _capped(*, event: OutboxEvent, recipient, now: dt.datetime) -> dict[str, object]:
-    """How a new nudge of `event` to `recipient` goes: at once, in a new
-    digest, or held in the waiting one. Call inside the dispatch transaction."""
-    at_once: dict[str, object] = {"next_attempt_at": now, "enqueued_at": now}
+def _is_capped(event: OutboxEvent, recipient) -> bool:
+    """Whether the nudge cap counts this nudge: a request to the one asked
+    (a reassigned commitment's released assignee is told, not asked), not
+    from themselves."""
     commitment = event.commitment
-    sender_id = commitment.assigner_id
-    # Requests to the one asked (a reassigned commitment's released assignee
-    # is told, not asked: not counted).
-    if (
-        event.kind not in CAPPED
-        or sender_id == recipient.pk
-        or commitment.assignee_id != recipient.pk
-    ):
-        return at_once
-    _lock_pair(sender_id=sender_id, recipient_id=recipient.pk)
-    return {"sender_id": sender_id} | _under_cap(
-        mine=NudgeDelivery.objects.filter(recipient=recipient, sender_id=sender_id),
-        cap=settings.NUDGE_CAP,
-        window=dt.timedelta(seconds=settings.NUDGE_CAP_WINDOW),
-        now=now,
+    return (
+        event.kind in CAPPED
+        and commitment.assigner_id != recipient.pk
+        and commitment.assignee_id == recipient.pk
     )
 
 
@@ -196,7 +251,6 @@ def _under_cap(
     at its `column`: the fields of a new one that goes at once, starts a
     digest (of `reason`), or is held in the waiting one. Call with the pair's
     lock held (`_lock_pair`)."""
-    at_once: dict[str, object] = {"next_attempt_at": now, "enqueued_at": now}
     # Locked, so a worker cannot claim it until this commits (then it sees
     # this one held); one already claimed is not pending any more.
     waiting = (
@@ -212,8 +266,55 @@ def _under_cap(
         .order_by(column)
         .values_list(column, flat=True)
     )
+    return _decide(
+        _Tally(waiting=None, counted=counted),
+        cap=cap,
+        window=window,
+        now=now,
+        column=column,
+        reason=reason,
+    )
+
+
+@dataclass
+class _Tally:
+    """What `_under_cap` reads of one person's deliveries of one kind: the
+    digest waiting, if any, and the times counted in the window (sorted)."""
+
+    waiting: NudgeDelivery | None = None
+    counted: list[dt.datetime] = field(default_factory=list)
+
+    def count(self, delivery: NudgeDelivery, *, column: str | None, reason: str) -> None:
+        """A delivery of the kind just made: what the next read would see."""
+        waits = (
+            delivery.is_digest
+            and delivery.status == NudgeDeliveryStatus.PENDING
+            and delivery.digest_reason == reason
+        )
+        if waits and (
+            self.waiting is None or delivery.next_attempt_at < self.waiting.next_attempt_at
+        ):
+            self.waiting = delivery
+        at = getattr(delivery, column) if column else None
+        if at is not None:
+            bisect.insort(self.counted, at)
+
+
+def _decide(
+    tally: _Tally,
+    *,
+    cap: int,
+    window: dt.timedelta,
+    now: dt.datetime,
+    column: str,
+    reason: str,
+) -> dict[str, object]:
+    """`_under_cap`'s rule on what it read: at once, a new digest, or held."""
+    if tally.waiting is not None:
+        return {"status": NudgeDeliveryStatus.HELD, "digest": tally.waiting}
+    counted = [at for at in tally.counted if at > now - window]
     if len(counted) < cap:
-        return at_once | {column: now}
+        return {"next_attempt_at": now, "enqueued_at": now, column: now}
     # Over the cap: a digest, due when the window lets one more nudge through.
     due = max(now, counted[len(counted) - cap] + window)
     return {
@@ -225,24 +326,175 @@ def _under_cap(
     }
 
 
-def _together(*, recipient, now: dt.datetime) -> dict[str, object]:
-    """Moves for one person close together come in one message: the first
-    nudge of a quiet spell goes at once; one within NUDGE_COALESCE_WINDOW of
-    the last message starts a digest due at the window's end, and the ones
-    after it are held in that digest while it waits (the cap's rule, with a
-    cap of one message per window per person). Decided under the person's
-    own `NudgePair` lock, taken after any pair's (one order, no deadlock)."""
-    window = dt.timedelta(seconds=settings.NUDGE_COALESCE_WINDOW)
-    if not window:
-        return {}
-    _lock_pair(sender_id=recipient.pk, recipient_id=recipient.pk)
-    return _under_cap(
-        mine=NudgeDelivery.objects.filter(recipient=recipient, event__isnull=False),
-        cap=1,
-        window=window,
-        now=now,
-        column="coalesce_at",
-        reason=DigestReason.TOGETHER,
+class _Tallies:
+    """For a batch of dispatches (`nudge_deliveries_create_many`): the
+    pairs' locks, and what `_under_cap` would read for the nudge cap (per
+    pair), coalescing (per person: moves for one person close together come
+    in one message, a cap of one per NUDGE_COALESCE_WINDOW counted at
+    `coalesce_at`, under the person's own lock) and the daily digest, read
+    once for the batch and kept up to date as it decides (`count`)."""
+
+    def __init__(self) -> None:
+        self.pairs: dict[tuple[Any, Any], _Tally] = {}  # the cap's, by (sender, recipient)
+        self.spells: dict[Any, _Tally] = {}  # coalescing's, by recipient
+        self.days: dict[Any, _Tally] = {}  # the daily digest's, by recipient
+
+    @classmethod
+    def load(cls, plans: list, *, now: dt.datetime) -> _Tallies:
+        tallies = cls()
+        coalescing = bool(settings.NUDGE_COALESCE_WINDOW)
+        for event, recipient, when, _ in plans:
+            if when == NewsWhen.DIGEST:
+                tallies.days.setdefault(recipient.pk, _Tally())
+                continue
+            if _is_capped(event, recipient):
+                tallies.pairs.setdefault((event.commitment.assigner_id, recipient.pk), _Tally())
+            if coalescing:
+                tallies.spells.setdefault(recipient.pk, _Tally())
+        own = set(tallies.spells) | set(tallies.days)
+        _lock_pairs(set(tallies.pairs) | {(person, person) for person in own})
+        tallies._read(own, now=now)
+        return tallies
+
+    def _read(self, own: set, *, now: dt.datetime) -> None:
+        cap_window = dt.timedelta(seconds=settings.NUDGE_CAP_WINDOW)
+        senders = {sender for sender, _ in self.pairs}
+        capped_people = {recipient for _, recipient in self.pairs}
+        digests = Q()
+        if self.pairs:
+            digests |= Q(
+                recipient_id__in=capped_people,
+                sender_id__in=senders,
+                digest_reason=DigestReason.CAP,
+            )
+        if self.spells:
+            digests |= Q(
+                recipient_id__in=set(self.spells),
+                event__isnull=False,
+                digest_reason=DigestReason.TOGETHER,
+            )
+        if self.days:
+            digests |= Q(recipient_id__in=set(self.days), digest_reason=DigestReason.DAILY)
+        if not digests:
+            return
+        # Locked, as `_under_cap` locks the one it finds (under the pairs'
+        # locks, taken above).
+        for digest in (
+            NudgeDelivery.objects.select_for_update()
+            .filter(digests, is_digest=True, status=NudgeDeliveryStatus.PENDING)
+            .order_by("next_attempt_at")
+        ):
+            tally = self._of(digest)
+            if tally is not None and tally.waiting is None:
+                tally.waiting = digest
+        if self.pairs:
+            for sender, recipient, at in (
+                NudgeDelivery.objects.filter(
+                    recipient_id__in=capped_people,
+                    sender_id__in=senders,
+                    counted_at__gt=now - cap_window,
+                )
+                .order_by("counted_at")
+                .values_list("sender_id", "recipient_id", "counted_at")
+            ):
+                if (sender, recipient) in self.pairs and at is not None:
+                    self.pairs[sender, recipient].counted.append(at)
+        if self.spells:
+            window = dt.timedelta(seconds=settings.NUDGE_COALESCE_WINDOW)
+            for recipient, at in (
+                NudgeDelivery.objects.filter(
+                    recipient_id__in=set(self.spells),
+                    event__isnull=False,
+                    coalesce_at__gt=now - window,
+                )
+                .order_by("coalesce_at")
+                .values_list("recipient_id", "coalesce_at")
+            ):
+                if at is not None:
+                    self.spells[recipient].counted.append(at)
+
+    def _of(self, digest: NudgeDelivery) -> _Tally | None:
+        if digest.digest_reason == DigestReason.CAP:
+            return self.pairs.get((digest.sender_id, digest.recipient_id))
+        if digest.digest_reason == DigestReason.TOGETHER:
+            return self.spells.get(digest.recipient_id)
+        if digest.digest_reason == DigestReason.DAILY:
+            return self.days.get(digest.recipient_id)
+        return None
+
+    def capped(self, *, event: OutboxEvent, recipient, now: dt.datetime) -> dict[str, object]:
+        """How a nudge of `event` to `recipient` goes under the cap: at once,
+        in a new digest, or held in the waiting one."""
+        if not _is_capped(event, recipient):
+            return {"next_attempt_at": now, "enqueued_at": now}
+        sender_id = event.commitment.assigner_id
+        return {"sender_id": sender_id} | _decide(
+            self.pairs[sender_id, recipient.pk],
+            cap=settings.NUDGE_CAP,
+            window=dt.timedelta(seconds=settings.NUDGE_CAP_WINDOW),
+            now=now,
+            column="counted_at",
+            reason=DigestReason.CAP,
+        )
+
+    def together(self, *, recipient, now: dt.datetime) -> dict[str, object]:
+        """Coalescing: the first nudge of a quiet spell goes at once; one within
+        NUDGE_COALESCE_WINDOW of the last message starts a digest due at the
+        window's end, and the ones after it are held in that digest."""
+        window = dt.timedelta(seconds=settings.NUDGE_COALESCE_WINDOW)
+        if not window:
+            return {}
+        return _decide(
+            self.spells[recipient.pk],
+            cap=1,
+            window=window,
+            now=now,
+            column="coalesce_at",
+            reason=DigestReason.TOGETHER,
+        )
+
+    def daily(self, *, recipient, now: dt.datetime) -> dict[str, object]:
+        """`_daily`, on what the batch read."""
+        waiting = self.days[recipient.pk].waiting
+        if waiting is not None:
+            return {"status": NudgeDeliveryStatus.HELD, "digest": waiting}
+        return _daily_digest(recipient=recipient, now=now)
+
+    def count(self, delivery: NudgeDelivery, *, now: dt.datetime) -> None:
+        """A delivery the batch just decided: counted where the next event's
+        reads would find it."""
+        key = (delivery.sender_id, delivery.recipient_id)
+        if key in self.pairs:
+            self.pairs[key].count(delivery, column="counted_at", reason=DigestReason.CAP)
+        if delivery.recipient_id in self.spells:
+            self.spells[delivery.recipient_id].count(
+                delivery, column="coalesce_at", reason=DigestReason.TOGETHER
+            )
+        if delivery.recipient_id in self.days:
+            self.days[delivery.recipient_id].count(delivery, column=None, reason=DigestReason.DAILY)
+
+
+def _lock_pairs(pairs: set[tuple[Any, Any]]) -> None:
+    """`_lock_pair` for many pairs at once, in one order: by recipient, a
+    pair before the recipient's own (the order one dispatch takes them in,
+    its recipients sorted by id)."""
+    if not pairs:
+        return
+    ordered = sorted(pairs, key=lambda pair: (str(pair[1]), pair[0] == pair[1], str(pair[0])))
+    NudgePair.objects.bulk_create(
+        [NudgePair(sender_id=sender, recipient_id=recipient) for sender, recipient in ordered],
+        ignore_conflicts=True,
+    )
+    which = Q()
+    for sender, recipient in ordered:
+        which |= Q(sender_id=sender, recipient_id=recipient)
+    own = Case(When(sender_id=F("recipient_id"), then=Value(1)), default=Value(0))
+    list(
+        NudgePair.objects.select_for_update()
+        .filter(which)
+        .annotate(own=own)
+        .order_by("recipient_id", "own", "sender_id")
+        .values_list("pk", flat=True)
     )
 
 
@@ -276,6 +528,11 @@ def _daily(*, recipient, now: dt.datetime) -> dict[str, object]:
     )
     if waiting is not None:
         return {"status": NudgeDeliveryStatus.HELD, "digest": waiting}
+    return _daily_digest(recipient=recipient, now=now)
+
+
+def _daily_digest(*, recipient, now: dt.datetime) -> dict[str, object]:
+    """The first of the person's next daily digest (none waiting)."""
     return {
         "is_digest": True,
         "digest_reason": DigestReason.DAILY,
@@ -300,8 +557,9 @@ def reminder_delivery_create(*, reminder: Reminder, now: dt.datetime) -> uuid.UU
             window=dt.timedelta(seconds=settings.REMINDER_CAP_WINDOW),
             now=now,
         )
+    channel = services.notification_channel_get(user=recipient)
     delivery = NudgeDelivery.objects.create(
-        reminder=reminder, recipient=recipient, channel=_channel_kind(recipient), **fields
+        reminder=reminder, recipient=recipient, channel=_channel_kind(recipient, channel), **fields
     )
     if delivery.status == NudgeDeliveryStatus.PENDING and delivery.enqueued_at is not None:
         nudges_queue_on_commit([delivery.pk])

@@ -18,7 +18,6 @@ from django.urls import reverse
 
 from accounts.selectors import (
     invitation_sso_hint,
-    user_has_verified_primary_email,
     users_with_verified_primary_email,
 )
 from accounts.timezones import zone_named
@@ -88,18 +87,14 @@ def news_kind(event: OutboxEvent, recipient) -> str:
 
 
 def _told(event: OutboxEvent) -> list:
-    """Who hears of `event`, before the rules of who may (below)."""
+    """Who hears of `event`, before the rules of who may (below); a
+    reassignment's people are the ones its detail names
+    (`nudge_recipients_many` reads them for a whole batch)."""
     commitment = event.commitment
     if event.kind == EventKind.COMMENTED:
         if event.actor_kind == ActorKind.USER and event.actor_user_id == commitment.assignee_id:
             return [commitment.assigner]
         return [commitment.assignee]
-    if event.kind == EventKind.REASSIGNED:
-        # The one this move asked (none for an address with no account: the
-        # invitation) and the one it released, as the move named them.
-        named = [event.detail.get("assigneeId"), _previous_assignee_id(event)]
-        ids = [person for person in named if person]
-        return list(users_with_verified_primary_email().filter(pk__in=ids)) if ids else []
     if event.kind in TELLS_ASSIGNEE or _accepts_proposal(event):
         return [commitment.assignee]
     if event.kind in TELLS_ASSIGNER:
@@ -114,18 +109,50 @@ def nudge_recipients(event: OutboxEvent) -> list:
     (notifications.dispatch). In the order of their ids, the order in which
     the dispatch takes each one's locks (no two dispatches wait on each
     other in a circle)."""
-    recipients: list = []
-    for recipient in _told(event):
-        if recipient is None or recipient in recipients:
-            continue
-        if event.actor_kind == ActorKind.USER and event.actor_user_id == recipient.pk:
-            continue
-        # Work is routed by address: an address its owner has not proved (or a
-        # deactivated account) receives nothing.
-        if not user_has_verified_primary_email(user=recipient):
-            continue
-        recipients.append(recipient)
-    return sorted(recipients, key=lambda user: str(user.pk))
+    return nudge_recipients_many([event])[event.pk]
+
+
+def nudge_recipients_many(events: list[OutboxEvent]) -> dict[int, list]:
+    """`nudge_recipients` of each event of a batch, by event id, in one
+    query for the batch (who of them has a proved address of an active
+    account, and the people a reassignment names)."""
+    named: dict[int, list[str]] = {}
+    told: dict[int, list] = {}
+    for event in events:
+        if event.kind == EventKind.REASSIGNED:
+            # The one this move asked (none for an address with no account:
+            # the invitation) and the one it released, as the move named them.
+            ids = [event.detail.get("assigneeId"), _previous_assignee_id(event)]
+            named[event.pk] = [str(person) for person in ids if person]
+        else:
+            told[event.pk] = _told(event)
+    wanted = {str(p) for ids in named.values() for p in ids}
+    wanted |= {str(person.pk) for people in told.values() for person in people if person}
+    verified = (
+        {str(user.pk): user for user in users_with_verified_primary_email().filter(pk__in=wanted)}
+        if wanted
+        else {}
+    )
+    found: dict[int, list] = {}
+    for event in events:
+        people = (
+            [verified[p] for p in named[event.pk] if p in verified]
+            if event.pk in named
+            else told[event.pk]
+        )
+        recipients: list = []
+        for recipient in people:
+            if recipient is None or recipient in recipients:
+                continue
+            if event.actor_kind == ActorKind.USER and event.actor_user_id == recipient.pk:
+                continue
+            # Work is routed by address: an address its owner has not proved
+            # (or a deactivated account) receives nothing.
+            if str(recipient.pk) not in verified:
+                continue
+            recipients.append(recipient)
+        found[event.pk] = sorted(recipients, key=lambda user: str(user.pk))
+    return found
 
 
 def site_url(name: str, *args) -> str:

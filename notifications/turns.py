@@ -40,10 +40,14 @@ def _still_to_go(
     """The person's nudges of moves of this commitment that are still to go,
     in the order of the moves: pending (due, or waiting for a retry) or being
     sent; not a digest waiting for its time."""
+    return _all_still_to_go(now=now).filter(
+        recipient_id=recipient_id, event__commitment_id=commitment_id
+    )
+
+
+def _all_still_to_go(*, now: dt.datetime) -> QuerySet[NudgeDelivery, Any]:
     return (
         NudgeDelivery.objects.filter(
-            recipient_id=recipient_id,
-            event__commitment_id=commitment_id,
             status__in=[NudgeDeliveryStatus.PENDING, NudgeDeliveryStatus.SENDING],
         )
         .exclude(is_digest=True, status=NudgeDeliveryStatus.PENDING, next_attempt_at__gt=now)
@@ -91,3 +95,29 @@ def next_in_line(
         return []
     NudgeDelivery.objects.filter(pk=delivery_id).update(enqueued_at=now, updated_at=now)
     return [delivery_id]
+
+
+def next_in_line_many(pairs: set[tuple[Any, Any]], *, now: dt.datetime) -> list[uuid.UUID]:
+    """`next_in_line` for each (person, commitment) of a batch of dispatched
+    moves: one query for the batch, and one UPDATE stamping the ones found."""
+    if not pairs:
+        return []
+    pairs = {(str(person), str(commitment)) for person, commitment in pairs}
+    rows = _all_still_to_go(now=now).filter(
+        recipient_id__in={person for person, _ in pairs},
+        event__commitment_id__in={commitment for _, commitment in pairs},
+    )
+    first: dict[tuple[Any, Any], tuple[Any, Any, Any]] = {}
+    for delivery_id, person, commitment, status, due_at in rows.values_list(
+        "pk", "recipient_id", "event__commitment_id", "status", "next_attempt_at"
+    ):
+        if (str(person), str(commitment)) in pairs:
+            first.setdefault((person, commitment), (delivery_id, status, due_at))
+    found = [
+        delivery_id
+        for delivery_id, status, due_at in first.values()
+        if status == NudgeDeliveryStatus.PENDING and due_at <= now
+    ]
+    if found:
+        NudgeDelivery.objects.filter(pk__in=found).update(enqueued_at=now, updated_at=now)
+    return found

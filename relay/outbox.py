@@ -38,8 +38,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from commitments.outbox import (
-    outbox_event_claim,
     outbox_event_retry_later,
+    outbox_events_claim,
     outbox_events_due_again,
     outbox_events_take_due,
 )
@@ -47,14 +47,14 @@ from lib import deliveries, jobs
 from lib.logs import request_id_var
 from notifications import tasks as notification_tasks
 from notifications.dispatch import (
-    nudge_deliveries_create,
+    nudge_deliveries_create_many,
     nudge_deliveries_take_due,
     nudges_publish,
 )
 from notifications.services import test_nudges_take_due
 from relay import tasks
 from webhooks.dispatch import (
-    webhook_deliveries_create,
+    webhook_deliveries_create_many,
     webhook_deliveries_take_due,
     webhooks_publish,
 )
@@ -68,19 +68,23 @@ DISPATCH_BATCH = 20  # outbox events per dispatch task
 
 def outbox_relay(*, now: dt.datetime | None = None, limit: int = SWEEP_BATCH) -> int:
     """Queue the dispatch of every outbox event that is due (committed, or its
-    back-off over) and was not queued in the last OUTBOX_REQUEUE_AFTER s; the
-    relay calls it each time it wakes. Returns how many were queued. Events
+    back-off over) and was not queued in the last OUTBOX_REQUEUE_AFTER s
+    (while dispatch messages wait in the broker, not one queued before whose
+    message may be among them: `_dispatches_waiting`); the relay calls it
+    each time it wakes. Returns how many were queued. Events
     go in batches of DISPATCH_BATCH (`dispatch_events`; one alone as
     `dispatch_event`). Each publish is tried once: when the broker refuses
     one, that batch and the rest are put back, due at once, for the next
     look (and the sweep)."""
     now = now or timezone.now()
+    busy = _dispatches_waiting()
     with transaction.atomic():
         due = outbox_events_take_due(
             now=now,
             grace=dt.timedelta(0),
             requeue_after=dt.timedelta(seconds=settings.OUTBOX_REQUEUE_AFTER),
             limit=limit,
+            queue_busy=busy,
         )
     for start in range(0, len(due), DISPATCH_BATCH):
         if not _enqueue_events(due[start : start + DISPATCH_BATCH], retry=False):
@@ -88,6 +92,15 @@ def outbox_relay(*, now: dt.datetime | None = None, limit: int = SWEEP_BATCH) ->
             outbox_events_due_again(event_ids=left, now=now)
             return start
     return len(due)
+
+
+def _dispatches_waiting() -> bool:
+    """Whether dispatch messages wait in the broker, not yet taken by a
+    worker: then an event queued before may still have its message there,
+    and is not queued again (`outbox_events_take_due`'s `queue_busy`). A
+    broker that does not answer counts as idle (what is taken and cannot be
+    queued is put back)."""
+    return bool(jobs.waiting(tasks.dispatch_events))
 
 
 def _enqueue_events(events: list[tuple[int, str]], *, retry: bool = True) -> bool:
@@ -110,30 +123,57 @@ def _enqueue_event(event_id: int, request_id: str, *, retry: bool = True) -> boo
 
 
 def outbox_event_dispatch(*, event_id: int) -> list[uuid.UUID]:
-    """Turn one outbox event into its deliveries, once. Returns the ids of the
-    deliveries created (empty when another worker had already done it)."""
+    """Turn one outbox event into its deliveries, once (`outbox_events_dispatch`
+    of it alone). Returns the ids of the deliveries queued (empty when
+    another worker had already done it)."""
     now = timezone.now()
     try:
         with transaction.atomic():
-            event = outbox_event_claim(event_id=event_id, now=now)
-            if event is None:
-                return []
-            nudges = nudge_deliveries_create(event=event, now=now)
-            return nudges + webhook_deliveries_create(event=event, now=now)
+            return _dispatch(event_ids=[event_id], now=now)
     except Exception:
         # Left undispatched; the sweep tries again after a back-off.
         outbox_event_retry_later(event_id=event_id, now=now)
         raise
 
 
+def _dispatch(*, event_ids: list[int], now: dt.datetime) -> list[uuid.UUID]:
+    """Claim the events (those another worker dispatched already are left
+    out) and make what they call for, in the caller's transaction: a few
+    statements for the whole batch (`notifications.dispatch`,
+    `webhooks.dispatch`)."""
+    events = outbox_events_claim(event_ids=event_ids, now=now)
+    if not events:
+        return []
+    nudges = nudge_deliveries_create_many(events=events, now=now)
+    return nudges + webhook_deliveries_create_many(events=events, now=now)
+
+
 def outbox_events_dispatch(*, events: list[tuple[int, str]]) -> int:
-    """Dispatch a batch of events (`dispatch_events`), each in its own
-    transaction as `outbox_event_dispatch` does it, under its request's id:
-    one that fails is left for the sweep (after a back-off) and the rest go
-    on. The sends they make are queued together at the end, in batches
-    (`lib.deliveries.queued_together`). Returns how many it dispatched."""
-    dispatched = 0
+    """Dispatch a batch of events (`dispatch_events`) in one transaction, a
+    few statements for the batch: each event still once (the claim), each
+    delivery once per event and recipient (unique), in the order of the
+    moves, under the cap and coalescing as one dispatch after another would
+    decide. When the batch fails as a whole (an event that cannot be
+    dispatched, a deadlock, a constraint), nothing of it is kept and each
+    event is dispatched alone, under its request's id (`outbox_event_dispatch`):
+    one that fails again is left for the sweep (after a back-off) and the
+    rest go on. The sends they make are queued together at the end, in
+    batches (`lib.deliveries.queued_together`). Returns how many it
+    dispatched (or found dispatched already)."""
+    event_ids = [event_id for event_id, _ in events]
     with deliveries.queued_together():
+        if len(event_ids) > 1:
+            try:
+                with transaction.atomic():
+                    _dispatch(event_ids=event_ids, now=timezone.now())
+                return len(event_ids)
+            except Exception:
+                log.warning(
+                    "Dispatching a batch of %d outbox events failed; each goes alone.",
+                    len(event_ids),
+                    exc_info=True,
+                )
+        dispatched = 0
         for event_id, request_id in events:
             token = request_id_var.set(request_id or None)
             try:
@@ -158,12 +198,14 @@ def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
     """Queue what is due and nobody is working on."""
     now = now or timezone.now()
     requeue_after = dt.timedelta(seconds=settings.OUTBOX_REQUEUE_AFTER)
+    busy = _dispatches_waiting()
     with transaction.atomic():
         events = outbox_events_take_due(
             now=now,
             grace=dt.timedelta(seconds=settings.OUTBOX_SWEEP_GRACE),
             requeue_after=requeue_after,
             limit=SWEEP_BATCH,
+            queue_busy=busy,
         )
         delivery_ids = nudge_deliveries_take_due(
             now=now, requeue_after=requeue_after, limit=SWEEP_BATCH

@@ -12,8 +12,12 @@ on the schedule (`webhooks.schedule`). A test event is sent once.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
+import time
+import uuid
+from dataclasses import replace
 
 from django.conf import settings
 from django.db import transaction
@@ -65,20 +69,8 @@ def _claim(delivery_id, now: dt.datetime) -> deliveries.Claim[WebhookDelivery] |
             return None
         delivery = rows.select_related("endpoint__user", "payload").get(pk=delivery_id)
         deliveries.close_interrupted(delivery, "the request may have been received.")
-        endpoint = delivery.endpoint
-        for broken, reason in (
-            (not endpoint.user.is_active, OWNER_INACTIVE_REASON),
-            (endpoint.secret_lost, LOST_SECRET_REASON),
-            (endpoint.url_lost, LOST_URL_REASON),
-            (endpoint.is_paused and not delivery.is_test, None),
-        ):
-            if broken:  # settled without an attempt
-                if reason is not None:
-                    dispatch.webhook_endpoint_pause_by_service(endpoint, reason=reason, now=now)
-                reason = reason or f"The endpoint is paused: {endpoint.paused_reason}"
-                settled = deliveries.Claim(delivery, None)
-                deliveries.fail(settled, now=now, failed_at=now, last_error=excerpt(reason, 1000))
-                return None
+        if _settled_without_attempt(delivery, now):
+            return None
         attempt = delivery.attempt_log.create(started_at=now)
     return deliveries.Claim(delivery, attempt.pk)
 
@@ -91,7 +83,21 @@ def webhook_send(*, delivery_id) -> str | None:
     claim = _claim(delivery_id, now)
     if claim is None:
         return None
+    return _send_claimed(claim, next_in_line=True)[0]
+
+
+def _send_claimed(
+    claim: deliveries.Claim[WebhookDelivery],
+    *,
+    next_in_line: bool,
+    begin: WebhookDelivery | None = None,
+) -> tuple[str, int | None]:
+    """Send a claimed delivery and record its outcome (with `next_in_line`,
+    then queue the person's next one waiting; with `begin`, the next row of
+    its batch, write that one's attempt with a delivered outcome: its id is
+    returned)."""
     delivery = claim.row
+    now = timezone.now()
     try:
         outcome = webhook_post(
             delivery_id=delivery.pk,
@@ -102,62 +108,169 @@ def webhook_send(*, delivery_id) -> str | None:
             now=now,
         )
     except Exception as exc:  # a bug or a time limit: log it, retry like a failure
-        log.exception("Webhook delivery %s failed unexpectedly", delivery_id)
+        log.exception("Webhook delivery %s failed unexpectedly", delivery.pk)
         outcome = Outcome(delivered=False, error=excerpt(repr(exc)))
     # From the answer until this commit is the duplicate window: keep it short.
-    return _record(claim, outcome)
+    return _record(claim, outcome, next_in_line=next_in_line, begin=begin)
 
 
 def webhooks_send(*, delivery_ids: list) -> dict[str, int]:
-    """A batch (`deliver_webhooks`): each sent as `webhook_send` sends one
-    (its turn, claim, lease and attempt), in order; lib.outbound keeps each
-    receiver's connection open between them. One that fails, even
-    unexpectedly, is recorded or left to its lease, and the rest go on."""
+    """A batch (`deliver_webhooks`): claimed together (`_claim_many`: whose
+    turn it is, one conditional UPDATE for all), then each sent and recorded
+    on its own as `webhook_send` does it, one at a time, each endpoint's in
+    the order they were made; lib.outbound keeps each receiver's connection
+    open between them. One that fails, even unexpectedly, is recorded (or
+    left to its lease) and the rest go on. Sends start only within the
+    batch's window (a third of the lease): the ones left then are released
+    and queued again. Returns how many ended how."""
+    claims = _claim_many(delivery_ids, timezone.now())
+    started = time.monotonic()
     outcomes: dict[str, int] = {}
-    for delivery_id in delivery_ids:
+    for index in range(len(claims)):
+        claim = claims[index]
+        if time.monotonic() - started > deliveries.batch_window():
+            with transaction.atomic():
+                left = deliveries.release(list(claims[index:]), now=timezone.now())
+                dispatch.webhooks_queue_on_commit(left)
+            outcomes["released"] = len(left)
+            break
+        owner = claim.row.endpoint.user_id
+        # The person's next in line is looked for after the batch's last
+        # send of theirs (the ones before it hold their turn anyway).
+        last = all(later.row.endpoint.user_id != owner for later in claims[index + 1 :])
+        following = claims[index + 1].row if index + 1 < len(claims) else None
         try:
-            outcome = webhook_send(delivery_id=delivery_id) or "skipped"
+            if claim.attempt_id is None:  # the batch's first, or after a failure
+                attempt = claim.row.attempt_log.create(started_at=timezone.now())
+                claim = replace(claim, attempt_id=attempt.pk)
+            claim = replace(claim, started=time.monotonic())
+            outcome, begun = _send_claimed(claim, next_in_line=last, begin=following)
+            if begun is not None:
+                claims[index + 1] = replace(claims[index + 1], attempt_id=begun)
         except Exception:
-            log.exception("Webhook delivery %s failed in its batch", delivery_id)
+            # Not recorded (the database failed?): its lease runs out and the
+            # sweep queues it again.
+            log.exception("Webhook delivery %s failed in its batch", claim.row.pk)
             outcome = "error"
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
     return outcomes
 
 
-def _record(claim: deliveries.Claim[WebhookDelivery], outcome: Outcome) -> str:
+def _claim_many(delivery_ids: list, now: dt.datetime) -> list[deliveries.Claim[WebhookDelivery]]:
+    """`_claim` for a batch, in one transaction and a few statements: the
+    rows and their owners read at once; every owner's turn lock taken in one
+    statement (their endpoints' rows, in the one order of their ids, as
+    `turns.busy` takes one person's); what is in flight read once; then, in
+    the order given, a row whose endpoint another worker is sending to, or
+    whose owner has WEBHOOK_USER_IN_FLIGHT endpoints in flight counting the
+    ones this batch takes, waits for its turn as `_claim` leaves it; the
+    rest are claimed in one statement and their attempts begun in two. A
+    batch sends one at a time, so the rows it takes for one endpoint are
+    one send in flight there. Returned in the order they were made, so each
+    endpoint's go in order."""
+    ids = []
+    for delivery_id in delivery_ids:
+        with contextlib.suppress(ValueError):
+            ids.append(uuid.UUID(str(delivery_id)))
+    rows = WebhookDelivery.objects.all()
+    with transaction.atomic():
+        found = {
+            pk: (endpoint_id, owner_id)
+            for pk, endpoint_id, owner_id in rows.filter(pk__in=ids).values_list(
+                "pk", "endpoint_id", "endpoint__user_id"
+            )
+        }
+        if not found:
+            return []
+        owners = {owner_id for _, owner_id in found.values()}
+        flying = turns.in_flight_of(owners, now=now, besides=list(found))
+        ready, waiting = [], []
+        taking: dict = {}
+        for pk in dict.fromkeys(ids):
+            if pk not in found:
+                continue
+            endpoint_id, owner_id = found[pk]
+            others, mine = flying.get(owner_id, set()), taking.setdefault(owner_id, set())
+            if endpoint_id in others or (
+                endpoint_id not in mine and len(others | mine) >= settings.WEBHOOK_USER_IN_FLIGHT
+            ):
+                waiting.append(pk)
+                continue
+            mine.add(endpoint_id)
+            ready.append(pk)
+        if waiting:
+            # Their turn comes when a send of this person's ends, or after
+            # WEBHOOK_TIMEOUT through the sweep.
+            rows.filter(pk__in=waiting, status=WebhookDeliveryStatus.PENDING).update(
+                next_attempt_at=now + dt.timedelta(seconds=settings.WEBHOOK_TIMEOUT),
+                enqueued_at=None,
+                updated_at=now,
+            )
+        taken = deliveries.claim_many(rows, pks=ready, now=now)
+        if not taken:
+            return []
+        # The retry window starts at the first claim since creation or replay.
+        rows.filter(pk__in=taken, first_attempt_at__isnull=True).update(first_attempt_at=now)
+        claimed = []
+        for delivery in (
+            rows.select_related("endpoint__user", "payload")
+            .filter(pk__in=taken)
+            .order_by("created_at", "pk")
+        ):
+            if not _settled_without_attempt(delivery, now):
+                claimed.append(delivery)
+        # Each attempt is written as its send begins (`webhooks_send`): a row
+        # claimed and not sent has none, and a worker that dies leaves no
+        # attempt that was never made.
+        deliveries.close_interrupted_many(claimed, "the request may have been received.")
+    return [deliveries.Claim(delivery, None) for delivery in claimed]
+
+
+def _settled_without_attempt(delivery: WebhookDelivery, now: dt.datetime) -> bool:
+    """Just claimed, and nothing to send: its endpoint is paused, or its
+    owner is deactivated, or its secret or URL unreadable (the endpoint is
+    paused then): failed without an attempt. In the claim's transaction."""
+    endpoint = delivery.endpoint
+    for broken, reason in (
+        (not endpoint.user.is_active, OWNER_INACTIVE_REASON),
+        (endpoint.secret_lost, LOST_SECRET_REASON),
+        (endpoint.url_lost, LOST_URL_REASON),
+        (endpoint.is_paused and not delivery.is_test, None),
+    ):
+        if broken:
+            if reason is not None:
+                dispatch.webhook_endpoint_pause_by_service(endpoint, reason=reason, now=now)
+            reason = reason or f"The endpoint is paused: {endpoint.paused_reason}"
+            settled = deliveries.Claim(delivery, None)
+            deliveries.fail(settled, now=now, failed_at=now, last_error=excerpt(reason, 1000))
+            return True
+    return False
+
+
+def _record(
+    claim: deliveries.Claim[WebhookDelivery],
+    outcome: Outcome,
+    *,
+    next_in_line: bool = True,
+    begin: WebhookDelivery | None = None,
+) -> tuple[str, int | None]:
     now = timezone.now()
     delivery = claim.row
-    answer = {"status_code": outcome.status_code, "response_excerpt": outcome.response_excerpt}
-    error = excerpt(outcome.error, 1000)
-    last = {f"last_{k}": v for k, v in answer.items()} | {"last_error": error}
     result = AttemptOutcome.DELIVERED if outcome.delivered else AttemptOutcome.FAILED
-    with transaction.atomic():
-        deliveries.attempt_end(claim, result, error=error, **answer)
-        if outcome.delivered:
-            deliveries.record_delivered(claim, now=now, **last)
-        else:
-            due = None
-            if outcome.gone and not delivery.is_test:
-                reason = (
-                    f"The receiver answered 410 Gone on {payloads.iso_millis(now)}; "
-                    "resume the endpoint when it accepts events again."
-                )
-                dispatch.webhook_endpoint_pause_by_service(
-                    delivery.endpoint, reason=reason, now=now
-                )
-            elif not delivery.is_test:
-                assert delivery.first_attempt_at is not None  # the claim sets it
-                due = next_attempt_at(
-                    attempts=claim.fence,
-                    first_attempt_at=delivery.first_attempt_at,
-                    now=now,
-                    retry_after=outcome.retry_after,
-                )
-            if due is None:
-                deliveries.fail(claim, now=now, failed_at=now, **last)
-            else:
-                deliveries.retry_later(claim, due=due, now=now, **last)
-        turns.next_in_line(delivery.endpoint.user_id, now=now)
+    begun = None
+    if outcome.delivered:
+        answer = {"status_code": outcome.status_code, "response_excerpt": outcome.response_excerpt}
+        error = excerpt(outcome.error, 1000)
+        last = {f"last_{k}": v for k, v in answer.items()} | {"last_error": error}
+        # One statement, no transaction: the duplicate window's shortest.
+        begun = deliveries.record_delivered_ended(
+            claim, now=now, attempt={"error": error, **answer}, begin=begin, **last
+        )
+        if next_in_line:
+            with transaction.atomic():
+                turns.next_in_line(delivery.endpoint.user_id, now=now)
+    else:
+        _record_failure(claim, outcome, now=now, next_in_line=next_in_line)
     log.info(
         "Webhook delivery %s (%s): %s %s",
         delivery.pk,
@@ -165,4 +278,40 @@ def _record(claim: deliveries.Claim[WebhookDelivery], outcome: Outcome) -> str:
         result,
         outcome.status_code or outcome.error,
     )
-    return result
+    return result, begun
+
+
+def _record_failure(
+    claim: deliveries.Claim[WebhookDelivery],
+    outcome: Outcome,
+    *,
+    now: dt.datetime,
+    next_in_line: bool,
+) -> None:
+    delivery = claim.row
+    answer = {"status_code": outcome.status_code, "response_excerpt": outcome.response_excerpt}
+    error = excerpt(outcome.error, 1000)
+    last = {f"last_{k}": v for k, v in answer.items()} | {"last_error": error}
+    with transaction.atomic():
+        deliveries.attempt_end(claim, AttemptOutcome.FAILED, error=error, **answer)
+        due = None
+        if outcome.gone and not delivery.is_test:
+            reason = (
+                f"The receiver answered 410 Gone on {payloads.iso_millis(now)}; "
+                "resume the endpoint when it accepts events again."
+            )
+            dispatch.webhook_endpoint_pause_by_service(delivery.endpoint, reason=reason, now=now)
+        elif not delivery.is_test:
+            assert delivery.first_attempt_at is not None  # the claim sets it
+            due = next_attempt_at(
+                attempts=claim.fence,
+                first_attempt_at=delivery.first_attempt_at,
+                now=now,
+                retry_after=outcome.retry_after,
+            )
+        if due is None:
+            deliveries.fail(claim, now=now, failed_at=now, **last)
+        else:
+            deliveries.retry_later(claim, due=due, now=now, **last)
+        if next_in_line:
+            turns.next_in_line(delivery.endpoint.user_id, now=now)

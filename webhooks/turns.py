@@ -32,16 +32,44 @@ def busy(owner_id, endpoint_id, *, now: dt.datetime, besides) -> bool:
 
 def _in_flight(owner_id, *, now: dt.datetime, besides=None) -> list:
     """The endpoint ids of the person's sends in flight (live leases), one
-    per send."""
+    per endpoint: a batch that holds several of one endpoint's deliveries
+    sends them one at a time (`sending.webhooks_send`)."""
     return list(
+        set(
+            WebhookDelivery.objects.filter(
+                endpoint__user_id=owner_id,
+                status=WebhookDeliveryStatus.SENDING,
+                claimed_until__gt=now,
+            )
+            .exclude(pk=besides)
+            .values_list("endpoint_id", flat=True)
+        )
+    )
+
+
+def in_flight_of(owners: set, *, now: dt.datetime, besides: list) -> dict:
+    """`busy`'s lock and read for a batch's owners at once: every owner's
+    turn lock (all their endpoints' rows, in the one order of their ids),
+    then the endpoints each has in flight, leaving out the batch's own rows.
+    Call inside the claim's transaction."""
+    list(
+        WebhookEndpoint.objects.select_for_update()
+        .filter(user_id__in=owners)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    flying: dict = {}
+    for owner_id, endpoint_id in (
         WebhookDelivery.objects.filter(
-            endpoint__user_id=owner_id,
+            endpoint__user_id__in=owners,
             status=WebhookDeliveryStatus.SENDING,
             claimed_until__gt=now,
         )
-        .exclude(pk=besides)
-        .values_list("endpoint_id", flat=True)
-    )
+        .exclude(pk__in=besides)
+        .values_list("endpoint__user_id", "endpoint_id")
+    ):
+        flying.setdefault(owner_id, set()).add(endpoint_id)
+    return flying
 
 
 def next_in_line(owner_id, *, now: dt.datetime) -> None:
