@@ -64,6 +64,35 @@ def django_db_setup(django_db_setup, _sqlite_template):
         sqlite_template.save(_sqlite_template)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _transactional_tests_restore_the_template(_sqlite_template, django_db_blocker):
+    """After a transactional test (live server, `transaction=True`), Django
+    flushes every table and makes the content types and permissions again;
+    on SQLite in memory, the migrated template copied back gives the same
+    rows (and the migrated schema, whatever a migration test left) for a
+    fraction of the CPU. Not for a test that flushes only some apps or
+    restores serialized rows, nor where the copy finds the database busy."""
+    from django.test import TransactionTestCase
+
+    from tests.harness import sqlite_template
+
+    if _sqlite_template is None:
+        yield
+        return
+    flush = TransactionTestCase._fixture_teardown
+
+    def teardown(self):
+        plain = self.available_apps is None and not self.serialized_rollback
+        if not (plain and _sqlite_template.exists() and sqlite_template.restore(_sqlite_template)):
+            flush(self)
+
+    TransactionTestCase._fixture_teardown = teardown
+    try:
+        yield
+    finally:
+        TransactionTestCase._fixture_teardown = flush
+
+
 @pytest.fixture(autouse=True)
 def _require_services(request):
     if request.node.get_closest_marker("postgres") and connection.vendor != "postgresql":

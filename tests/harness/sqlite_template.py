@@ -155,3 +155,26 @@ def save(template: Path) -> None:
     for old in FOLDER.glob("sqlite-*.sqlite3"):
         if old != template:
             old.unlink(missing_ok=True)
+
+
+def restore(template: Path) -> bool:
+    """Puts the in-memory test database back as the template has it (every
+    table as migrated: content types and permissions, no other rows), in place
+    of the flush after a transactional test (a DELETE of every table, then
+    the post-migrate steps that make the content types and permissions
+    again: about 45 ms of CPU a test against a few). False when SQLite says
+    the database is busy: the caller flushes then."""
+    from django.contrib.contenttypes.models import ContentType
+
+    source = sqlite3.connect(f"file:{template}?mode=ro", uri=True)
+    target = _test_database()
+    try:
+        source.backup(target)
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        target.close()
+        source.close()
+    # The ids are the template's again: forget the ones read since.
+    ContentType.objects.clear_cache()
+    return True
