@@ -33,13 +33,24 @@ ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "var" / "test-db"
 
 
+def _test_db_name() -> str | None:
+    """The name of the default database's test database, on SQLite (else None)."""
+    from django.db import connection
+    from django.db.backends.sqlite3.creation import DatabaseCreation
+
+    creation = connection.creation
+    if not isinstance(creation, DatabaseCreation):
+        return None
+    # Private, missing from django-stubs: the name create_test_db gives it.
+    return creation._get_test_db_name()  # type: ignore[attr-defined]  # see above
+
+
 def in_memory_sqlite() -> bool:
     """Whether the tests' default database is SQLite in memory (its test name)."""
-    from django.db import connection
+    from django.db.backends.sqlite3.creation import DatabaseCreation
 
-    return connection.vendor == "sqlite" and connection.creation.is_in_memory_db(
-        connection.creation._get_test_db_name()
-    )
+    name = _test_db_name()
+    return name is not None and DatabaseCreation.is_in_memory_db(name)
 
 
 def _migrations_folders() -> Iterator[Path]:
@@ -94,9 +105,9 @@ def digest() -> str:
             if path.resolve().is_relative_to(ROOT):
                 files.update(_project_modules_imported_by(path))
     for app_config in apps.get_app_configs():
-        models = app_config.models_module
-        if models is not None and getattr(models, "__file__", None):
-            files.add(Path(models.__file__))
+        models_file = getattr(app_config.models_module, "__file__", None)
+        if models_file:
+            files.add(Path(models_file))
     hasher = hashlib.sha256()
     for part in (
         django.__version__,
@@ -118,9 +129,8 @@ def template_path() -> Path:
 def _test_database() -> sqlite3.Connection:
     """A connection of our own to the in-memory test database (the shared-cache
     URI Django's test database uses), which keeps it alive while open."""
-    from django.db import connection
-
-    name = connection.creation._get_test_db_name()
+    name = _test_db_name()
+    assert name is not None, "only on SQLite"
     return sqlite3.connect(name, uri=True, check_same_thread=False)
 
 
