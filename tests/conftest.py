@@ -29,6 +29,70 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.django_db(transaction=True))
 
 
+@pytest.fixture(scope="session")
+def _sqlite_template(django_db_use_migrations):
+    """The migrated SQLite database this run may start from (None: not on
+    SQLite in memory, or run without migrations); tests/harness/sqlite_template.py."""
+    from tests.harness import sqlite_template
+
+    if not django_db_use_migrations or not sqlite_template.in_memory_sqlite():
+        return None
+    return sqlite_template.template_path()
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings, _sqlite_template):
+    """pytest-django's, then, on SQLite in memory, the migrated template copied
+    into the test database before pytest-django migrates it (nothing left to
+    apply then). The copy's connection keeps the database alive until the end."""
+    from tests.harness import sqlite_template
+
+    keeper = sqlite_template.preload(_sqlite_template) if _sqlite_template else None
+    yield
+    if keeper is not None:
+        keeper.close()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, _sqlite_template):
+    """pytest-django's set-up, then, when this run built the SQLite database
+    from the migrations, that database kept as the template for the next runs
+    (before any test writes to it)."""
+    from tests.harness import sqlite_template
+
+    if _sqlite_template and not _sqlite_template.exists():
+        sqlite_template.save(_sqlite_template)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _transactional_tests_restore_the_template(_sqlite_template, django_db_blocker):
+    """After a transactional test (live server, `transaction=True`), Django
+    flushes every table and makes the content types and permissions again;
+    on SQLite in memory, the migrated template copied back gives the same
+    rows (and the migrated schema, whatever a migration test left) for a
+    fraction of the CPU. Not for a test that flushes only some apps or
+    restores serialized rows, nor where the copy finds the database busy."""
+    from django.test import TransactionTestCase
+
+    from tests.harness import sqlite_template
+
+    if _sqlite_template is None:
+        yield
+        return
+    flush = TransactionTestCase._fixture_teardown
+
+    def teardown(self):
+        plain = self.available_apps is None and not self.serialized_rollback
+        if not (plain and _sqlite_template.exists() and sqlite_template.restore(_sqlite_template)):
+            flush(self)
+
+    TransactionTestCase._fixture_teardown = teardown
+    try:
+        yield
+    finally:
+        TransactionTestCase._fixture_teardown = flush
+
+
 @pytest.fixture(autouse=True)
 def _require_services(request):
     if request.node.get_closest_marker("postgres") and connection.vendor != "postgresql":

@@ -219,10 +219,48 @@ ACTIONS = {
 # The tracker connection's own moves are in tests/trackers.
 
 
+PEOPLE = {
+    "assigner": ("lead@example.com", "Lead"),
+    "assignee": ("knight@example.com", "Knight"),
+    "outsider": ("outsider@example.com", ""),
+    "squire": ("squire@example.com", ""),  # whom a reassignment asks
+}
+
+
+@pytest.fixture(scope="module")
+def _people_made_once(django_db_setup, django_db_blocker):
+    """The people of this module's several hundred tests, made once (as
+    `make_user` makes them: verified addresses) in a transaction rolled back
+    when the module is done; each test runs inside it, in a savepoint of its
+    own (pytest-django's), so each starts from the same rows as if it had
+    made them itself."""
+    from django.db import transaction
+    from django.test import override_settings
+
+    from accounts.models import User
+    from accounts.services import user_email_mark_verified
+
+    with (
+        django_db_blocker.unblock(),
+        override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]),
+        transaction.atomic(),
+    ):
+        pks = {}
+        for name, (email, display_name) in PEOPLE.items():
+            extra = {"display_name": display_name} if display_name else {}
+            user = User.objects.create_user(email, "correct horse battery", **extra)
+            user_email_mark_verified(user=user)
+            pks[name] = user.pk
+        yield pks
+        transaction.set_rollback(True)
+
+
 @pytest.fixture
-def people(assigner, assignee, outsider, make_user):
-    make_user("squire@example.com")  # whom a reassignment asks
-    return {"assigner": assigner, "assignee": assignee, "outsider": outsider}
+def people(_people_made_once, db):
+    from accounts.models import User
+
+    users = User.objects.in_bulk(list(_people_made_once.values()))
+    return {name: users[pk] for name, pk in _people_made_once.items() if name != "squire"}
 
 
 def actor_for(name: str, people) -> Actor:
