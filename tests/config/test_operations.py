@@ -239,9 +239,9 @@ def test_readyz_needs_a_live_consumer_on_every_routed_queue(tmp_path, client, se
     # No worker at all.
     status, body = readyz(client)
     assert status == 503
-    assert body["checks"]["queues"]["consumers"] == {"celery": 0, "webhooks": 0}
+    assert body["checks"]["queues"]["consumers"] == {"celery": 0, "nudges": 0, "webhooks": 0}
 
-    # `celery worker` without `-Q webhooks`: the default queue only.
+    # `celery worker` without `-Q webhooks`: the default and nudges queues only.
     with run_worker(env, tmp_path / "celery.log", "--webhook-concurrency=0") as worker:
         worker.wait_for_output("ready.", timeout=60)
         wait_until(
@@ -251,9 +251,10 @@ def test_readyz_needs_a_live_consumer_on_every_routed_queue(tmp_path, client, se
         status, body = readyz(client)
         assert status == 503
         assert body["status"] == "not ready"
-        assert body["checks"]["queues"]["consumers"] == {"celery": 1, "webhooks": 0}
+        assert body["checks"]["queues"]["consumers"] == {"celery": 1, "nudges": 1, "webhooks": 0}
         assert "'webhooks'" in body["checks"]["queues"]["error"]
         assert "'celery'" not in body["checks"]["queues"]["error"]
+        assert "'nudges'" not in body["checks"]["queues"]["error"]
 
         # A worker on the webhooks queue: ready.
         with webhooks_worker(env, tmp_path / "webhooks.log") as hooks:
@@ -265,7 +266,10 @@ def test_readyz_needs_a_live_consumer_on_every_routed_queue(tmp_path, client, se
                 "checks": {
                     "database": {"ok": True},
                     "redis": {"ok": True},
-                    "queues": {"ok": True, "consumers": {"celery": 1, "webhooks": 1}},
+                    "queues": {
+                        "ok": True,
+                        "consumers": {"celery": 1, "nudges": 1, "webhooks": 1},
+                    },
                 },
             }
             # Killed (no clean shutdown): its heartbeat goes stale.
