@@ -449,35 +449,30 @@ def soak(run: Run) -> None:
     sampler.marks["soak end"] = len(sampler.samples) - 1
 
 
-def postgres_restarted(run: Run) -> None:
-    """2. A quarter in: an immediate stop (every connection cut), 3 s down."""
+def down_a_while(run: Run, name: str, stop, start, seconds: float) -> None:
+    """A quarter into a phase of load, `stop()`, and `seconds` later `start()`."""
 
     def fault(phase: dict) -> None:
         time.sleep(run.args.fault_seconds / 4)
         t0 = time.monotonic()
-        run.pg.stop("immediate")
-        time.sleep(3)
-        run.pg.start()
+        stop()
+        time.sleep(seconds)
+        start()
         phase["down_seconds"] = round(time.monotonic() - t0, 1)
 
-    run.under_load("postgres", fault, run.args.fault_seconds)
-    run.revive("postgres")
+    run.under_load(name, fault, run.args.fault_seconds)
+    run.revive(name)
+
+
+def postgres_restarted(run: Run) -> None:
+    """2. A quarter in: an immediate stop (every connection cut), 3 s down."""
+    down_a_while(run, "postgres", lambda: run.pg.stop("immediate"), run.pg.start, 3)
 
 
 def redis_stopped(run: Run) -> None:
     """3. A quarter in: Redis stopped (its queues lost with it), 5 s down,
     started empty."""
-
-    def fault(phase: dict) -> None:
-        time.sleep(run.args.fault_seconds / 4)
-        t0 = time.monotonic()
-        run.rd.stop()
-        time.sleep(5)
-        run.rd.start()
-        phase["down_seconds"] = round(time.monotonic() - t0, 1)
-
-    run.under_load("redis", fault, run.args.fault_seconds)
-    run.revive("redis")
+    down_a_while(run, "redis", run.rd.stop, run.rd.start, 5)
 
 
 def receiver_hangs(run: Run) -> None:

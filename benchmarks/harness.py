@@ -11,6 +11,7 @@ plain one. `reexec_as_module` keeps `python benchmarks/run.py` working.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import datetime as dt
 import hashlib
@@ -83,6 +84,28 @@ def reexec_as_module(name: str) -> None:
     paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     os.execve(PYTHON, [PYTHON, "-m", name, *sys.argv[1:]], env)  # noqa: S606 (our own script)
+
+
+def outer_or_inner(
+    parser: argparse.ArgumentParser,
+    outer: Callable[[argparse.Namespace], None],
+    inner: Callable[[argparse.Namespace], None],
+    *,
+    inner_takes_a_path: bool = True,
+) -> None:
+    """The end of the main of a script that runs in two processes (scale.py,
+    sendcost.py, callcost.py): the outer run makes the database and the
+    service's environment and starts the script again in it with the hidden
+    --inner (a path to write to, where `inner_takes_a_path`), which measures."""
+    if inner_takes_a_path:
+        parser.add_argument("--inner", help=argparse.SUPPRESS)
+    else:
+        parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.inner:
+        inner(args)
+    else:
+        outer(args)
 
 
 def log(message: str) -> None:

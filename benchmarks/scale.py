@@ -72,6 +72,7 @@ from benchmarks.harness import (
     fresh_database,
     log,
     now_iso,
+    outer_or_inner,
     own_database_and_redis,
     run_checked,
     service_env,
@@ -757,12 +758,7 @@ def main() -> None:
     parser.add_argument("--only", help="Measure these alone (parts of names, comma-separated).")
     parser.add_argument("--reuse", action="store_true", help="Reuse databases already filled.")
     parser.add_argument("--out", default=str(ROOT / "var" / "benchmarks" / "scale.json"))
-    parser.add_argument("--inner", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.inner:
-        inner(args)
-    else:
-        outer(args)
+    outer_or_inner(parser, outer, inner)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from benchmarks.harness import (
     PYTHON,
     ROOT,
     fresh_database,
+    outer_or_inner,
     own_database_and_redis,
     service_env,
 )
@@ -228,12 +229,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=20, help="Ids per batch task.")
     parser.add_argument("--cprofile", choices=PHASES, help="Profile this phase.")
     parser.add_argument("--top", type=int, default=40, help="Functions printed by --cprofile.")
-    parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.inner:
-        inner(args)
-    else:
-        outer(args)
+    outer_or_inner(parser, outer, inner, inner_takes_a_path=False)
 
 
 if __name__ == "__main__":
