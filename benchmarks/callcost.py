@@ -58,6 +58,7 @@ from benchmarks.harness import (
     ROOT,
     fresh_database,
     make_stage,
+    outer_or_inner,
     own_database_and_redis,
     service_env,
 )
@@ -345,12 +346,7 @@ def main() -> None:
         help="Profile this endpoint's calls (or the bare floor's, or the access log's lines).",
     )
     parser.add_argument("--top", type=int, default=45, help="Functions printed by --cprofile.")
-    parser.add_argument("--inner", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.inner:
-        inner(args)
-    else:
-        outer(args)
+    outer_or_inner(parser, outer, inner)
 
 
 if __name__ == "__main__":

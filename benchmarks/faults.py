@@ -41,24 +41,30 @@ if __name__ == "__main__" and not __package__:
     reexec_as_module("benchmarks.faults")
 
 import psycopg
-import redis
 
 from benchmarks.harness import (
+    CHECK_COUNTS,
     ENDPOINTS,
+    LOAD_HEADER,
     PYTHON,
     ROOT,
+    Redis,
     Service,
-    cpu_model,
-    fetch_row,
+    Streams,
+    against_answers,
+    counted,
+    drain,
     free_port,
     gunicorn_command,
-    load,
+    load_rows,
     log,
+    machine,
     make_stage,
     needs_tools,
     now_iso,
     run_checked,
     service_env,
+    shortfalls,
     wait_for_http,
     write_results,
 )
@@ -69,7 +75,7 @@ HANG_SYSTEM = "hang"
 HANG_ASSIGNER = "hang-assigner@example.com"
 
 
-# --- the service's own PostgreSQL and Redis ---------------------------------------------
+# --- the service's own PostgreSQL (Redis: harness.Redis) --------------------------------
 
 
 class Postgres:
@@ -130,57 +136,6 @@ class Postgres:
     def cleanup(self) -> None:
         self.stop("immediate")
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-class Redis:
-    """redis-server as a child process, no persistence: a stop loses its queues.
-    On `host` (127.0.0.1; benchmarks/hosts.py: a host's bridge address),
-    started through `prefix` (there: `ip netns exec <host>`)."""
-
-    def __init__(self, folder: Path, host: str = "127.0.0.1", prefix: tuple[str, ...] = ()) -> None:
-        self.port = free_port()
-        self.folder = folder
-        self.host, self.prefix = host, prefix
-        self.proc: subprocess.Popen | None = None
-        self.url = f"redis://{host}:{self.port}/0"
-
-    def start(self) -> None:
-        out = (self.folder / "redis.log").open("ab")
-        self.proc = subprocess.Popen(  # noqa: S603
-            [
-                *self.prefix,
-                shutil.which("redis-server") or "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                self.host,
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--daemonize",
-                "no",
-                # Elsewhere than loopback (a private bridge) it needs no password.
-                *(("--protected-mode", "no") if self.host != "127.0.0.1" else ()),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=self.folder,
-        )
-        out.close()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                redis.Redis(host=self.host, port=self.port, socket_timeout=1).ping()
-                return
-            except redis.RedisError:
-                time.sleep(0.1)
-        raise SystemExit("redis-server did not start.")
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=15)
 
 
 # --- memory ---------------------------------------------------------------------------
@@ -325,18 +280,13 @@ class Run:
         self.env: dict[str, str] = {}
         self.ctx: dict = {}
         self.port = 0
-        self.counters = {"inbox": 0, "sync": 0, "hang": 0}
-        self.sent: dict[str, dict] = {"inbox": {}, "sync": {}, "hang": {}}
+        self.streams = Streams(args.load_cpu, ("inbox", "sync", "hang"))
         self.phases: dict[str, dict] = {}
         self.probes_accepted = 0  # inbox calls of the probes answered 201
         self.restarts_seen = 0  # "exited by itself" lines of the worker's log already noted
         self.results: dict = {
             "date": now_iso(),
-            "machine": {
-                "cpus": os.cpu_count(),
-                "cpu": cpu_model(),
-                "load_average": os.getloadavg(),
-            },
+            "machine": machine(),
             "settings": {
                 "soak_seconds": args.soak_seconds,
                 "fault_seconds": args.fault_seconds,
@@ -449,23 +399,7 @@ class Run:
 
     def load_phase(self, seconds: float, streams=("inbox", "sync")) -> dict:
         """Open-loop load at --rate per stream for `seconds`, in parallel."""
-        results: dict[str, dict] = {}
-
-        def one(name: str) -> None:
-            results[name] = load(self.args.load_cpu, self.stream_spec(name, seconds))
-            self.counters[name] = results[name]["next"]
-            for status, count in results[name]["statuses"].items():
-                self.sent[name][status] = self.sent[name].get(status, 0) + count
-
-        threads = [threading.Thread(target=one, args=(s,)) for s in streams]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return {
-            k: {f: v[f] for f in ("requests", "statuses", "p50_ms", "p99_ms", "max_ms")}
-            for k, v in results.items()
-        }
+        return self.streams.phase(lambda name: self.stream_spec(name, seconds), streams)
 
     def stream_spec(self, name: str, seconds: float) -> dict:
         """The load job of one stream: the inbox, the completing sync, or the
@@ -475,20 +409,15 @@ class Run:
         path, body, expect = ENDPOINTS["sync" if name == "hang" else name]
         if name == "hang":
             body = body.replace('"bench"', f'"{HANG_SYSTEM}"').replace("sync-", "hang-")
-        spec = {
-            "port": self.port,
-            "path": path,
-            "headers": {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-            "body": body,
-            "expect": expect,
-            "duration": seconds,
-            "first": self.counters[name],
-            "rate": self.args.rate if name != "hang" else max(1.0, self.args.rate / 4),
-            "timeout": 20,
-        }
-        if name in ("sync", "hang"):
-            spec["limit"] = max(0, self.ctx[f"{name}_active"] - self.counters[name])
-        return spec
+        return self.streams.spec(
+            name,
+            (path, body, expect),
+            token=token,
+            port=self.port,
+            seconds=seconds,
+            rate=self.args.rate if name != "hang" else max(1.0, self.args.rate / 4),
+            active=self.ctx[f"{name}_active"] if name in ("sync", "hang") else None,
+        )
 
     def under_load(self, name: str, fault, seconds: float, streams=("inbox", "sync")) -> None:
         """Load for `seconds` with a probe, and `fault(phase)` in a thread."""
@@ -520,35 +449,30 @@ def soak(run: Run) -> None:
     sampler.marks["soak end"] = len(sampler.samples) - 1
 
 
-def postgres_restarted(run: Run) -> None:
-    """2. A quarter in: an immediate stop (every connection cut), 3 s down."""
+def down_a_while(run: Run, name: str, stop, start, seconds: float) -> None:
+    """A quarter into a phase of load, `stop()`, and `seconds` later `start()`."""
 
     def fault(phase: dict) -> None:
         time.sleep(run.args.fault_seconds / 4)
         t0 = time.monotonic()
-        run.pg.stop("immediate")
-        time.sleep(3)
-        run.pg.start()
+        stop()
+        time.sleep(seconds)
+        start()
         phase["down_seconds"] = round(time.monotonic() - t0, 1)
 
-    run.under_load("postgres", fault, run.args.fault_seconds)
-    run.revive("postgres")
+    run.under_load(name, fault, run.args.fault_seconds)
+    run.revive(name)
+
+
+def postgres_restarted(run: Run) -> None:
+    """2. A quarter in: an immediate stop (every connection cut), 3 s down."""
+    down_a_while(run, "postgres", lambda: run.pg.stop("immediate"), run.pg.start, 3)
 
 
 def redis_stopped(run: Run) -> None:
     """3. A quarter in: Redis stopped (its queues lost with it), 5 s down,
     started empty."""
-
-    def fault(phase: dict) -> None:
-        time.sleep(run.args.fault_seconds / 4)
-        t0 = time.monotonic()
-        run.rd.stop()
-        time.sleep(5)
-        run.rd.start()
-        phase["down_seconds"] = round(time.monotonic() - t0, 1)
-
-    run.under_load("redis", fault, run.args.fault_seconds)
-    run.revive("redis")
+    down_a_while(run, "redis", run.rd.stop, run.rd.start, 5)
 
 
 def receiver_hangs(run: Run) -> None:
@@ -671,7 +595,7 @@ def main() -> None:
         run.drain_and_count()
     finally:
         run.stop()
-    run.results["sent"] = run.sent
+    run.results["sent"] = run.streams.sent
     run.results["phases"] = run.phases
     write_results(run.results, args.out, summarize(run.results))
     if run.results["checks"]["lost"]:
@@ -697,13 +621,6 @@ Commitment.objects.bulk_create([Commitment(status=Status.ACTIVE, assigner=user, 
 print(json.dumps({"hang_token": api_token_mint(user=user, name="hang").plaintext}))
 """
 
-PENDING_SQL = """
-SELECT (SELECT count(*) FROM notifications_nudgedelivery
-        WHERE status NOT IN ('delivered', 'failed'))
-     + (SELECT count(*) FROM webhooks_webhookdelivery WHERE status NOT IN ('delivered', 'failed'))
-     + (SELECT count(*) FROM commitments_outboxevent WHERE dispatched_at IS NULL)
-"""
-
 ATTEMPTS_BY_ENDPOINT = """
 SELECT e.external_system, count(*), sum(w.attempts), max(w.attempts)
 FROM webhooks_webhookdelivery w JOIN webhooks_webhookendpoint e ON w.endpoint_id = e.id
@@ -716,64 +633,12 @@ ORDER BY 1, 2
 """
 
 
-def drain(url: str, timeout: float) -> float:
-    """Wait until no outbox event is undispatched and no delivery is pending."""
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        try:
-            with psycopg.connect(url, autocommit=True) as conn:
-                if fetch_row(conn, PENDING_SQL)[0] == 0:
-                    break
-        except psycopg.Error:
-            pass
-        time.sleep(1)
-    return round(time.monotonic() - start, 1)
-
-
-# What the checks count, by name (a pair where two figures come of one query).
-CHECK_COUNTS = {
-    "inbox_commitments": "SELECT count(*), count(DISTINCT (assigner_id, external_system, "
-    "external_id)) FROM commitments_commitment WHERE external_id LIKE 'load-%' "
-    "OR external_id LIKE 'probe-%'",
-    "inbox_without_audit": "SELECT count(*) FROM commitments_commitment c WHERE "
-    "(c.external_id LIKE 'load-%' OR c.external_id LIKE 'probe-%') AND NOT EXISTS "
-    "(SELECT 1 FROM audit_auditevent a WHERE a.subject_id = c.id)",
-    "inbox_audit_rows": "SELECT count(*) FROM audit_auditevent a JOIN commitments_commitment c"
-    " ON a.subject_id = c.id WHERE c.external_id LIKE 'load-%' OR c.external_id LIKE "
-    "'probe-%'",
-    "inbox_without_nudge_delivered": "SELECT count(*) FROM commitments_commitment c WHERE "
-    "(c.external_id LIKE 'load-%' OR c.external_id LIKE 'probe-%') AND NOT EXISTS "
-    "(SELECT 1 FROM notifications_nudgedelivery d JOIN commitments_outboxevent e "
-    "ON d.event_id = e.id WHERE e.commitment_id = c.id AND d.status = 'delivered')",
-    "nudges_delivered": "SELECT count(*) FROM notifications_nudgedelivery WHERE status = "
-    "'delivered'",
-    "completed": "SELECT count(*) FROM commitments_commitment WHERE status = 'Completed'",
-    "completed_without_webhook_delivered": "SELECT count(*) FROM commitments_commitment c "
-    "WHERE c.status = 'Completed' AND NOT EXISTS (SELECT 1 FROM webhooks_webhookdelivery w "
-    "WHERE w.commitment_id = c.id AND w.status = 'delivered')",
-    "webhooks_delivered": "SELECT count(*) FROM webhooks_webhookdelivery WHERE status = "
-    "'delivered'",
-    "webhook_deliveries_retried": "SELECT count(*) FROM webhooks_webhookdelivery WHERE "
-    "attempts > 1",
-    "nudge_deliveries_retried": "SELECT count(*) FROM notifications_nudgedelivery WHERE "
-    "attempts > 1",
-    "deliveries_not_done": "SELECT (SELECT count(*) FROM notifications_nudgedelivery WHERE "
-    "status <> 'delivered') + (SELECT count(*) FROM webhooks_webhookdelivery WHERE status <> "
-    "'delivered')",
-    "events_undispatched": "SELECT count(*) FROM commitments_outboxevent WHERE dispatched_at"
-    " IS NULL",
-}
-
-
 def checks(url: str, run: Run, receiver: Receiver, hanging: Receiver) -> dict:
     """In the database and at the receivers, after the drain: what was
     answered against what is there (docs/faults.md, the paragraph after the
     scenarios)."""
-    found: dict = {}
     with psycopg.connect(url, autocommit=True) as conn:
-        for key, sql in CHECK_COUNTS.items():
-            row = fetch_row(conn, sql)
-            found[key] = row[0] if len(row) == 1 else list(row)
+        found = counted(conn, CHECK_COUNTS)
         found["webhook_attempts_by_endpoint"] = {
             system: {"deliveries": d, "attempts": a, "most_attempts": m}
             for system, d, a, m in conn.execute(ATTEMPTS_BY_ENDPOINT).fetchall()
@@ -782,36 +647,15 @@ def checks(url: str, run: Run, receiver: Receiver, hanging: Receiver) -> dict:
             f"{kind} {outcome or 'open'}": n
             for kind, outcome, n in conn.execute(OUTCOMES).fetchall()
         }
-    accepted = run.sent["inbox"].get("201", 0) + run.probes_accepted
-    synced = run.sent["sync"].get("200", 0) + run.sent["hang"].get("200", 0)
-    rows, distinct = found.pop("inbox_commitments")
-    found.update(
-        {
-            "inbox_accepted_201": accepted,
-            "inbox_commitments_found": rows,
-            "inbox_duplicates": rows - distinct,
-            "sync_completed_200": synced,
-            "webhook_posts_received": len(receiver.ids) + len(hanging.ids),
-            "webhook_ids_received_distinct": len(set(receiver.ids + hanging.ids)),
-        }
-    )
-    found["lost"] = lost(found)
+    sent = run.streams.sent
+    accepted = sent["inbox"].get("201", 0) + run.probes_accepted
+    against_answers(found, accepted, synced=sent["sync"].get("200", 0) + sent["hang"].get("200", 0))
+    found["webhook_posts_received"] = len(receiver.ids) + len(hanging.ids)
+    found["webhook_ids_received_distinct"] = len(set(receiver.ids + hanging.ids))
+    # The sum of the shortfalls: answered work the database or the receivers
+    # do not show, and work left undone after the drain.
+    found["lost"] = shortfalls(found)
     return found
-
-
-def lost(found: dict) -> int:
-    """The sum of the shortfalls: answered work the database or the receivers
-    do not show, and work left undone after the drain."""
-    return (
-        max(0, found["inbox_accepted_201"] - found["inbox_commitments_found"])
-        + found["inbox_without_audit"]
-        + found["inbox_without_nudge_delivered"]
-        + max(0, found["sync_completed_200"] - found["completed"])
-        + found["completed_without_webhook_delivered"]
-        + max(0, found["webhooks_delivered"] - found["webhook_ids_received_distinct"])
-        + found["deliveries_not_done"]
-        + found["events_undispatched"]
-    )
 
 
 def rss_summary(samples: list[dict], marks: dict[str, int]) -> dict:
@@ -836,14 +680,9 @@ def rss_summary(samples: list[dict], marks: dict[str, int]) -> dict:
 
 
 def summarize(results: dict) -> str:
-    lines = [f"{'phase':<12} {'stream':<6} {'requests':>8} {'p50 ms':>8} {'p99 ms':>9}  answers"]
+    lines = [LOAD_HEADER]
     for name, phase in results["phases"].items():
-        for stream, r in phase["load"].items():
-            answers = ", ".join(f"{k}: {v}" for k, v in sorted(r["statuses"].items()))
-            lines.append(
-                f"{name:<12} {stream:<6} {r['requests']:>8} {r['p50_ms']!s:>8} "
-                f"{r['p99_ms']!s:>9}  {answers}"
-            )
+        lines += load_rows(name, phase["load"])
         if "probe" in phase:
             p = phase["probe"]
             answers = ", ".join(f"{k}: {v}" for k, v in sorted(p["statuses"].items()))

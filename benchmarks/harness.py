@@ -1,7 +1,7 @@
-"""What the benchmark (run.py), the fault run (faults.py) and the per-call
-profile (callcost.py) share: the service's processes and environment, its
-database, the stage (fixtures.py), the calls they make and the load that
-makes them.
+"""What the benchmark (run.py), the fault run (faults.py), the several-hosts
+run (hosts.py) and the per-call profile (callcost.py) share: the service's
+processes and environment, its database, the stage (fixtures.py), the calls
+they make and the load that makes them, and what the fault runs count after.
 
 The entry scripts run as modules from the repository's root
 (`python -m benchmarks.run`), like manage.py's commands: every import, this
@@ -11,6 +11,7 @@ plain one. `reexec_as_module` keeps `python benchmarks/run.py` working.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import datetime as dt
 import hashlib
@@ -23,11 +24,14 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+import redis
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -82,6 +86,28 @@ def reexec_as_module(name: str) -> None:
     os.execve(PYTHON, [PYTHON, "-m", name, *sys.argv[1:]], env)  # noqa: S606 (our own script)
 
 
+def outer_or_inner(
+    parser: argparse.ArgumentParser,
+    outer: Callable[[argparse.Namespace], None],
+    inner: Callable[[argparse.Namespace], None],
+    *,
+    inner_takes_a_path: bool = True,
+) -> None:
+    """The end of the main of a script that runs in two processes (scale.py,
+    sendcost.py, callcost.py): the outer run makes the database and the
+    service's environment and starts the script again in it with the hidden
+    --inner (a path to write to, where `inner_takes_a_path`), which measures."""
+    if inner_takes_a_path:
+        parser.add_argument("--inner", help=argparse.SUPPRESS)
+    else:
+        parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.inner:
+        inner(args)
+    else:
+        outer(args)
+
+
 def log(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
@@ -108,6 +134,11 @@ def cpu_model() -> str:
     return platform.processor()
 
 
+def machine() -> dict:
+    """What a run ran on: its cores, their model, the load average at its start."""
+    return {"cpus": os.cpu_count(), "cpu": cpu_model(), "load_average": os.getloadavg()}
+
+
 def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
@@ -124,6 +155,31 @@ def write_results(results: dict, out: str, table: str) -> None:
 # --- processes ------------------------------------------------------------------------
 
 
+def spawn(
+    args: list[str],
+    log_path: Path,
+    env: dict[str, str] | None = None,
+    *,
+    cwd: Path = ROOT,
+    own_group: bool = True,
+) -> subprocess.Popen:
+    """`args` started with its output appended to `log_path`, in a process
+    group of its own (`own_group`: signalled whole, and not by a Ctrl-C of
+    the script's)."""
+    out = log_path.open("ab")
+    try:
+        return subprocess.Popen(  # noqa: S603 (our own commands)
+            args,
+            env=env,
+            cwd=cwd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=own_group,
+        )
+    finally:
+        out.close()
+
+
 class Service:
     """The server processes, each in its own process group, killed at exit."""
 
@@ -132,11 +188,7 @@ class Service:
         self.procs: list[subprocess.Popen] = []
 
     def start(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen:
-        out = (self.folder / f"{name}.log").open("ab")
-        proc = subprocess.Popen(  # noqa: S603 (our own commands)
-            args, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        out.close()
+        proc = spawn(args, self.folder / f"{name}.log", env)
         self.procs.append(proc)
         return proc
 
@@ -149,6 +201,47 @@ class Service:
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+class Redis:
+    """redis-server as a child process, no persistence: a stop loses its queues.
+    On `host` (127.0.0.1; benchmarks/hosts.py: a host's bridge address),
+    started through `prefix` (there: `ip netns exec <host>`)."""
+
+    def __init__(self, folder: Path, host: str = "127.0.0.1", prefix: tuple[str, ...] = ()) -> None:
+        self.port = free_port()
+        self.folder = folder
+        self.host, self.prefix = host, prefix
+        self.proc: subprocess.Popen | None = None
+        self.url = f"redis://{host}:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = spawn(
+            [
+                *self.prefix,
+                shutil.which("redis-server") or "redis-server",
+                *("--port", str(self.port), "--bind", self.host),
+                *("--save", "", "--appendonly", "no", "--daemonize", "no"),
+                # Elsewhere than loopback (a private bridge) it needs no password.
+                *(("--protected-mode", "no") if self.host != "127.0.0.1" else ()),
+            ],
+            self.folder / "redis.log",
+            cwd=self.folder,
+            own_group=False,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                redis.Redis(host=self.host, port=self.port, socket_timeout=1).ping()
+                return
+            except redis.RedisError:
+                time.sleep(0.1)
+        raise SystemExit("redis-server did not start.")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=15)
 
 
 def gunicorn_command(workers: int) -> list[str]:
@@ -296,3 +389,179 @@ def load(load_cpu: str, spec: dict) -> dict:
         [*command, json.dumps(spec)], capture_output=True, text=True, check=True, timeout=limit
     )
     return json.loads(out.stdout)
+
+
+# Each figure of a load stream's phase kept in the results (and its table row).
+LOAD_FIGURES = ("requests", "statuses", "p50_ms", "p99_ms", "max_ms")
+LOAD_HEADER = f"{'phase':<12} {'stream':<6} {'requests':>8} {'p50 ms':>8} {'p99 ms':>9}  answers"
+
+
+class Streams:
+    """Open-loop load streams (benchmarks/load.py) run side by side, phase
+    after phase (the fault runs'): each stream numbers its calls on from
+    where its previous phase stopped (`counters`), and every answer is
+    counted by status (`sent`)."""
+
+    def __init__(self, load_cpu: str, names: Iterable[str]) -> None:
+        self.load_cpu = load_cpu
+        self.counters = {name: 0 for name in names}
+        self.sent: dict[str, dict] = {name: {} for name in self.counters}
+
+    def spec(
+        self,
+        name: str,
+        call: tuple[str, str, list[int]],
+        *,
+        token: str,
+        port: int,
+        seconds: float,
+        rate: float,
+        host: str = "127.0.0.1",
+        active: int | None = None,
+    ) -> dict:
+        """The load job of stream `name`: `call` (path, body, expected
+        statuses: an ENDPOINTS entry) with `token` at `host`:`port`, `rate`
+        calls a second for `seconds`; at most `active` calls in all, where
+        given (the commitments the stage made for a completing sync)."""
+        spec = {
+            "host": host,
+            "port": port,
+            "path": call[0],
+            "headers": {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            "body": call[1],
+            "expect": call[2],
+            "duration": seconds,
+            "first": self.counters[name],
+            "rate": rate,
+            "timeout": 20,
+        }
+        if active is not None:
+            spec["limit"] = max(0, active - self.counters[name])
+        return spec
+
+    def phase(self, spec_of: Callable[[str], dict], names: Iterable[str]) -> dict:
+        """One measurement of each stream `names` at once (its job:
+        `spec_of(name)`); returns each stream's LOAD_FIGURES."""
+        results: dict[str, dict] = {}
+
+        def one(name: str) -> None:
+            results[name] = load(self.load_cpu, spec_of(name))
+            self.counters[name] = results[name]["next"]
+            for status, count in results[name]["statuses"].items():
+                self.sent[name][status] = self.sent[name].get(status, 0) + count
+
+        threads = [threading.Thread(target=one, args=(name,)) for name in names]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return {name: {f: r[f] for f in LOAD_FIGURES} for name, r in results.items()}
+
+
+def load_rows(phase_name: str, figures: dict) -> list[str]:
+    """A phase's streams as rows under LOAD_HEADER."""
+    rows = []
+    for stream, r in figures.items():
+        answers = ", ".join(f"{k}: {v}" for k, v in sorted(r["statuses"].items()))
+        rows.append(
+            f"{phase_name:<12} {stream:<6} {r['requests']:>8} {r['p50_ms']!s:>8} "
+            f"{r['p99_ms']!s:>9}  {answers}"
+        )
+    return rows
+
+
+# --- what the fault runs count after (faults.py, hosts.py) ----------------------------
+
+PENDING_SQL = """
+SELECT (SELECT count(*) FROM notifications_nudgedelivery
+        WHERE status NOT IN ('delivered', 'failed'))
+     + (SELECT count(*) FROM webhooks_webhookdelivery WHERE status NOT IN ('delivered', 'failed'))
+     + (SELECT count(*) FROM commitments_outboxevent WHERE dispatched_at IS NULL)
+"""
+
+
+def drain(url: str, timeout: float) -> float:
+    """Wait until no outbox event is undispatched and no delivery is pending."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                if fetch_row(conn, PENDING_SQL)[0] == 0:
+                    break
+        except psycopg.Error:
+            pass
+        time.sleep(1)
+    return round(time.monotonic() - start, 1)
+
+
+# What the checks count, by name (a pair where two figures come of one query).
+CHECK_COUNTS = {
+    "inbox_commitments": "SELECT count(*), count(DISTINCT (assigner_id, external_system, "
+    "external_id)) FROM commitments_commitment WHERE external_id LIKE 'load-%' "
+    "OR external_id LIKE 'probe-%'",
+    "inbox_without_audit": "SELECT count(*) FROM commitments_commitment c WHERE "
+    "(c.external_id LIKE 'load-%' OR c.external_id LIKE 'probe-%') AND NOT EXISTS "
+    "(SELECT 1 FROM audit_auditevent a WHERE a.subject_id = c.id)",
+    "inbox_audit_rows": "SELECT count(*) FROM audit_auditevent a JOIN commitments_commitment c"
+    " ON a.subject_id = c.id WHERE c.external_id LIKE 'load-%' OR c.external_id LIKE "
+    "'probe-%'",
+    "inbox_without_nudge_delivered": "SELECT count(*) FROM commitments_commitment c WHERE "
+    "(c.external_id LIKE 'load-%' OR c.external_id LIKE 'probe-%') AND NOT EXISTS "
+    "(SELECT 1 FROM notifications_nudgedelivery d JOIN commitments_outboxevent e "
+    "ON d.event_id = e.id WHERE e.commitment_id = c.id AND d.status = 'delivered')",
+    "nudges_delivered": "SELECT count(*) FROM notifications_nudgedelivery WHERE status = "
+    "'delivered'",
+    "completed": "SELECT count(*) FROM commitments_commitment WHERE status = 'Completed'",
+    "completed_without_webhook_delivered": "SELECT count(*) FROM commitments_commitment c "
+    "WHERE c.status = 'Completed' AND NOT EXISTS (SELECT 1 FROM webhooks_webhookdelivery w "
+    "WHERE w.commitment_id = c.id AND w.status = 'delivered')",
+    "webhooks_delivered": "SELECT count(*) FROM webhooks_webhookdelivery WHERE status = "
+    "'delivered'",
+    "webhook_deliveries_retried": "SELECT count(*) FROM webhooks_webhookdelivery WHERE "
+    "attempts > 1",
+    "nudge_deliveries_retried": "SELECT count(*) FROM notifications_nudgedelivery WHERE "
+    "attempts > 1",
+    "deliveries_not_done": "SELECT (SELECT count(*) FROM notifications_nudgedelivery WHERE "
+    "status <> 'delivered') + (SELECT count(*) FROM webhooks_webhookdelivery WHERE status <> "
+    "'delivered')",
+    "events_undispatched": "SELECT count(*) FROM commitments_outboxevent WHERE dispatched_at"
+    " IS NULL",
+}
+
+
+def counted(conn: psycopg.Connection, queries: dict[str, str]) -> dict:
+    """Each query's figure by name (a pair where the query gives two)."""
+    found: dict = {}
+    for key, sql in queries.items():
+        row = fetch_row(conn, sql)
+        found[key] = row[0] if len(row) == 1 else list(row)
+    return found
+
+
+def against_answers(found: dict, accepted: int, synced: int) -> None:
+    """The inbox commitments found (CHECK_COUNTS' pair) beside the inbox
+    calls answered 201 (`accepted`) and the syncs answered 200 (`synced`)."""
+    rows, distinct = found.pop("inbox_commitments")
+    found.update(
+        {
+            "inbox_accepted_201": accepted,
+            "inbox_commitments_found": rows,
+            "inbox_duplicates": rows - distinct,
+            "sync_completed_200": synced,
+        }
+    )
+
+
+def shortfalls(found: dict) -> int:
+    """What both fault runs count as lost: answered work the database or the
+    receivers do not show, and work left undone after the drain."""
+    return (
+        max(0, found["inbox_accepted_201"] - found["inbox_commitments_found"])
+        + found["inbox_without_audit"]
+        + found["inbox_without_nudge_delivered"]
+        + max(0, found["sync_completed_200"] - found["completed"])
+        + found["completed_without_webhook_delivered"]
+        + max(0, found["webhooks_delivered"] - found["webhook_ids_received_distinct"])
+        + found["deliveries_not_done"]
+        + found["events_undispatched"]
+    )

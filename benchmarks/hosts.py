@@ -56,21 +56,29 @@ if __name__ == "__main__" and not __package__:
 import psycopg
 import redis
 
-from benchmarks.faults import CHECK_COUNTS, Redis, drain
 from benchmarks.harness import (
+    CHECK_COUNTS,
     ENDPOINTS,
+    LOAD_HEADER,
     PYTHON,
     ROOT,
-    cpu_model,
+    Redis,
+    Streams,
+    against_answers,
+    counted,
+    drain,
     fetch_row,
     fresh_database,
     gunicorn_command,
-    load,
+    load_rows,
     log,
+    machine,
     make_stage,
     now_iso,
     run_checked,
     service_env,
+    shortfalls,
+    spawn,
     with_database,
     write_results,
 )
@@ -211,16 +219,7 @@ class Host:
     def start(
         self, label: str, argv: list[str], env: dict[str, str] | None = None, user: str = ""
     ) -> subprocess.Popen:
-        out = (self.folder / f"{label}.log").open("ab")
-        proc = subprocess.Popen(  # noqa: S603 (our own commands)
-            [*self.prefix(user or None), *argv],
-            env=env,
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        out.close()
+        proc = spawn([*self.prefix(user or None), *argv], self.folder / f"{label}.log", env)
         self.procs[label] = proc
         return proc
 
@@ -420,17 +419,12 @@ class Run:
         self.env: dict[str, str] = {}
         self.stage_env: dict[str, str] = {}
         self.ctx: dict = {}
-        self.counters = {"inbox": 0, "sync": 0}
-        self.sent: dict[str, dict] = {"inbox": {}, "sync": {}}
+        self.streams = Streams(args.load_cpu, ("inbox", "sync"))
         self.phases: dict[str, dict] = {}
         self.beat_host = "beat"
         self.results: dict = {
             "date": now_iso(),
-            "machine": {
-                "cpus": os.cpu_count(),
-                "cpu": cpu_model(),
-                "load_average": os.getloadavg(),
-            },
+            "machine": machine(),
             "settings": {
                 k: getattr(args, k) for k in ("rate", "phase_seconds", "cut_seconds", "web_workers")
             },
@@ -608,44 +602,20 @@ class Run:
     # The load.
 
     def load_phase(self, seconds: float) -> dict:
-        results: dict[str, dict] = {}
-
-        def one(name: str) -> None:
-            results[name] = load(self.args.load_cpu, self.stream_spec(name, seconds))
-            self.counters[name] = results[name]["next"]
-            for status, count in results[name]["statuses"].items():
-                self.sent[name][status] = self.sent[name].get(status, 0) + count
-
-        threads = [threading.Thread(target=one, args=(s,)) for s in ("inbox", "sync")]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return {
-            k: {f: v[f] for f in ("requests", "statuses", "p50_ms", "p99_ms", "max_ms")}
-            for k, v in results.items()
-        }
+        """Open-loop inbox and sync load through the balancer, at --rate each."""
+        return self.streams.phase(lambda name: self.stream_spec(name, seconds), ("inbox", "sync"))
 
     def stream_spec(self, name: str, seconds: float) -> dict:
-        path, body, expect = ENDPOINTS[name]
-        spec = {
-            "host": self.hosts["lb"].address,
-            "port": LB_PORT,
-            "path": path,
-            "headers": {
-                "Authorization": f"Bearer {self.ctx['token']}",
-                "Content-Type": "application/json",
-            },
-            "body": body,
-            "expect": expect,
-            "duration": seconds,
-            "first": self.counters[name],
-            "rate": self.args.rate,
-            "timeout": 20,
-        }
-        if name == "sync":
-            spec["limit"] = max(0, self.ctx["sync_active"] - self.counters[name])
-        return spec
+        return self.streams.spec(
+            name,
+            ENDPOINTS[name],
+            token=self.ctx["token"],
+            host=self.hosts["lb"].address,
+            port=LB_PORT,
+            seconds=seconds,
+            rate=self.args.rate,
+            active=self.ctx["sync_active"] if name == "sync" else None,
+        )
 
     def phase(self, name: str, seconds: float, fault=None) -> None:
         log(f"{name}: {seconds:.0f} s of load" + (", the fault in it" if fault else ""))
@@ -925,11 +895,8 @@ def scheduled_runs(folder: Path) -> dict:
 
 def checks(run: Run) -> dict:
     assert run.receiver is not None and run.sink is not None and run.watcher is not None
-    found: dict = {}
     with psycopg.connect(run.direct_url, autocommit=True) as conn:
-        for key, sql in {**CHECK_COUNTS, **MORE_COUNTS}.items():
-            row = fetch_row(conn, sql)
-            found[key] = row[0] if len(row) == 1 else list(row)
+        found = counted(conn, {**CHECK_COUNTS, **MORE_COUNTS})
         mail_ids = [m for m in (NUDGE_ID.search(x.message_id) for x in run.sink.messages) if m]
         mail_dups = duplicates([m.group(1) for m in mail_ids])
         hook_dups = duplicates(run.receiver.ids)
@@ -944,14 +911,11 @@ def checks(run: Run) -> dict:
         found["webhooks_delivered_not_received"] = sum(
             1 for (i,) in conn.execute(WEBHOOKS_DUE).fetchall() if i not in received
         )
-    rows, distinct = found.pop("inbox_commitments")
+    sent = run.streams.sent
+    against_answers(found, sent["inbox"].get("201", 0), sent["sync"].get("200", 0))
     by_host = {h.address: h.name for h in run.hosts.values()}
     found.update(
         {
-            "inbox_accepted_201": run.sent["inbox"].get("201", 0),
-            "inbox_commitments_found": rows,
-            "inbox_duplicates": rows - distinct,
-            "sync_completed_200": run.sent["sync"].get("200", 0),
             "mails_received": len(run.sink.messages),
             "mails_duplicate_copies": sum(n - 1 for n in mail_dups.values()),
             "mails_by_host": count_by(by_host, [m.peer for m in run.sink.messages]),
@@ -980,29 +944,23 @@ def count_by(names: dict[str, str], peers: list[str]) -> dict[str, int]:
 
 
 def lost(found: dict, reminders: int) -> int:
-    """Every shortfall, duplicate nobody can account for, lease that
-    outlived its bound, reminder not made once and sent once, and scheduled
-    run that ran twice or not after beat moved: each counts one."""
+    """Every shortfall (the fault run's, harness.shortfalls, and this run's
+    own), duplicate nobody can account for, lease that outlived its bound,
+    reminder not made once and sent once, and scheduled run that ran twice or
+    not after beat moved: each counts one."""
     scheduled = found["scheduled"]
     moved = sum(
         n for kind in scheduled.values() for h, n in kind["sent_by_beat"].items() if h != "beat"
     )
     return (
-        max(0, found["inbox_accepted_201"] - found["inbox_commitments_found"])
+        shortfalls(found)
         + found["inbox_duplicates"]
-        + found["inbox_without_audit"]
-        + found["inbox_without_nudge_delivered"]
         + found["inbox_with_two_nudges_delivered"]
-        + max(0, found["sync_completed_200"] - found["completed"])
-        + found["completed_without_webhook_delivered"]
         + found["completed_with_two_webhooks"]
-        + max(0, found["webhooks_delivered"] - found["webhook_ids_received_distinct"])
         + found["nudges_delivered_no_mail_at_sink"]
         + found["webhooks_delivered_not_received"]
         + found["mail_duplicates_unaccounted"]
         + found["webhook_duplicates_unaccounted"]
-        + found["deliveries_not_done"]
-        + found["events_undispatched"]
         + (1 if found["longest_past_lease_s"] > found["lease_bound_s"] else 0)
         + found["leases_expired_still_sending"]
         + abs(reminders - found["reminder_commitments"])
@@ -1029,14 +987,9 @@ def wait_for_reminders(run: Run, timeout: float) -> float:
 
 
 def summarize(results: dict) -> str:
-    lines = [f"{'phase':<12} {'stream':<6} {'requests':>8} {'p50 ms':>8} {'p99 ms':>9}  answers"]
+    lines = [LOAD_HEADER]
     for name, phase in results["phases"].items():
-        for stream, r in phase["load"].items():
-            answers = ", ".join(f"{k}: {v}" for k, v in sorted(r["statuses"].items()))
-            lines.append(
-                f"{name:<12} {stream:<6} {r['requests']:>8} {r['p50_ms']!s:>8} "
-                f"{r['p99_ms']!s:>9}  {answers}"
-            )
+        lines += load_rows(name, phase["load"])
         extra = {k: v for k, v in phase.items() if k != "load"}
         if extra:
             lines.append(f"{'':<12} " + ", ".join(f"{k}: {v}" for k, v in extra.items()))
@@ -1133,7 +1086,7 @@ def main() -> None:
         )
     finally:
         run.stop()
-    run.results["sent"] = run.sent
+    run.results["sent"] = run.streams.sent
     run.results["phases"] = run.phases
     run.results["run_seconds"] = round(time.monotonic() - started, 1)
     write_results(run.results, args.out, summarize(run.results))

@@ -72,6 +72,7 @@ from benchmarks.harness import (
     fresh_database,
     log,
     now_iso,
+    outer_or_inner,
     own_database_and_redis,
     run_checked,
     service_env,
@@ -316,46 +317,23 @@ def a_filled_database(size: dict[str, int], env: dict[str, str], reuse: bool) ->
 
 
 def outer(args: argparse.Namespace) -> None:
+    """Each size in turn: a database of its own, filled (or reused), the
+    planted work moved to now, the measurements in a process of their own;
+    then both sizes side by side."""
     sizes = [args.baseline, args.commitments] if args.baseline else [args.commitments]
     sizes = sorted(set(sizes))
     folder = Path(tempfile.mkdtemp(prefix="scale-"))
     results: dict = {"at": now_iso(), "sizes": {}, "rounds": args.rounds}
     for n in sizes:
-        database_url, redis_url = own_database_and_redis(f"_scale{n}")
-        env = service_env(database_url, redis_url, folder)
-        env.update({"EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend"})
-        env["LOG_JSON"], env["LOG_LEVEL"] = "0", "WARNING"
-        # The admin asks staff for a second factor in production: a constant
-        # of every admin page, left out here (the operator signs in by force).
-        env["ADMIN_REQUIRES_MFA"] = "0"
+        env = a_sizes_environment(n, folder)
         size = shape(n)
         made = a_filled_database(size, env, args.reuse)
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            for statement in filter(str.strip, PLANT_NOW.split(";\n")):
-                conn.execute(statement, {"k": PLANTED})
-            counts = {
-                table: conn.execute(COUNT.format(pgsql.Identifier(table))).fetchone()[0]  # type: ignore[index]
-                for table in FILLED
-            }
-        out = folder / f"inner-{n}.json"
-        log(f"measuring at {n:,} commitments")
-        inner_args = [
-            "--inner",
-            str(out),
-            "--rounds",
-            str(args.rounds),
-            "--budget",
-            str(args.budget),
-        ]
-        inner_args += ["--only", args.only] if args.only else []
-        subprocess.run(  # noqa: S603 (our own script)
-            [PYTHON, "-m", "benchmarks.scale", *inner_args], env=env, cwd=ROOT, check=True
-        )
+        counts = the_planted_work_now(env["DATABASE_URL"])
         results["sizes"][str(n)] = {
             "shape": size,
             "rows": counts,
             "database": made,
-            "measurements": json.loads(out.read_text()),
+            "measurements": the_measurements(n, env, folder, args),
         }
     table = render(results, sizes)
     out_path = Path(args.out)
@@ -363,6 +341,43 @@ def outer(args: argparse.Namespace) -> None:
     out_path.write_text(json.dumps(results, indent=2) + "\n")
     print(table)
     print(f"\nResults (with every statement's plan summary): {out_path}")
+
+
+def a_sizes_environment(n: int, folder: Path) -> dict[str, str]:
+    """The service's environment on the size's own database (DATABASE_URL's
+    name plus `_scale<n>`): mail kept in memory, warnings alone logged."""
+    database_url, redis_url = own_database_and_redis(f"_scale{n}")
+    env = service_env(database_url, redis_url, folder)
+    env.update({"EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend"})
+    env["LOG_JSON"], env["LOG_LEVEL"] = "0", "WARNING"
+    # The admin asks staff for a second factor in production: a constant
+    # of every admin page, left out here (the operator signs in by force).
+    env["ADMIN_REQUIRES_MFA"] = "0"
+    return env
+
+
+def the_planted_work_now(database_url: str) -> dict[str, int]:
+    """The planted due work moved to now (PLANT_NOW); the filled tables' rows."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        for statement in filter(str.strip, PLANT_NOW.split(";\n")):
+            conn.execute(statement, {"k": PLANTED})
+        return {
+            table: conn.execute(COUNT.format(pgsql.Identifier(table))).fetchone()[0]  # type: ignore[index]
+            for table in FILLED
+        }
+
+
+def the_measurements(n: int, env: dict[str, str], folder: Path, args: argparse.Namespace) -> dict:
+    """This script again with --inner, in the size's environment: the
+    measurements it wrote."""
+    out = folder / f"inner-{n}.json"
+    log(f"measuring at {n:,} commitments")
+    inner_args = ["--inner", str(out), "--rounds", str(args.rounds), "--budget", str(args.budget)]
+    inner_args += ["--only", args.only] if args.only else []
+    subprocess.run(  # noqa: S603 (our own script)
+        [PYTHON, "-m", "benchmarks.scale", *inner_args], env=env, cwd=ROOT, check=True
+    )
+    return json.loads(out.read_text())
 
 
 def render(results: dict, sizes: list[int]) -> str:
@@ -443,28 +458,78 @@ def flagged_scans(scans: list[dict], sizes: dict[str, float]) -> list[dict]:
     ]
 
 
+# One measurement: its name, whose calls (None: the operator's or the
+# tasks'), and the call.
+Measurement = tuple[str, str | None, Callable[[], None]]
+
+
 def inner(args: argparse.Namespace) -> None:
+    """The measurements at one size, in this process (the outer run gave it
+    the size's database): the people and their clients, the calls a person
+    makes, the admin's and the tasks', then each call measured and its
+    statements' plans checked."""
     import django
 
     django.setup()
+    static_files_unhashed()
+    actors, staff = the_people()
+    measurements = [call for who, actor in actors.items() for call in a_persons_calls(who, actor)]
+    measurements += the_admins_calls(staff, some_subject=actors["typical"].commitment.pk)
+    measurements += the_tasks()
+    table_rows = large_table_rows()
+    wanted = str(args.only or "").split(",")
+    results: dict[str, dict] = {}
+    for name, kind, call in measurements:
+        if args.only and not any(part in f"{name}/{kind or ''}" for part in wanted):
+            continue
+        results[f"{name}/{kind or ''}"] = measured(name, kind, call, args, table_rows)
+    Path(args.inner).write_text(json.dumps(results, indent=1, default=str))
+
+
+def static_files_unhashed() -> None:
+    """The pages' static URLs without a collectstatic run: production's
+    manifest lookup is a dict's, the same at every size."""
     from django.conf import settings
-    from django.contrib.auth import get_user_model
-    from django.db import connection, transaction
-    from django.test import Client
     from django.test.utils import override_settings
-    from django.utils import timezone
 
-    from accounts.services import user_email_mark_verified
-    from commitments.models import Commitment, Status
-    from integrations.services import api_token_mint
-    from notifications.reminders import reminders_create_due
-    from relay.outbox import outbox_sweep
-
-    # The pages' static URLs without a collectstatic run: production's
-    # manifest lookup is a dict's, the same at every size.
     storages = dict(settings.STORAGES)
     storages["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
     override_settings(STORAGES=storages).enable()
+
+
+class Actor:
+    """A person of the fill, signed in (pages) and with a token (the API),
+    with their commitments the calls open and complete."""
+
+    def __init__(self, user: Any, partner: Any) -> None:
+        from django.test import Client
+
+        from commitments.models import Commitment, Status
+        from integrations.services import api_token_mint
+
+        self.user = user
+        self.partner = partner  # whom their inbox call asks
+        self.client = Client(HTTP_HOST="localhost")
+        self.client.force_login(user)
+        self.token = api_token_mint(user=user, name=f"scale {time.time():.0f}").plaintext
+        self.api = Client(HTTP_HOST="localhost")
+        mine = Commitment.objects.filter(assigner=user)
+        # The newest Completed one they asked with a Jira reference: a
+        # commitment page with a full timeline, the same kind at each size.
+        done = mine.filter(status=Status.COMPLETED, external_system="jira")
+        self.commitment = done.order_by("-created_at")[0]
+        active = mine.filter(status=Status.ACTIVE, external_system="jira")
+        self.to_complete = active.order_by("-created_at")[0]
+
+
+def the_people() -> tuple[dict[str, Actor], Any]:
+    """The heavy user and a typical one, and the operator's client (a
+    superuser, made at the first run on a database)."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from accounts.services import user_email_mark_verified
+
     users = get_user_model().objects
     heavy = users.get(email=HEAVY_EMAIL)
     typical = users.get(email=TYPICAL_EMAIL)
@@ -473,139 +538,160 @@ def inner(args: argparse.Namespace) -> None:
     if operator is None:
         operator = users.create_superuser("operator@scale.example", "scale passphrase long enough")
         user_email_mark_verified(user=operator)
-
-    class Actor:
-        commitment: Commitment
-        to_complete: Commitment
-
-        def __init__(self, user: Any) -> None:
-            self.user = user
-            self.client = Client(HTTP_HOST="localhost")
-            self.client.force_login(user)
-            self.token = api_token_mint(user=user, name=f"scale {time.time():.0f}").plaintext
-            self.api = Client(HTTP_HOST="localhost")
-            mine = Commitment.objects.filter(assigner=user)
-            # The newest Completed one they asked with a Jira reference: a
-            # commitment page with a full timeline, the same kind at each size.
-            done = mine.filter(status=Status.COMPLETED, external_system="jira")
-            self.commitment = done.order_by("-created_at")[0]
-            active = mine.filter(status=Status.ACTIVE, external_system="jira")
-            self.to_complete = active.order_by("-created_at")[0]
-
-    actors = {"heavy": Actor(heavy), "typical": Actor(typical)}
-
-    def page(client: Client, path: str) -> None:
-        response = client.get(path)
-        if response.status_code != 200:
-            raise SystemExit(f"{path}: {response.status_code} {response.content[:300]!r}")
-
-    def api(actor: Actor, method: str, path: str, body: dict | None, expected: int) -> None:
-        headers = {"Authorization": f"Bearer {actor.token}"}
-        if method == "get":
-            response = actor.api.get(path, headers=headers)
-        else:
-            response = actor.api.post(
-                path, data=json.dumps(body), content_type="application/json", headers=headers
-            )
-        if response.status_code != expected:
-            raise SystemExit(f"{path}: {response.status_code} {response.content[:300]!r}")
-
-    def rolled_back(call):
-        def run() -> None:
-            with transaction.atomic():
-                call()
-                transaction.set_rollback(True)
-
-        return run
-
-    measurements: list[tuple[str, str | None, Callable[[], None]]] = []
-    for who, actor in actors.items():
-        kind: str | None = who
-        c = actor.client
-        partner = other if actor.user != other else typical
-        measurements += [
-            ("accord", kind, partial(page, c, "/")),
-            ("accord fragment", kind, partial(page, c, "/accord/fragment")),
-            ("dashboard", kind, partial(page, c, "/dashboard/")),
-            ("commitment page", kind, partial(page, c, f"/commitments/{actor.commitment.pk}/")),
-            (
-                "inbox",
-                kind,
-                rolled_back(
-                    lambda a=actor, p=partner: api(
-                        a,
-                        "post",
-                        "/api/v1/inbox",
-                        {
-                            "assignerEmail": a.user.email,
-                            "assigneeEmail": p.email,
-                            "description": "Scale: a new request",
-                            "deadline": "2030-03-01T17:00:00Z",
-                            "externalSystem": "jira",
-                            "externalId": "SCALE-NEW-1",
-                        },
-                        201,
-                    )
-                ),
-            ),
-            (
-                "sync (complete)",
-                kind,
-                rolled_back(
-                    lambda a=actor: api(
-                        a,
-                        "post",
-                        "/api/v1/sync",
-                        {
-                            "externalSystem": "jira",
-                            "externalId": a.to_complete.external_id,
-                            "status": "Completed",
-                        },
-                        200,
-                    )
-                ),
-            ),
-            (
-                "api list",
-                kind,
-                partial(api, actor, "get", "/api/v1/commitments?limit=50", None, 200),
-            ),
-        ]
+    actors = {"heavy": Actor(heavy, partner=other), "typical": Actor(typical, partner=other)}
     staff = Client(HTTP_HOST="localhost")
     staff.force_login(operator)
+    return actors, staff
+
+
+def page(client: Any, path: str) -> None:
+    response = client.get(path)
+    if response.status_code != 200:
+        raise SystemExit(f"{path}: {response.status_code} {response.content[:300]!r}")
+
+
+def api(actor: Actor, method: str, path: str, body: dict | None, expected: int) -> None:
+    headers = {"Authorization": f"Bearer {actor.token}"}
+    if method == "get":
+        response = actor.api.get(path, headers=headers)
+    else:
+        response = actor.api.post(
+            path, data=json.dumps(body), content_type="application/json", headers=headers
+        )
+    if response.status_code != expected:
+        raise SystemExit(f"{path}: {response.status_code} {response.content[:300]!r}")
+
+
+def rolled_back(call: Callable[[], object]) -> Callable[[], None]:
+    """`call` in a transaction rolled back after it: every round does the
+    same work and leaves nothing behind."""
+    from django.db import transaction
+
+    def run() -> None:
+        with transaction.atomic():
+            call()
+            transaction.set_rollback(True)
+
+    return run
+
+
+def a_persons_calls(who: str, actor: Actor) -> list[Measurement]:
+    """The Accord, its fragment, the dashboard, a commitment page, an inbox
+    call, a completing sync and the read API's list, as `actor`."""
+    c = actor.client
+    inbox = {
+        "assignerEmail": actor.user.email,
+        "assigneeEmail": actor.partner.email,
+        "description": "Scale: a new request",
+        "deadline": "2030-03-01T17:00:00Z",
+        "externalSystem": "jira",
+        "externalId": "SCALE-NEW-1",
+    }
+    sync = {
+        "externalSystem": "jira",
+        "externalId": actor.to_complete.external_id,
+        "status": "Completed",
+    }
+    return [
+        ("accord", who, partial(page, c, "/")),
+        ("accord fragment", who, partial(page, c, "/accord/fragment")),
+        ("dashboard", who, partial(page, c, "/dashboard/")),
+        ("commitment page", who, partial(page, c, f"/commitments/{actor.commitment.pk}/")),
+        ("inbox", who, rolled_back(partial(api, actor, "post", "/api/v1/inbox", inbox, 201))),
+        (
+            "sync (complete)",
+            who,
+            rolled_back(partial(api, actor, "post", "/api/v1/sync", sync, 200)),
+        ),
+        ("api list", who, partial(api, actor, "get", "/api/v1/commitments?limit=50", None, 200)),
+    ]
+
+
+def the_admins_calls(staff: Any, some_subject: Any) -> list[Measurement]:
+    """The admin's audit list as the operator: plain, filtered by action,
+    by kind of actor, by the past 7 days, searched by a subject's id and by
+    each shape of term the search reads."""
+    from django.utils import timezone
+
     audit = "/admin/audit/auditevent/"
-    some_subject = actors["typical"].commitment.pk
     # Aware bounds, as the admin's own "Past 7 days" link gives them.
     today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
     tomorrow, week_ago = today + dt.timedelta(days=1), today - dt.timedelta(days=7)
-    measurements += [
-        ("admin audit list", None, lambda: page(staff, audit)),
-        ("admin audit ?action", None, lambda: page(staff, audit + "?action=completed")),
-        ("admin audit ?actor_kind", None, lambda: page(staff, audit + "?actor_kind=system")),
-        (
-            "admin audit ?past 7 days",
-            None,
-            lambda: page(
-                staff,
-                audit
-                + "?"
-                + urlencode({"occurred_at__gte": f"{week_ago:%Y-%m-%d %H:%M:%S%z}"})
-                + "&"
-                + urlencode({"occurred_at__lt": f"{tomorrow:%Y-%m-%d %H:%M:%S%z}"}),
-            ),
-        ),
-        ("admin audit ?q=subject id", None, lambda: page(staff, audit + f"?q={some_subject}")),
+    past_week = (
+        urlencode({"occurred_at__gte": f"{week_ago:%Y-%m-%d %H:%M:%S%z}"})
+        + "&"
+        + urlencode({"occurred_at__lt": f"{tomorrow:%Y-%m-%d %H:%M:%S%z}"})
+    )
+    return [
+        ("admin audit list", None, partial(page, staff, audit)),
+        ("admin audit ?action", None, partial(page, staff, audit + "?action=completed")),
+        ("admin audit ?actor_kind", None, partial(page, staff, audit + "?actor_kind=system")),
+        ("admin audit ?past 7 days", None, partial(page, staff, audit + "?" + past_week)),
+        ("admin audit ?q=subject id", None, partial(page, staff, audit + f"?q={some_subject}")),
         # The search reads a term by its shape (audit.admin): a whole address
         # (a typical person's events, and the heavy user's), a token's
         # prefix (none filled: an index probe that finds nothing), other text
         # (token names and addresses among the newest 10,000 events).
-        ("admin audit ?q=e-mail", None, lambda: page(staff, audit + "?q=" + TYPICAL_EMAIL)),
-        ("admin audit ?q=e-mail heavy", None, lambda: page(staff, audit + "?q=" + HEAVY_EMAIL)),
-        ("admin audit ?q=token prefix", None, lambda: page(staff, audit + "?q=svc_Ab3dE6gH")),
-        ("admin audit ?q=other text", None, lambda: page(staff, audit + "?q=person-00002")),
-        ("sweep", None, rolled_back(lambda: outbox_sweep())),
+        ("admin audit ?q=e-mail", None, partial(page, staff, audit + "?q=" + TYPICAL_EMAIL)),
+        ("admin audit ?q=e-mail heavy", None, partial(page, staff, audit + "?q=" + HEAVY_EMAIL)),
+        ("admin audit ?q=token prefix", None, partial(page, staff, audit + "?q=svc_Ab3dE6gH")),
+        ("admin audit ?q=other text", None, partial(page, staff, audit + "?q=person-00002")),
+    ]
+
+
+def the_tasks() -> list[Measurement]:
+    """The outbox sweep and the reminders' run."""
+    from django.utils import timezone
+
+    from notifications.reminders import reminders_create_due
+    from relay.outbox import outbox_sweep
+
+    return [
+        ("sweep", None, rolled_back(outbox_sweep)),
         ("reminders", None, rolled_back(lambda: reminders_create_due(now=timezone.now()))),
     ]
+
+
+def large_table_rows() -> dict[str, float]:
+    """PostgreSQL's estimate of each large table's rows."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, reltuples FROM pg_class WHERE relname = ANY(%s)", [list(LARGE_TABLES)]
+        )
+        return dict(cursor.fetchall())
+
+
+def measured(
+    name: str,
+    kind: str | None,
+    call: Callable[[], None],
+    args: argparse.Namespace,
+    table_rows: dict[str, float],
+) -> dict:
+    """One measurement: a warm-up (and the first look of the Accord), the
+    statements of one call, the median of the timed rounds, each
+    statement's plan."""
+    call()
+    statements = statements_of(call)
+    times = timed(call, args.rounds, args.budget)
+    plans, flagged = plans_of(statements, table_rows)
+    log(f"{name} ({kind or '-'}): {statistics.median(times):.2f} ms, {len(statements)} queries")
+    return {
+        "name": name,
+        "user": kind,
+        "ms": statistics.median(times),
+        "ms_all": [round(t, 2) for t in times],
+        "queries": len(statements),
+        "flagged": flagged,
+        "plans": plans,
+    }
+
+
+def statements_of(call: Callable[[], None]) -> list[tuple[str, Any]]:
+    """The SQL statements one call issues, savepoints left out."""
+    from django.db import connection
 
     captured: list[tuple[str, Any]] = []
 
@@ -613,60 +699,47 @@ def inner(args: argparse.Namespace) -> None:
         captured.append((sql, params))
         return execute(sql, params, many, context)
 
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT relname, reltuples FROM pg_class WHERE relname = ANY(%s)", [list(LARGE_TABLES)]
-        )
-        table_rows = dict(cursor.fetchall())
-    results: dict[str, dict] = {}
-    for name, kind, call in measurements:
-        wanted = str(args.only or "").split(",")
-        if args.only and not any(part in f"{name}/{kind or ''}" for part in wanted):
+    with connection.execute_wrapper(capture):
+        call()
+    return [
+        (sql, params)
+        for sql, params in captured
+        if not sql.lstrip().upper().startswith(("SAVEPOINT", "RELEASE", "ROLLBACK"))
+    ]
+
+
+def timed(call: Callable[[], None], rounds: int, budget: float) -> list[float]:
+    """Milliseconds of `rounds` calls, at most `budget` s of them: a call
+    that takes seconds is measured fewer times, not waited for a minute."""
+    times: list[float] = []
+    while len(times) < rounds and (not times or sum(times) < budget * 1000):
+        started = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def plans_of(
+    statements: list[tuple[str, Any]], table_rows: dict[str, float]
+) -> tuple[list[dict], list[dict]]:
+    """`EXPLAIN (FORMAT JSON)` of each statement that has a plan: its scans,
+    and the flagged ones (flagged_scans) of them all."""
+    from django.db import connection
+
+    plans, flagged = [], []
+    for sql, params in statements:
+        if not sql.lstrip().upper().startswith(EXPLAINED):
             continue
-        call()  # warm-up (and the first look of the Accord)
-        captured.clear()
-        with connection.execute_wrapper(capture):
-            call()
-        statements = [
-            (sql, params)
-            for sql, params in captured
-            if not sql.lstrip().upper().startswith(("SAVEPOINT", "RELEASE", "ROLLBACK"))
-        ]
-        times: list[float] = []
-        # At most `--budget` s of rounds: a call that takes seconds is
-        # measured fewer times, not waited for a minute.
-        while len(times) < args.rounds and (not times or sum(times) < args.budget * 1000):
-            started = time.perf_counter()
-            call()
-            times.append((time.perf_counter() - started) * 1000)
-        plans, flagged = [], []
-        for sql, params in statements:
-            if (
-                not sql.lstrip()
-                .upper()
-                .startswith(("SELECT", "WITH", "INSERT", "UPDATE", "DELETE"))
-            ):
-                continue
-            with connection.cursor() as cursor:
-                cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
-                (plan,) = cursor.fetchone()
-            if isinstance(plan, str):
-                plan = json.loads(plan)
-            scans = plan_scans(plan[0]["Plan"])
-            bad = flagged_scans(scans, table_rows)
-            flagged += bad
-            plans.append({"sql": sql[:300], "scans": scans, "flagged": bool(bad)})
-        results[f"{name}/{kind or ''}"] = {
-            "name": name,
-            "user": kind,
-            "ms": statistics.median(times),
-            "ms_all": [round(t, 2) for t in times],
-            "queries": len(statements),
-            "flagged": flagged,
-            "plans": plans,
-        }
-        log(f"{name} ({kind or '-'}): {statistics.median(times):.2f} ms, {len(statements)} queries")
-    Path(args.inner).write_text(json.dumps(results, indent=1, default=str))
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
+            (plan,) = cursor.fetchone()
+        if isinstance(plan, str):
+            plan = json.loads(plan)
+        scans = plan_scans(plan[0]["Plan"])
+        bad = flagged_scans(scans, table_rows)
+        flagged += bad
+        plans.append({"sql": sql[:300], "scans": scans, "flagged": bool(bad)})
+    return plans, flagged
 
 
 def main() -> None:
@@ -685,12 +758,7 @@ def main() -> None:
     parser.add_argument("--only", help="Measure these alone (parts of names, comma-separated).")
     parser.add_argument("--reuse", action="store_true", help="Reuse databases already filled.")
     parser.add_argument("--out", default=str(ROOT / "var" / "benchmarks" / "scale.json"))
-    parser.add_argument("--inner", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.inner:
-        inner(args)
-    else:
-        outer(args)
+    outer_or_inner(parser, outer, inner)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 if __name__ == "__main__" and not __package__:
     from harness import reexec_as_module  # type: ignore[import-not-found]
@@ -43,6 +44,7 @@ from benchmarks.harness import (
     PYTHON,
     ROOT,
     fresh_database,
+    outer_or_inner,
     own_database_and_redis,
     service_env,
 )
@@ -65,10 +67,9 @@ def _chunks(ids: list, size: int) -> list[list]:
 
 
 def inner(args: argparse.Namespace) -> None:
-    import cProfile
-    import json
-    import pstats
-
+    """In the service's settings (the outer run gave it its database): the
+    local mail server and receiver, the calls that make the work, then each
+    of the worker's steps measured on the work the previous one left."""
     from benchmarks.receiver import Receiver
     from tests.harness.smtp import SmtpSink
 
@@ -82,34 +83,45 @@ def inner(args: argparse.Namespace) -> None:
     import logging
 
     logging.disable(logging.INFO)  # a line per send would be measured too
+    the_calls(args.count, receiver.url)
+    steps = the_worker_steps(args.batch)
+    print(
+        f"{'phase':9} {'items':>6} {'cpu ms':>8} {'wall ms':>8} {'queries':>8} {'smtp conns':>10}"
+    )
+    for name in PHASES:
+        run, ids_of = steps[name]
+        measured(name, run, ids_of(), sink, args)
+    sent = {
+        "mails": len(sink.message_ids),
+        "distinct mails": len(set(sink.message_ids)),
+        "webhooks": len(receiver.ids),
+        "distinct webhooks": len(set(receiver.ids)),
+    }
+    print(", ".join(f"{k}: {v}" for k, v in sent.items()))
+    # What the steps queued (no worker ran to take it).
     import redis
-    from django.db import connection
+
+    redis.Redis.from_url(os.environ["REDIS_URL"]).delete("celery", "nudges", "webhooks")
+
+
+def the_calls(count: int, receiver_url: str) -> None:
+    """The stage's people (their webhook endpoint at the receiver) and
+    `count` Active commitments, then `count` inbox calls and as many
+    completing syncs through Django's request handler."""
+    import json
+
     from django.test import Client
-    from django.test.utils import CaptureQueriesContext
 
     from benchmarks import fixtures
-    from commitments.models import OutboxEvent
-    from notifications import sending as nudge_sending
-    from notifications.models import NudgeDelivery
-    from relay import outbox
-    from webhooks import sending as webhook_sending
-    from webhooks.models import WebhookDelivery
 
-    assigner, assignee, token = fixtures.the_people(receiver.url)
-    fixtures.the_commitments(assigner, assignee, args.count, 0)
+    assigner, assignee, token = fixtures.the_people(receiver_url)
+    fixtures.the_commitments(assigner, assignee, count, 0)
     client = Client(HTTP_HOST="localhost")
-    for n in range(args.count):
+    for n in range(count):
+        sync = {"externalSystem": fixtures.SYSTEM, "externalId": f"sync-{n}", "status": "Completed"}
         for path, body, expected in (
             ("/api/v1/inbox", fixtures.inbox_body(f"cost-{n}"), 201),
-            (
-                "/api/v1/sync",
-                {
-                    "externalSystem": fixtures.SYSTEM,
-                    "externalId": f"sync-{n}",
-                    "status": "Completed",
-                },
-                200,
-            ),
+            ("/api/v1/sync", sync, 200),
         ):
             response = client.post(
                 path,
@@ -120,8 +132,22 @@ def inner(args: argparse.Namespace) -> None:
             if response.status_code != expected:
                 raise SystemExit(f"{path}: {response.status_code} {response.content[:300]!r}")
 
-    # The worker's entry points: batches where this version has them.
-    batch = args.batch
+
+# A step of the worker's: how it runs on a list of ids, and the ids it
+# finds waiting.
+Step = tuple[Callable[[list], None], Callable[[], list]]
+
+
+def the_worker_steps(batch: int) -> dict[str, Step]:
+    """Each phase's entry point of the worker's (the batch ones, `batch` ids
+    a task, where this version has them; one id at a time otherwise), and
+    the ids waiting for it."""
+    from commitments.models import OutboxEvent
+    from notifications import sending as nudge_sending
+    from notifications.models import NudgeDelivery
+    from relay import outbox
+    from webhooks import sending as webhook_sending
+    from webhooks.models import WebhookDelivery
 
     def dispatch(ids: list) -> None:
         many = getattr(outbox, "outbox_events_dispatch", None)
@@ -132,84 +158,67 @@ def inner(args: argparse.Namespace) -> None:
             for event_id in ids:
                 outbox.outbox_event_dispatch(event_id=event_id)
 
-    def nudge(ids: list) -> None:
-        many = getattr(nudge_sending, "nudges_send", None)
-        if many:
-            for chunk in _chunks(ids, batch):
-                many(delivery_ids=chunk)
-        else:
-            for delivery_id in ids:
-                nudge_sending.nudge_send(delivery_id=delivery_id)
+    def by_ids(module: Any, batch_name: str, one_name: str) -> Callable[[list], None]:
+        def send(ids: list) -> None:
+            many = getattr(module, batch_name, None)
+            if many:
+                for chunk in _chunks(ids, batch):
+                    many(delivery_ids=chunk)
+            else:
+                for delivery_id in ids:
+                    getattr(module, one_name)(delivery_id=delivery_id)
 
-    def webhook(ids: list) -> None:
-        many = getattr(webhook_sending, "webhooks_send", None)
-        if many:
-            for chunk in _chunks(ids, batch):
-                many(delivery_ids=chunk)
-        else:
-            for delivery_id in ids:
-                webhook_sending.webhook_send(delivery_id=delivery_id)
+        return send
 
-    phases: dict[str, tuple[Callable[[list], None], Callable[[], list]]] = {
-        "dispatch": (
-            dispatch,
-            lambda: list(
-                OutboxEvent.objects.filter(dispatched_at__isnull=True)
-                .order_by("id")
-                .values_list("id", flat=True)
-            ),
-        ),
-        "nudge": (
-            nudge,
-            lambda: list(
-                NudgeDelivery.objects.filter(status="pending")
-                .order_by("created_at")
-                .values_list("id", flat=True)
-            ),
-        ),
-        "webhook": (
-            webhook,
-            lambda: list(
-                WebhookDelivery.objects.filter(status="pending")
-                .order_by("created_at")
-                .values_list("id", flat=True)
-            ),
-        ),
-    }
-    print(
-        f"{'phase':9} {'items':>6} {'cpu ms':>8} {'wall ms':>8} {'queries':>8} {'smtp conns':>10}"
-    )
-    for name in PHASES:
-        run, ids_of = phases[name]
-        ids = ids_of()
-        profiler = cProfile.Profile() if args.cprofile == name else None
-        smtp_before = sink.connections
-        connection.queries_log.clear()  # it keeps the last 9,000
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        with CaptureQueriesContext(connection) as queries:
-            if profiler:
-                profiler.enable()
-            run(ids)
-            if profiler:
-                profiler.disable()
-        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-        n = max(1, len(ids))
-        print(
-            f"{name:9} {len(ids):6} {cpu * 1000 / n:8.2f} {wall * 1000 / n:8.2f} "
-            f"{len(queries) / n:8.1f} {sink.connections - smtp_before:10}"
+    def pending(model: Any) -> Callable[[], list]:
+        return lambda: list(
+            model.objects.filter(status="pending")
+            .order_by("created_at")
+            .values_list("id", flat=True)
         )
-        if profiler:
-            print(f"\ncProfile of the {name} phase, by cumulative time:")
-            pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.top)
-    sent = {
-        "mails": len(sink.message_ids),
-        "distinct mails": len(set(sink.message_ids)),
-        "webhooks": len(receiver.ids),
-        "distinct webhooks": len(set(receiver.ids)),
+
+    undispatched = OutboxEvent.objects.filter(dispatched_at__isnull=True).order_by("id")
+    return {
+        "dispatch": (dispatch, lambda: list(undispatched.values_list("id", flat=True))),
+        "nudge": (by_ids(nudge_sending, "nudges_send", "nudge_send"), pending(NudgeDelivery)),
+        "webhook": (
+            by_ids(webhook_sending, "webhooks_send", "webhook_send"),
+            pending(WebhookDelivery),
+        ),
     }
-    print(", ".join(f"{k}: {v}" for k, v in sent.items()))
-    # What the steps queued (no worker ran to take it).
-    redis.Redis.from_url(os.environ["REDIS_URL"]).delete("celery", "nudges", "webhooks")
+
+
+def measured(
+    name: str, run: Callable[[list], None], ids: list, sink: Any, args: argparse.Namespace
+) -> None:
+    """One phase run on `ids`, its row printed: CPU and wall milliseconds,
+    SQL statements per item, SMTP connections opened; with --cprofile on
+    this phase, where its time went."""
+    import cProfile
+    import pstats
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    profiler = cProfile.Profile() if args.cprofile == name else None
+    smtp_before = sink.connections
+    connection.queries_log.clear()  # it keeps the last 9,000
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    with CaptureQueriesContext(connection) as queries:
+        if profiler:
+            profiler.enable()
+        run(ids)
+        if profiler:
+            profiler.disable()
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    n = max(1, len(ids))
+    print(
+        f"{name:9} {len(ids):6} {cpu * 1000 / n:8.2f} {wall * 1000 / n:8.2f} "
+        f"{len(queries) / n:8.1f} {sink.connections - smtp_before:10}"
+    )
+    if profiler:
+        print(f"\ncProfile of the {name} phase, by cumulative time:")
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.top)
 
 
 def main() -> None:
@@ -220,12 +229,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=20, help="Ids per batch task.")
     parser.add_argument("--cprofile", choices=PHASES, help="Profile this phase.")
     parser.add_argument("--top", type=int, default=40, help="Functions printed by --cprofile.")
-    parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.inner:
-        inner(args)
-    else:
-        outer(args)
+    outer_or_inner(parser, outer, inner, inner_takes_a_path=False)
 
 
 if __name__ == "__main__":
