@@ -49,7 +49,9 @@ def test_a_passing_check_writes_no_screenshot_unless_asked(page, tmp_path):
 
 @pytest.mark.parametrize("viewport", ["phone"], indirect=True)
 def test_axe_reports_a_serious_violation(page, tmp_path):
-    page.set_content('<html lang="en"><title>Bad</title><main><h1>Bad</h1><img src="x.png"></main></html>')
+    page.set_content(
+        '<html lang="en"><title>Bad</title><main><h1>Bad</h1><img src="x.png"></main></html>'
+    )
     with pytest.raises(AssertionError, match="image-alt"):
         assert_page_ok(page, "bad", tmp_path, keep_shot=False)
 
