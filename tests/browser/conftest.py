@@ -87,6 +87,8 @@ def pytest_collection_modifyitems(config, items):
 # browser tests are done; the tests that run after them see neither.
 @pytest.fixture(scope="package")
 def browser():
+    if os.environ.get("BROWSER_CHROMIUM") and not Path(CHROMIUM).is_file():
+        pytest.fail(f"BROWSER_CHROMIUM names no file: {CHROMIUM}")
     if not Path(CHROMIUM).exists():
         message = (
             "needs Debian's chromium (apt-get install chromium-headless-shell, or chromium;"

@@ -104,9 +104,9 @@ def tables_overflowing(page: BrowserPage) -> list[str]:
     return page.page.evaluate(_TABLES_OVERFLOWING)
 
 
-# One axe-core run, in the page: the same rules as ever, only the violations
-# computed (not the passes and incompletes), and of those only the serious and
-# critical ones cross to Python, cut down to what a failure message shows.
+# One axe-core run, in the page: every rule as before, the nodes detailed for
+# the violations only (resultTypes, as before), and of those only the serious
+# and critical ones cross to Python, cut down to what a failure message shows.
 _AXE_RUN = """async () => {
   const results = await axe.run(document, {resultTypes: ['violations']});
   return results.violations.filter(v => ['serious', 'critical'].includes(v.impact)).map(v => ({
