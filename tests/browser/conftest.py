@@ -3,7 +3,10 @@ a test tool downloads), against pytest-django's live server.
 
 Fixtures:
 - `browser`: one headless chromium for these tests (skipped when chromium is
-  not installed, failed instead under REQUIRE_SERVICES=1, as in CI).
+  not installed, failed instead under REQUIRE_SERVICES=1, as in CI): Debian's
+  `chromium-headless-shell` (its chromium build's old headless mode, without
+  the full browser's UI layers: half the CPU a test) when installed, else
+  Debian's full `chromium` (`--headless`); `BROWSER_CHROMIUM` names another.
 - `viewport`: parametrizes a test over the phone (390x844) and desktop
   (1280x900) sizes; `page` opens a fresh context of that size on the live
   server (`page.goto("/")` works: the base URL is set).
@@ -19,9 +22,11 @@ Fixtures:
 - `check_page(page, name)`: what every page must pass — no horizontal
   overflow, no table wider than its own box (a wide table scrolls inside its
   wrapper, out of the page-wide check), no serious or critical axe-core
-  violation — and a screenshot
-  written to the screenshot folder (`BROWSER_SCREENSHOTS`, by default
-  `var/screenshots/`), named `<name>-<viewport>.png`.
+  violation. A failing check writes a screenshot of the page, and so does
+  every check when `BROWSER_SCREENSHOTS` names a folder or `CI` is set (or a
+  test asks, `check_page(page, name, screenshot=True)`): a full-page PNG
+  in the screenshot folder (`BROWSER_SCREENSHOTS`, by default
+  `var/screenshots/`), named `<name>-<viewport>.png`, its path returned.
 
 Playwright's sync API runs an event loop in the test's thread, which makes
 Django's async-safety guard refuse ORM calls made by the test itself (and by
@@ -42,7 +47,12 @@ from django.urls import get_resolver
 from tests.harness.browser import BrowserPage, assert_page_ok
 from tests.harness.services import REQUIRE_SERVICES
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = (
+    os.environ.get("BROWSER_CHROMIUM")
+    or shutil.which("chromium-headless-shell")
+    or shutil.which("chromium")
+    or "/usr/bin/chromium"
+)
 VIEWPORTS = {"phone": {"width": 390, "height": 844}, "desktop": {"width": 1280, "height": 900}}
 # Flags a root, headless, offline chromium needs: no sandbox as root, and no
 # background connections (this machine's network refuses them, many at once).
@@ -60,6 +70,10 @@ SCREENSHOTS = Path(
     os.environ.get("BROWSER_SCREENSHOTS")
     or Path(__file__).resolve().parents[2] / "var" / "screenshots"
 )
+# Every check keeps its screenshot when a folder is named or in CI; otherwise
+# only a failing check writes one (a full-page PNG costs about a tenth of a
+# check's CPU, and nobody looks at the passing ones on a developer's machine).
+KEEP_SCREENSHOTS = bool(os.environ.get("BROWSER_SCREENSHOTS") or os.environ.get("CI"))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -73,8 +87,13 @@ def pytest_collection_modifyitems(config, items):
 # browser tests are done; the tests that run after them see neither.
 @pytest.fixture(scope="package")
 def browser():
+    if os.environ.get("BROWSER_CHROMIUM") and not Path(CHROMIUM).is_file():
+        pytest.fail(f"BROWSER_CHROMIUM names no file: {CHROMIUM}")
     if not Path(CHROMIUM).exists():
-        message = "needs Debian's chromium (apt-get install chromium; ./scripts/test installs it)"
+        message = (
+            "needs Debian's chromium (apt-get install chromium-headless-shell, or chromium;"
+            " ./scripts/test installs it)"
+        )
         if REQUIRE_SERVICES:
             pytest.fail(message)
         pytest.skip(message)
@@ -153,10 +172,8 @@ def sign_in(live_server):
 
 @pytest.fixture
 def check_page():
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-
-    def check(page: BrowserPage, name: str) -> Path:
-        return assert_page_ok(page, name, SCREENSHOTS)
+    def check(page: BrowserPage, name: str, *, screenshot: bool = KEEP_SCREENSHOTS) -> Path | None:
+        return assert_page_ok(page, name, SCREENSHOTS, keep_shot=screenshot)
 
     return check
 

@@ -104,32 +104,54 @@ def tables_overflowing(page: BrowserPage) -> list[str]:
     return page.page.evaluate(_TABLES_OVERFLOWING)
 
 
+# One axe-core run, in the page: every rule as before, the nodes detailed for
+# the violations only (resultTypes, as before), and of those only the serious
+# and critical ones cross to Python, cut down to what a failure message shows.
+_AXE_RUN = """async () => {
+  const results = await axe.run(document, {resultTypes: ['violations']});
+  return results.violations.filter(v => ['serious', 'critical'].includes(v.impact)).map(v => ({
+    id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map(n => n.target),
+  }));
+}"""
+
+
 def serious_axe_violations(page: BrowserPage) -> list[dict]:
-    from axe_playwright_python.sync_playwright import Axe
+    from axe_playwright_python.base import AXE_SCRIPT
 
-    results = Axe().run(page.page)
-    return [
-        {
-            "id": v["id"],
-            "impact": v["impact"],
-            "help": v["help"],
-            "nodes": [n["target"] for n in v["nodes"]][:5],
-        }
-        for v in results.response["violations"]
-        if v.get("impact") in SERIOUS
-    ]
+    # Injected once a document: a second check of the same page (after a
+    # click that changed it in place) runs the copy already there.
+    if not page.page.evaluate("() => typeof window.axe === 'object'"):
+        page.page.evaluate(AXE_SCRIPT)
+    return page.page.evaluate(_AXE_RUN)
 
 
-def assert_page_ok(page: BrowserPage, name: str, folder: Path) -> Path:
+def screenshot(page: BrowserPage, name: str, folder: Path) -> Path:
+    """The whole page as a PNG, `<name>-<viewport>.png` in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
     shot = folder / f"{name}-{page.viewport}.png"
     page.page.screenshot(path=str(shot), full_page=True)
-    overflow = horizontal_overflow(page)
-    assert overflow["scrollWidth"] <= overflow["clientWidth"], (
-        f"{name} at {page.viewport} size is {overflow['scrollWidth']} px wide in a "
-        f"{overflow['clientWidth']} px viewport; too wide: {overflow['culprits']}"
-    )
-    tables = tables_overflowing(page)
-    assert not tables, f"{name} at {page.viewport} size has a table wider than its box: {tables}"
-    violations = serious_axe_violations(page)
-    assert not violations, f"axe-core on {name} at {page.viewport} size: {violations}"
+    return shot
+
+
+def assert_page_ok(page: BrowserPage, name: str, folder: Path, *, keep_shot: bool) -> Path | None:
+    """The page check. Its screenshot is written when `keep_shot` says so, and
+    whenever the check fails (the picture of what failed); None otherwise."""
+    shot = screenshot(page, name, folder) if keep_shot else None
+    try:
+        overflow = horizontal_overflow(page)
+        assert overflow["scrollWidth"] <= overflow["clientWidth"], (
+            f"{name} at {page.viewport} size is {overflow['scrollWidth']} px wide in a "
+            f"{overflow['clientWidth']} px viewport; too wide: {overflow['culprits']}"
+        )
+        tables = tables_overflowing(page)
+        assert not tables, (
+            f"{name} at {page.viewport} size has a table wider than its box: {tables}"
+        )
+        violations = serious_axe_violations(page)
+        assert not violations, f"axe-core on {name} at {page.viewport} size: {violations}"
+    except AssertionError as failure:
+        if shot is None:
+            shot = screenshot(page, name, folder)
+        failure.add_note(f"screenshot: {shot}")
+        raise
     return shot
