@@ -3,10 +3,11 @@ inserted an event. It was a statement trigger that notified on every INSERT
 statement into the outbox, rows or none, and since every move is one
 statement whose outbox INSERT selects from its compare-and-set (lib.db
 write_decided), a refused move (a replayed sync, say) inserted no row and
-still notified. A transaction that has notified takes a transaction id, a
-commit record flushed to disk and PostgreSQL's cluster-wide notification
-lock at commit: a read-only refusal paid for a write (docs/benchmarks.md,
-2026-11-26, "The refused move's notification"). Now the trigger reads the
+still notified. A transaction that has notified takes a transaction id and
+a commit record, and at commit PostgreSQL's cluster-wide notification lock,
+held until its commit is done (every notifying commit waits for the one
+before): a read-only refusal queued with the writes (docs/benchmarks.md,
+2026-11-26, "A refused move's notification"). Now the trigger reads the
 statement's inserted rows (a transition table) and notifies only if there
 is one; the channel, the payload and the delivery at commit are unchanged."""
 

@@ -2,8 +2,8 @@
 nothing: its one statement inserts no outbox row, and the outbox trigger
 (migrations commitments 0006 and 0011) notifies the relay only for a
 statement that inserted one. A notifying transaction takes a transaction id
-and flushes a commit record to disk at commit, so a replayed sync that
-notified paid for a write it did not make."""
+and, at commit, the cluster's notification lock, so a replayed sync that
+notified queued with the writes it did not make."""
 
 from __future__ import annotations
 
