@@ -980,6 +980,26 @@ def _answered_proposal(
     return proposal
 
 
+def _proposed_terms_taken(
+    commitment: Commitment,
+    proposal: Proposal,
+    *,
+    description: str,
+    deadline: dt.datetime | None,
+) -> dict[str, Any]:
+    """The terms an accepted proposal asked for, made the commitment's (in
+    memory, a new terms version): returns the audit payload of the answer
+    (the proposal, what changed, what it replaced, the new version)."""
+    changes, replaced = _apply_terms(commitment, description=description, deadline=deadline)
+    commitment.terms_version += 1
+    return {
+        "proposalId": str(proposal.pk),
+        "changes": changes,
+        "previous": replaced,
+        "termsVersion": commitment.terms_version,
+    }
+
+
 def _ensure_none_open(commitment: Commitment) -> None:
     if Proposal.objects.filter(commitment_id=commitment.pk, state=ProposalState.OPEN).exists():
         raise ProposalAlreadyOpen()
@@ -1088,8 +1108,9 @@ def commitment_proposal_accept(
     )
     description = proposal.description if proposal.description is not None else UNSET
     deadline = proposal.deadline if proposal.deadline is not None else UNSET
-    changes, replaced = _apply_terms(commitment, description=description, deadline=deadline)
-    commitment.terms_version += 1
+    payload = _proposed_terms_taken(
+        commitment, proposal, description=description, deadline=deadline
+    )
     now = timezone.now()
     previous, changed = _move(
         commitment,
@@ -1106,12 +1127,7 @@ def commitment_proposal_accept(
             action=AuditAction.PROPOSAL_ACCEPTED,
             previous_status=previous,
             event=EventKind.ACTIVATED,
-            payload={
-                "proposalId": str(proposal.pk),
-                "changes": changes,
-                "previous": replaced,
-                "termsVersion": commitment.terms_version,
-            },
+            payload=payload,
             detail={"proposalId": str(proposal.pk)},
             updates=[_close(proposal, state=ProposalState.ACCEPTED, actor=actor, now=now)],
             move="accept_proposal",
@@ -1246,8 +1262,9 @@ def commitment_extension_grant(
         proposal_id=proposal_id,
         kind=ProposalKind.EXTENSION,
     )
-    changes, replaced = _apply_terms(commitment, description=UNSET, deadline=proposal.deadline)
-    commitment.terms_version += 1
+    payload = _proposed_terms_taken(
+        commitment, proposal, description=UNSET, deadline=proposal.deadline
+    )
     now = timezone.now()
     _written(
         _record(
@@ -1257,12 +1274,7 @@ def commitment_extension_grant(
             action=AuditAction.EXTENSION_GRANTED,
             previous_status=commitment.status,
             event=EventKind.EXTENSION_GRANTED,
-            payload={
-                "proposalId": str(proposal.pk),
-                "changes": changes,
-                "previous": replaced,
-                "termsVersion": commitment.terms_version,
-            },
+            payload=payload,
             detail={"proposalId": str(proposal.pk)},
             updates=[_close(proposal, state=ProposalState.ACCEPTED, actor=actor, now=now)],
             move="grant_extension",
