@@ -205,9 +205,7 @@ def _hold_back(claims: list, stopped: dict, *, now: dt.datetime) -> None:
         if not ids:
             continue
         # The failed one: the last of the endpoint's sent before them.
-        failed = [c.row.pk for c in claims if c.row.endpoint_id == endpoint_id][
-            -len(ids) - 1
-        ]
+        failed = [c.row.pk for c in claims if c.row.endpoint_id == endpoint_id][-len(ids) - 1]
         status, retry, lease = (
             WebhookDelivery.objects.filter(pk=failed)
             .values_list("status", "next_attempt_at", "claimed_until")

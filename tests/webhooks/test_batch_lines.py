@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture
-def queued(monkeypatch) -> list:
+def broker(monkeypatch) -> list:
     """What the code queues (task name, argument), instead of the broker."""
     sent: list = []
 
@@ -56,9 +56,7 @@ def ids_of(hits) -> list[str]:
     return [hit.headers["X-Service-Delivery"] for hit in hits]
 
 
-def test_a_line_to_one_endpoint_goes_in_one_batch_in_order_each_once(
-    endpoint, receiver, queued
-):
+def test_a_line_to_one_endpoint_goes_in_one_batch_in_order_each_once(endpoint, receiver, broker):
     rows = line(endpoint, 12)
 
     outcomes = sending.webhooks_send(delivery_ids=[str(row.pk) for row in reversed(rows)])
@@ -70,7 +68,7 @@ def test_a_line_to_one_endpoint_goes_in_one_batch_in_order_each_once(
     assert set(WebhookAttempt.objects.values_list("outcome", flat=True)) == {"delivered"}
 
 
-def test_a_failed_send_stops_its_endpoint_s_line_not_the_others(assigner, queued, monkeypatch):
+def test_a_failed_send_stops_its_endpoint_s_line_not_the_others(assigner, broker, monkeypatch):
     clock = install_clock(monkeypatch)
     with Receiver() as bad, Receiver() as good:
         a = webhook_endpoint_create(user=assigner, external_system="a", url=bad.url)[0]
@@ -110,7 +108,7 @@ class Died(BaseException):
 
 
 def test_a_batch_interrupted_in_the_middle_is_resumed_once_the_leases_run_out(
-    endpoint, receiver, queued, monkeypatch, settings
+    endpoint, receiver, broker, monkeypatch, settings
 ):
     clock = install_clock(monkeypatch)
     rows = line(endpoint, 6, clock.now - dt.timedelta(seconds=1))
@@ -142,11 +140,12 @@ def test_a_batch_interrupted_in_the_middle_is_resumed_once_the_leases_run_out(
     assert ids_of(receiver.hits) == [str(r.pk) for r in rows]  # each once, in order
     assert set(WebhookDelivery.objects.values_list("status", flat=True)) == {"delivered"}
     # The send the worker died in is marked interrupted; its retry delivered.
-    fourth = list(rows[3].attempt_log.order_by("started_at", "pk").values_list("outcome", flat=True))
+    attempts = rows[3].attempt_log.order_by("started_at", "pk")
+    fourth = list(attempts.values_list("outcome", flat=True))
     assert fourth == [AttemptOutcome.INTERRUPTED, AttemptOutcome.DELIVERED]
 
 
-def test_the_next_in_line_goes_as_one_batch_in_order(endpoint, receiver, queued, monkeypatch):
+def test_the_next_in_line_goes_as_one_batch_in_order(endpoint, receiver, broker, monkeypatch):
     clock = install_clock(monkeypatch)
     first = line(endpoint, 2, clock.now - dt.timedelta(seconds=2))
     waiting = line(endpoint, 5, clock.now - dt.timedelta(seconds=1))
@@ -157,13 +156,13 @@ def test_the_next_in_line_goes_as_one_batch_in_order(endpoint, receiver, queued,
 
     assert sending.webhooks_send(delivery_ids=[str(r.pk) for r in first]) == {"delivered": 2}
 
-    assert queued == [(tasks.deliver_webhooks.name, [str(r.pk) for r in waiting])]
-    assert sending.webhooks_send(delivery_ids=queued[0][1]) == {"delivered": 5}
+    assert broker == [(tasks.deliver_webhooks.name, [str(r.pk) for r in waiting])]
+    assert sending.webhooks_send(delivery_ids=broker[0][1]) == {"delivered": 5}
     assert ids_of(receiver.hits) == [str(r.pk) for r in first + waiting]
 
 
 def test_a_batch_made_after_rows_waiting_for_their_turn_waits_behind_them(
-    endpoint, receiver, queued, monkeypatch
+    endpoint, receiver, broker, monkeypatch
 ):
     clock = install_clock(monkeypatch)
     older = line(endpoint, 3, clock.now - dt.timedelta(seconds=2))
@@ -176,6 +175,6 @@ def test_a_batch_made_after_rows_waiting_for_their_turn_waits_behind_them(
 
     assert sending.webhooks_send(delivery_ids=[str(r.pk) for r in older]) == {"delivered": 3}
     # The older ones' end queues the newer ones, as one batch.
-    assert queued[-1] == (tasks.deliver_webhooks.name, [str(r.pk) for r in newer])
-    assert sending.webhooks_send(delivery_ids=queued[-1][1]) == {"delivered": 3}
+    assert broker[-1] == (tasks.deliver_webhooks.name, [str(r.pk) for r in newer])
+    assert sending.webhooks_send(delivery_ids=broker[-1][1]) == {"delivered": 3}
     assert ids_of(receiver.hits) == [str(r.pk) for r in older + newer]
