@@ -109,7 +109,7 @@ def _claim_many(delivery_ids: list, now: dt.datetime) -> list[_Claim]:
             )
         }
         waiting = turns.waits_for_earlier_many(
-            {pk: tuple(rest) for pk, rest in found.items()}, now=now
+            {pk: (rest[0], rest[1], rest[2]) for pk, rest in found.items()}, now=now
         )
         turns.wait_turn_many(list(waiting), now=now)
         ready = [pk for pk in ids if pk in found and pk not in waiting]

@@ -88,13 +88,13 @@ def waits_for_earlier_many(
     people = {person for person, _, _ in moves.values()}
     commitments = {commitment for _, _, commitment in moves.values()}
     first_to_go: dict[tuple[str, str], int] = {}
-    for person, commitment, event in (
+    for to_go_person, to_go_commitment, to_go_event in (
         _all_still_to_go(now=now)
         .filter(recipient_id__in=people, event__commitment_id__in=commitments)
         .values_list("recipient_id", "event__commitment_id", "event_id")
     ):
-        key = (str(person), str(commitment))
-        first_to_go[key] = min(first_to_go.get(key, event), event)
+        key = (str(to_go_person), str(to_go_commitment))
+        first_to_go[key] = min(first_to_go.get(key, to_go_event), to_go_event)
     first_undispatched = outbox_events_first_undispatched(commitment_ids=commitments)
     waiting = set()
     for pk, (person, event, commitment) in moves.items():

@@ -18,6 +18,7 @@ import logging
 import time
 import uuid
 from dataclasses import replace
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -146,7 +147,7 @@ def webhooks_send(*, delivery_ids: list) -> dict[str, int]:
         claim = claims[index]
         if time.monotonic() - started > deliveries.batch_window():
             with transaction.atomic():
-                rest = []
+                rest: list[Any] = []
                 for later in claims[index:]:
                     if later.row.endpoint_id in stopped:
                         stopped[later.row.endpoint_id].append(later.row.pk)
@@ -211,10 +212,11 @@ def _hold_back(claims: list, stopped: dict, *, now: dt.datetime) -> None:
             .values_list("status", "next_attempt_at", "claimed_until")
             .get()
         )
-        due = {
-            WebhookDeliveryStatus.PENDING: retry,
-            WebhookDeliveryStatus.SENDING: lease,
-        }.get(status)
+        due = None
+        if status == WebhookDeliveryStatus.PENDING:
+            due = retry
+        elif status == WebhookDeliveryStatus.SENDING:
+            due = lease
         WebhookDelivery.objects.filter(pk__in=ids, status=WebhookDeliveryStatus.SENDING).update(
             status=WebhookDeliveryStatus.PENDING,
             attempts=F("attempts") - 1,
