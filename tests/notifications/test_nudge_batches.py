@@ -60,6 +60,7 @@ def statements(ids: list[str], capture) -> int:
     return len(queries)
 
 
+@pytest.mark.postgres  # one statement there (lib.db.write_together); two on SQLite
 def test_a_batch_costs_a_few_statements_and_one_per_delivered_nudge(
     assigner, make_user, broker, django_capture_on_commit_callbacks
 ):
