@@ -299,12 +299,22 @@ def pgbench_run(args, script: Path, database_url: str, concurrency: int, run_dir
     }
 
 
-def drain(count, start_timeout: float, window: float, idle: float = 3.0) -> dict:
-    """Poll a delivered count: wait up to `start_timeout` s for it to move
-    (the worker starts, the outbox events are dispatched first), then follow
-    it for at most `window` s, or until it stands still for `idle` s; the
-    rate from its first to its last change. `still_going`: the window ended
-    first (the backlog was larger than the window)."""
+def drain(
+    count,
+    start_timeout: float,
+    window: float,
+    idle: float = 10.0,
+    waiting=lambda: False,
+) -> dict:
+    """Poll a delivered count: wait for it to move (the worker starts, and a
+    stream starts only once the dispatch reaches the events that make it:
+    the HTTP parts' inbox events come before their syncs', so the webhooks
+    start late), for as long as `waiting()` says its work is still coming
+    (outbox events not dispatched), then for `start_timeout` s more; then
+    follow it for at most `window` s from its own first change, or until it
+    stands still for `idle` s while nothing is `waiting()`; the rate from its
+    first to its last change. `still_going`: the window ended first (the
+    backlog was larger than the window: a lower bound)."""
     start = time.monotonic()
     first_at: float | None = None
     last_at = start  # read only once first_at is set, and set with it
@@ -318,9 +328,11 @@ def drain(count, start_timeout: float, window: float, idle: float = 3.0) -> dict
                 first_at, first_count = now, last_count
             last_at, last_count = now, value
         if first_at is None:
-            if now - start > start_timeout:
+            if waiting():
+                start = now
+            elif now - start > start_timeout:
                 break
-        elif now - last_at > idle:
+        elif now - last_at > idle and not waiting():
             break
         elif now - first_at > window:
             still_going = True
@@ -335,15 +347,22 @@ def drain(count, start_timeout: float, window: float, idle: float = 3.0) -> dict
     }
 
 
+UNDISPATCHED_SQL = "SELECT count(*) FROM commitments_outboxevent WHERE dispatched_at IS NULL"
+
+
 def worker_rates(bench: Bench) -> None:
     """Start the worker on the server's core once the HTTP parts queued their
     work, then measure how fast it drains: nudges (e-mail, written by the
-    file backend) and outbound webhook deliveries to the local receiver."""
+    file backend) and outbound webhook deliveries to the local receiver,
+    each stream from its own start. Coalescing is off, as in the sustained
+    part: the HTTP parts ask a few people many times, and with it each of
+    them got one mail every NUDGE_COALESCE_WINDOW, so the nudges' rate was
+    the window's, not the worker's."""
     args, receiver = bench.args, bench.receiver
     bench.service.start(
         "worker",
         ["taskset", "-c", args.server_cpu, PYTHON, "manage.py", "run_worker", "--loglevel=WARNING"],
-        bench.env,
+        dict(bench.env, NUDGE_COALESCE_WINDOW="0"),
     )
     counts = {
         # Outbox events the relay turned into deliveries.
@@ -355,18 +374,20 @@ def worker_rates(bench: Bench) -> None:
     done: dict[str, dict] = {}
 
     def measure(key: str) -> None:
-        if key == "webhooks":
-            done[key] = drain(
-                lambda: len(receiver.times),
-                start_timeout=args.drain_timeout,
-                window=args.drain_window,
-            )
-            return
         with psycopg.connect(bench.database_url, autocommit=True) as conn:
+            count = (
+                (lambda: len(receiver.times))
+                if key == "webhooks"
+                else (lambda: fetch_row(conn, counts[key])[0])
+            )
             done[key] = drain(
-                lambda: fetch_row(conn, counts[key])[0],
+                count,
                 start_timeout=args.drain_timeout,
                 window=args.drain_window,
+                # The dispatch's own rate ends with its backlog.
+                waiting=(lambda: False)
+                if key == "dispatched"
+                else (lambda: fetch_row(conn, UNDISPATCHED_SQL)[0] > 0),
             )
 
     log("worker: draining the outbox, nudges and webhook deliveries")

@@ -290,6 +290,14 @@ class NudgeDelivery(LeasedDelivery):
                 condition=Q(coalesce_at__isnull=False),
                 name="delivery_coalesce_idx",
             ),
+            # Whose turn it is (notifications.turns): a person's nudges still
+            # to go, by event, without reading their whole history (the
+            # assigner of every sync had thousands, read for every send).
+            models.Index(
+                fields=["recipient", "event"],
+                condition=Q(status__in=["pending", "sending"]),
+                name="delivery_to_go_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -23,6 +23,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -93,8 +94,9 @@ def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
 
 def _claim_many(delivery_ids: list, now: dt.datetime) -> list[_Claim]:
     """`_claim` for a batch: whose turn it is (one read of the batch, then
-    the turns of the nudges of moves), claimed in one statement, loaded in
-    one, their attempts begun in two. In the order given."""
+    the turns of its nudges of moves in two, `turns.waits_for_earlier_many`),
+    claimed in one statement, loaded in one, their attempts begun in two.
+    In the order given."""
     ids = []
     for delivery_id in delivery_ids:
         with contextlib.suppress(ValueError):
@@ -106,7 +108,11 @@ def _claim_many(delivery_ids: list, now: dt.datetime) -> list[_Claim]:
                 "pk", "recipient_id", "event_id", "event__commitment_id"
             )
         }
-        ready = [pk for pk in ids if pk in found and not _must_wait(pk, tuple(found[pk]), now)]
+        waiting = turns.waits_for_earlier_many(
+            {pk: (rest[0], rest[1], rest[2]) for pk, rest in found.items()}, now=now
+        )
+        turns.wait_turn_many(list(waiting), now=now)
+        ready = [pk for pk in ids if pk in found and pk not in waiting]
         taken = set(deliveries.claim_many(NudgeDelivery.objects.all(), pks=ready, now=now))
         loaded = {row.pk: row for row in _loaded().filter(pk__in=taken)}
         return _begun([loaded[pk] for pk in ready if pk in loaded], now)
@@ -177,7 +183,11 @@ def nudge_send(*, delivery_id) -> str | None:
     return _send_claimed(claim)
 
 
-def _send_claimed(claim: _Claim) -> str:
+def _send_claimed(claim: _Claim, *, after: list[tuple[Any, Any]] | None = None) -> str:
+    """Send a claimed nudge and record its outcome. With `after` (a batch),
+    a delivered nudge that held nothing is recorded in one statement, and
+    its person and commitment are added to `after`, for the batch to queue
+    their next in line once it is over (`turns.next_in_line_many`)."""
     delivery_id = claim.row.pk
     if claim.fence > settings.DELIVERY_MAX_ATTEMPTS:
         # Claimed again and again by workers that died before an outcome.
@@ -194,6 +204,15 @@ def _send_claimed(claim: _Claim) -> str:
         return _record_failure(claim, TransportError(excerpt(repr(exc))))
     # Sent. From here until this commit is the duplicate window: keep it short.
     now = timezone.now()
+    if after is not None and not claim.held and not left_out:
+        # One statement, no transaction: its outcome, its attempt's.
+        deliveries.record_delivered_ended(
+            claim, now=now, attempt={"status_code": status_code}, last_error=""
+        )
+        row = claim.row
+        if row.recipient_id is not None and row.event is not None:
+            after.append((row.recipient_id, row.event.commitment_id))
+        return AttemptOutcome.DELIVERED
     with transaction.atomic():
         deliveries.record_delivered(claim, now=now, last_error="")
         deliveries.attempt_end(claim, AttemptOutcome.DELIVERED, status_code=status_code)
@@ -214,7 +233,10 @@ def nudges_send(*, delivery_ids: list) -> dict[str, int]:
     """A batch (`deliver_nudges`): claimed together (`_claim_many`: whose
     turn it is, one conditional UPDATE for all), then each sent and
     recorded on its own as `nudge_send` does it, in order, over one
-    connection to the mail server (`transports.mail_session`). One that
+    connection to the mail server (`transports.mail_session`); a delivered
+    nudge that holds nothing in one statement, its outcome and its
+    attempt's together, and the next in line of the people and commitments
+    delivered queued once the batch is over, in one query. One that
     fails, even unexpectedly, is recorded (or left to its lease) and the
     rest go on. Sends start only within the batch's window (a third of the
     lease): the ones left then are released and queued again. Returns how
@@ -222,6 +244,7 @@ def nudges_send(*, delivery_ids: list) -> dict[str, int]:
     claims = _claim_many(delivery_ids, timezone.now())
     started = time.monotonic()
     outcomes: dict[str, int] = {}
+    after: list[tuple[Any, Any]] = []  # (person, commitment) of each delivered
     with mail_session():
         for index, claim in enumerate(claims):
             if time.monotonic() - started > deliveries.batch_window():
@@ -231,13 +254,20 @@ def nudges_send(*, delivery_ids: list) -> dict[str, int]:
                 outcomes["released"] = len(left)
                 break
             try:
-                outcome = _send_claimed(claim)
+                outcome = _send_claimed(claim, after=after)
             except Exception:
                 # Not recorded (the database failed?): its lease runs out and
                 # the sweep queues it again.
                 log.exception("Delivery %s failed in its batch", claim.row.pk)
                 outcome = "error"
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    if after:
+        # The people's next nudges about these commitments, in the order of
+        # the moves: one query for the batch (a worker that dies before this
+        # leaves them stamped as queued, for the sweep).
+        with transaction.atomic():
+            now = timezone.now()
+            dispatch.nudges_queue_on_commit(turns.next_in_line_many(set(after), now=now))
     return outcomes
 
 

@@ -28,8 +28,9 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Min, QuerySet
 
+from commitments.models import OutboxEvent
 from commitments.outbox import outbox_event_undispatched_before
 from notifications.models import NudgeDelivery, NudgeDeliveryStatus
 
@@ -65,6 +66,68 @@ def waits_for_earlier(
     if earlier.exists():
         return True
     return outbox_event_undispatched_before(event_id=event_id, commitment_id=commitment_id)
+
+
+def waits_for_earlier_many(
+    nudges: dict[Any, tuple[Any, Any, Any]], *, now: dt.datetime
+) -> set[Any]:
+    """`waits_for_earlier` for a batch ({delivery id: (recipient, event,
+    commitment)}, reminders and invitations with None among them, which
+    take no turn): the ids that must wait, in two queries for the batch
+    (the people's nudges still to go about these commitments, and the
+    commitments' moves not dispatched yet), where each nudge took two. The
+    batch's own nudges count, as they do one by one: a later move's waits
+    for an earlier one's in the same batch."""
+    moves = {
+        pk: (str(person), int(event), str(commitment))
+        for pk, (person, event, commitment) in nudges.items()
+        if person is not None and event is not None and commitment is not None
+    }
+    if not moves:
+        return set()
+    people = {person for person, _, _ in moves.values()}
+    commitments = {commitment for _, _, commitment in moves.values()}
+    first_to_go: dict[tuple[str, str], int] = {}
+    for to_go_person, to_go_commitment, to_go_event in (
+        _all_still_to_go(now=now)
+        .filter(recipient_id__in=people, event__commitment_id__in=commitments)
+        .values_list("recipient_id", "event__commitment_id", "event_id")
+    ):
+        key = (str(to_go_person), str(to_go_commitment))
+        first_to_go[key] = min(first_to_go.get(key, to_go_event), to_go_event)
+    first_undispatched = outbox_events_first_undispatched(commitment_ids=commitments)
+    waiting = set()
+    for pk, (person, event, commitment) in moves.items():
+        earlier = first_to_go.get((person, commitment))
+        undispatched = first_undispatched.get(commitment)
+        if (earlier is not None and earlier < event) or (
+            undispatched is not None and undispatched < event
+        ):
+            waiting.add(pk)
+    return waiting
+
+
+def outbox_events_first_undispatched(*, commitment_ids: set[str]) -> dict[str, int]:
+    """For each of these commitments, its first event still waiting for its
+    first dispatch (`outbox_event_undispatched_before`'s rule: one whose
+    dispatch has failed is not waited for), in one query."""
+    return {
+        str(commitment): first
+        for commitment, first in OutboxEvent.objects.filter(
+            commitment_id__in=commitment_ids, dispatched_at__isnull=True, dispatch_attempts=0
+        )
+        .values("commitment_id")
+        .annotate(first=Min("id"))
+        .values_list("commitment_id", "first")
+    }
+
+
+def wait_turn_many(delivery_ids: list[Any], *, now: dt.datetime) -> None:
+    """`wait_turn` for a batch's nudges, in one statement."""
+    if delivery_ids:
+        NudgeDelivery.objects.filter(
+            pk__in=delivery_ids, status=NudgeDeliveryStatus.PENDING
+        ).update(enqueued_at=now, updated_at=now)
 
 
 def wait_turn(delivery_id: uuid.UUID | str, *, now: dt.datetime) -> None:

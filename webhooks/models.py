@@ -223,6 +223,13 @@ class WebhookDelivery(LeasedDelivery):
         indexes = [
             *lease_indexes("webhook"),
             models.Index(fields=["endpoint", "-created_at"], name="webhook_endpoint_recent_idx"),
+            # Whose turn it is (webhooks.turns): an endpoint's line, in the
+            # order it was made, without reading its whole history.
+            models.Index(
+                fields=["endpoint", "created_at"],
+                condition=Q(status__in=["pending", "sending"]),
+                name="webhook_endpoint_line_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -18,10 +18,11 @@ import logging
 import time
 import uuid
 from dataclasses import replace
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Value
+from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -33,6 +34,7 @@ from webhooks.models import (
     LOST_URL_REASON,
     OWNER_INACTIVE_REASON,
     AttemptOutcome,
+    WebhookAttempt,
     WebhookDelivery,
     WebhookDeliveryStatus,
 )
@@ -54,7 +56,9 @@ def _claim(delivery_id, now: dt.datetime) -> deliveries.Claim[WebhookDelivery] |
         if found is None:
             return None
         endpoint_id, owner_id = found
-        if turns.busy(owner_id, endpoint_id, now=now, besides=delivery_id):
+        if turns.busy(owner_id, endpoint_id, now=now, besides=delivery_id) or _behind(
+            rows, delivery_id, endpoint_id, now=now
+        ):
             # Its turn comes when a send of this person's ends, or after
             # WEBHOOK_TIMEOUT through the sweep.
             rows.filter(pk=delivery_id, status=WebhookDeliveryStatus.PENDING).update(
@@ -73,6 +77,13 @@ def _claim(delivery_id, now: dt.datetime) -> deliveries.Claim[WebhookDelivery] |
             return None
         attempt = delivery.attempt_log.create(started_at=now)
     return deliveries.Claim(delivery, attempt.pk)
+
+
+def _behind(rows, delivery_id, endpoint_id, *, now: dt.datetime) -> bool:
+    """An older delivery to its endpoint waits for its turn: this one goes
+    after it (`turns.older_waiting`)."""
+    first = turns.older_waiting({endpoint_id}, now=now, besides=[delivery_id]).get(endpoint_id)
+    return first is not None and rows.filter(pk=delivery_id, created_at__gt=first).exists()
 
 
 def webhook_send(*, delivery_id) -> str | None:
@@ -119,32 +130,48 @@ def webhooks_send(*, delivery_ids: list) -> dict[str, int]:
     turn it is, one conditional UPDATE for all), then each sent and recorded
     on its own as `webhook_send` does it, one at a time, each endpoint's in
     the order they were made; lib.outbound keeps each receiver's connection
-    open between them. One that fails, even unexpectedly, is recorded (or
-    left to its lease) and the rest go on. Sends start only within the
-    batch's window (a third of the lease): the ones left then are released
-    and queued again. Returns how many ended how."""
+    open between them. A send that fails, even unexpectedly, is recorded (or
+    left to its lease), and the batch's later deliveries to that endpoint
+    are not sent after it: they go back to pending, due with its retry (or
+    at once when it failed for good), so its line keeps its order; the other
+    endpoints' go on. Sends start only within the batch's window (a third of
+    the lease): the ones left then are released and queued again. Once the
+    batch is over, each of its people's next in line is queued
+    (`turns.next_in_line`). Returns how many ended how."""
     claims = _claim_many(delivery_ids, timezone.now())
     started = time.monotonic()
     outcomes: dict[str, int] = {}
+    stopped: dict = {}  # endpoint id -> the ids held back after its failure
+    unmade: list = []  # the attempts begun for them, never made
     for index in range(len(claims)):
         claim = claims[index]
         if time.monotonic() - started > deliveries.batch_window():
             with transaction.atomic():
-                left = deliveries.release(list(claims[index:]), now=timezone.now())
+                rest: list[Any] = []
+                for later in claims[index:]:
+                    if later.row.endpoint_id in stopped:
+                        stopped[later.row.endpoint_id].append(later.row.pk)
+                        if later.attempt_id is not None:
+                            unmade.append(later.attempt_id)
+                    else:
+                        rest.append(later)
+                left = deliveries.release(rest, now=timezone.now())
                 dispatch.webhooks_queue_on_commit(left)
             outcomes["released"] = len(left)
             break
-        owner = claim.row.endpoint.user_id
-        # The person's next in line is looked for after the batch's last
-        # send of theirs (the ones before it hold their turn anyway).
-        last = all(later.row.endpoint.user_id != owner for later in claims[index + 1 :])
+        endpoint_id = claim.row.endpoint_id
+        if endpoint_id in stopped:
+            stopped[endpoint_id].append(claim.row.pk)
+            if claim.attempt_id is not None:  # begun with the send before it
+                unmade.append(claim.attempt_id)
+            continue
         following = claims[index + 1].row if index + 1 < len(claims) else None
         try:
             if claim.attempt_id is None:  # the batch's first, or after a failure
                 attempt = claim.row.attempt_log.create(started_at=timezone.now())
                 claim = replace(claim, attempt_id=attempt.pk)
             claim = replace(claim, started=time.monotonic())
-            outcome, begun = _send_claimed(claim, next_in_line=last, begin=following)
+            outcome, begun = _send_claimed(claim, next_in_line=False, begin=following)
             if begun is not None:
                 claims[index + 1] = replace(claims[index + 1], attempt_id=begun)
         except Exception:
@@ -152,8 +179,52 @@ def webhooks_send(*, delivery_ids: list) -> dict[str, int]:
             # sweep queues it again.
             log.exception("Webhook delivery %s failed in its batch", claim.row.pk)
             outcome = "error"
+        if outcome != AttemptOutcome.DELIVERED:
+            stopped[endpoint_id] = []
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    held_back = [pk for ids in stopped.values() for pk in ids]
+    with transaction.atomic():
+        if held_back:
+            WebhookAttempt.objects.filter(pk__in=unmade).delete()
+            _hold_back(claims, stopped, now=timezone.now())
+            outcomes["held back"] = len(held_back)
+        for owner_id in dict.fromkeys(claim.row.endpoint.user_id for claim in claims):
+            turns.next_in_line(owner_id, now=timezone.now())
     return outcomes
+
+
+def _hold_back(claims: list, stopped: dict, *, now: dt.datetime) -> None:
+    """The batch's deliveries after a failed send to their endpoint: not
+    sent (no attempt was made for them), pending again with their claim not
+    counted, due when the failed one is: at its retry, at the end of its
+    lease when its outcome could not be recorded, at once when it failed for
+    good. Not queued: the sweep or the person's next in line takes them when
+    due, in the order they were made, the failed one first. Their retry
+    window has started (`first_attempt_at`, set by the claim), so they do
+    not count as never tried, which would let them go before it."""
+    for endpoint_id, ids in stopped.items():
+        if not ids:
+            continue
+        # The failed one: the last of the endpoint's sent before them.
+        failed = [c.row.pk for c in claims if c.row.endpoint_id == endpoint_id][-len(ids) - 1]
+        status, retry, lease = (
+            WebhookDelivery.objects.filter(pk=failed)
+            .values_list("status", "next_attempt_at", "claimed_until")
+            .get()
+        )
+        due = None
+        if status == WebhookDeliveryStatus.PENDING:
+            due = retry
+        elif status == WebhookDeliveryStatus.SENDING:
+            due = lease
+        WebhookDelivery.objects.filter(pk__in=ids, status=WebhookDeliveryStatus.SENDING).update(
+            status=WebhookDeliveryStatus.PENDING,
+            attempts=F("attempts") - 1,
+            next_attempt_at=max(due or now, now),
+            claimed_until=None,
+            enqueued_at=None,
+            updated_at=now,
+        )
 
 
 def _claim_many(delivery_ids: list, now: dt.datetime) -> list[deliveries.Claim[WebhookDelivery]]:
@@ -163,7 +234,10 @@ def _claim_many(delivery_ids: list, now: dt.datetime) -> list[deliveries.Claim[W
     `turns.busy` takes one person's); what is in flight read once; then, in
     the order given, a row whose endpoint another worker is sending to, or
     whose owner has WEBHOOK_USER_IN_FLIGHT endpoints in flight counting the
-    ones this batch takes, waits for its turn as `_claim` leaves it; the
+    ones this batch takes, or made after a delivery to its endpoint that
+    waits for its turn outside the batch (`turns.older_waiting`: so each
+    endpoint's line goes in the order it was made, whichever task a worker
+    takes first), waits for its turn as `_claim` leaves it; the
     rest are claimed in one statement and their attempts begun in two. A
     batch sends one at a time, so the rows it takes for one endpoint are
     one send in flight there. Returned in the order they were made, so each
@@ -175,24 +249,30 @@ def _claim_many(delivery_ids: list, now: dt.datetime) -> list[deliveries.Claim[W
     rows = WebhookDelivery.objects.all()
     with transaction.atomic():
         found = {
-            pk: (endpoint_id, owner_id)
-            for pk, endpoint_id, owner_id in rows.filter(pk__in=ids).values_list(
-                "pk", "endpoint_id", "endpoint__user_id"
+            pk: (endpoint_id, owner_id, created_at)
+            for pk, endpoint_id, owner_id, created_at in rows.filter(pk__in=ids).values_list(
+                "pk", "endpoint_id", "endpoint__user_id", "created_at"
             )
         }
         if not found:
             return []
-        owners = {owner_id for _, owner_id in found.values()}
-        flying = turns.in_flight_of(owners, now=now, besides=list(found))
+        owners = {owner_id for _, owner_id, _ in found.values()}
+        flying, older = turns.in_flight_of(owners, now=now, besides=list(found))
         ready, waiting = [], []
         taking: dict = {}
         for pk in dict.fromkeys(ids):
             if pk not in found:
                 continue
-            endpoint_id, owner_id = found[pk]
+            endpoint_id, owner_id, created_at = found[pk]
             others, mine = flying.get(owner_id, set()), taking.setdefault(owner_id, set())
-            if endpoint_id in others or (
-                endpoint_id not in mine and len(others | mine) >= settings.WEBHOOK_USER_IN_FLIGHT
+            first = older.get(endpoint_id)
+            if (
+                endpoint_id in others
+                or (first is not None and first < created_at)
+                or (
+                    endpoint_id not in mine
+                    and len(others | mine) >= settings.WEBHOOK_USER_IN_FLIGHT
+                )
             ):
                 waiting.append(pk)
                 continue

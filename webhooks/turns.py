@@ -9,8 +9,9 @@ from __future__ import annotations
 import datetime as dt
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Count, Min, Q
 
+from lib.deliveries import SEND_BATCH
 from webhooks import dispatch
 from webhooks.models import WebhookDelivery, WebhookDeliveryStatus, WebhookEndpoint
 
@@ -47,52 +48,93 @@ def _in_flight(owner_id, *, now: dt.datetime, besides=None) -> list:
     )
 
 
-def in_flight_of(owners: set, *, now: dt.datetime, besides: list) -> dict:
+def in_flight_of(owners: set, *, now: dt.datetime, besides: list) -> tuple[dict, dict]:
     """`busy`'s lock and read for a batch's owners at once: every owner's
     turn lock (all their endpoints' rows, in the one order of their ids),
-    then the endpoints each has in flight, leaving out the batch's own rows.
-    Call inside the claim's transaction."""
+    then, in one query, leaving out the batch's own rows, the endpoints each
+    has in flight ({owner: {endpoint}}) and, for each of their endpoints,
+    the `created_at` of its oldest delivery waiting for its turn
+    ({endpoint: time}, as `older_waiting`). Call inside the claim's
+    transaction."""
     list(
         WebhookEndpoint.objects.select_for_update()
         .filter(user_id__in=owners)
         .order_by("pk")
         .values_list("pk", flat=True)
     )
+    live = Q(status=WebhookDeliveryStatus.SENDING, claimed_until__gt=now)
     flying: dict = {}
-    for owner_id, endpoint_id in (
-        WebhookDelivery.objects.filter(
-            endpoint__user_id__in=owners,
-            status=WebhookDeliveryStatus.SENDING,
-            claimed_until__gt=now,
-        )
+    older: dict = {}
+    for owner_id, endpoint_id, sending, first in (
+        WebhookDelivery.objects.filter(live | _waiting(now), endpoint__user_id__in=owners)
         .exclude(pk__in=besides)
-        .values_list("endpoint__user_id", "endpoint_id")
+        .values("endpoint__user_id", "endpoint_id")
+        .annotate(sending=Count("pk", filter=live), first=Min("created_at", filter=~live))
+        .values_list("endpoint__user_id", "endpoint_id", "sending", "first")
     ):
-        flying.setdefault(owner_id, set()).add(endpoint_id)
-    return flying
+        if sending:
+            flying.setdefault(owner_id, set()).add(endpoint_id)
+        if first is not None:
+            older[endpoint_id] = first
+    return flying, older
 
 
-def next_in_line(owner_id, *, now: dt.datetime) -> None:
-    """After a send of this person's ends: queue their oldest delivery that
-    is due or was never tried (one that waited for its turn), or that a dead
-    worker left `sending` (its lease ran out), to an endpoint with nothing in
-    flight, after commit. Without the last, such a row waited for a sweep to
-    find its endpoint idle: long, on a busy endpoint (docs/faults.md)."""
-    sending = _in_flight(owner_id, now=now)
-    if len(sending) >= settings.WEBHOOK_USER_IN_FLIGHT:
-        return
+def _waiting(now: dt.datetime) -> Q:
+    """A delivery waiting for its turn: pending and due, or never tried (one
+    left for its endpoint's or its owner's turn), or left `sending` by a
+    dead worker (its lease ran out). Not one waiting for a retry."""
     due = Q(status=WebhookDeliveryStatus.PENDING) & (
         Q(next_attempt_at__lte=now) | Q(first_attempt_at__isnull=True)
     )
-    abandoned = Q(status=WebhookDeliveryStatus.SENDING, claimed_until__lte=now)
-    rows = WebhookDelivery.objects.filter(due | abandoned)
-    waiting = (
-        rows.filter(endpoint__user_id=owner_id)
-        .exclude(endpoint_id__in=sending)
-        .order_by("created_at")
-        .values_list("pk", flat=True)
-        .first()
+    return due | Q(status=WebhookDeliveryStatus.SENDING, claimed_until__lte=now)
+
+
+def older_waiting(endpoint_ids: set, *, now: dt.datetime, besides: list) -> dict:
+    """For each of these endpoints, the `created_at` of its oldest delivery
+    waiting for its turn (`_waiting`) other than `besides` (the claim's own):
+    a claim leaves a delivery made after it waiting too, so each endpoint's
+    line goes in the order it was made, whichever task is taken first. One
+    query. Call inside the claim's transaction, after the turn lock."""
+    return dict(
+        WebhookDelivery.objects.filter(_waiting(now), endpoint_id__in=endpoint_ids)
+        .exclude(pk__in=besides)
+        .values("endpoint_id")
+        .annotate(first=Min("created_at"))
+        .values_list("endpoint_id", "first")
     )
-    if waiting is not None:
-        rows.filter(pk=waiting).update(next_attempt_at=now, enqueued_at=now, updated_at=now)
-        dispatch.webhooks_queue_on_commit([waiting])
+
+
+def next_in_line(owner_id, *, now: dt.datetime) -> None:
+    """After a send (or a batch's sends) of this person's ends: queue their
+    line, after commit, as one batch task: their oldest deliveries waiting
+    for their turn (`_waiting`: due, never tried, or left `sending` by a dead
+    worker) to endpoints with nothing in flight, up to SEND_BATCH, in the
+    order they were made, for as many endpoints as their free places allow
+    (WEBHOOK_USER_IN_FLIGHT less what is in flight). A batch sends one
+    endpoint's rows one after another, one send in flight there, so a line
+    to one endpoint flows at the receiver's speed, not one broker round trip
+    a send. Without the dead workers' rows, such a row waited for a sweep to
+    find its endpoint idle: long, on a busy endpoint (docs/faults.md)."""
+    sending = _in_flight(owner_id, now=now)
+    free = settings.WEBHOOK_USER_IN_FLIGHT - len(sending)
+    if free <= 0:
+        return
+    found = (
+        WebhookDelivery.objects.filter(_waiting(now), endpoint__user_id=owner_id)
+        .exclude(endpoint_id__in=sending)
+        .order_by("created_at", "pk")
+        .values_list("pk", "endpoint_id")[:SEND_BATCH]
+    )
+    endpoints: set = set()
+    line = []
+    for pk, endpoint_id in found:
+        if endpoint_id not in endpoints:
+            if len(endpoints) >= free:
+                continue
+            endpoints.add(endpoint_id)
+        line.append(pk)
+    if line:
+        WebhookDelivery.objects.filter(pk__in=line).update(
+            next_attempt_at=now, enqueued_at=now, updated_at=now
+        )
+        dispatch.webhooks_queue_on_commit(line)

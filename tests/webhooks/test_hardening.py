@@ -173,11 +173,14 @@ def test_a_send_a_dead_worker_left_is_next_in_line_before_newer_ones(assigner, s
 
         turns.next_in_line(assigner.pk, now=timezone.now())
 
+        # The endpoint's line, as one batch, the abandoned one first.
         abandoned.refresh_from_db()
         newer.refresh_from_db()
-        assert abandoned.enqueued_at is not None
-        assert newer.enqueued_at is None
-        assert sending.webhook_send(delivery_id=abandoned.pk) == "delivered"
+        assert abandoned.enqueued_at is not None and newer.enqueued_at is not None
+        line = [str(newer.pk), str(abandoned.pk)]
+        assert sending.webhooks_send(delivery_ids=line) == {"delivered": 2}
+        sent = [hit.headers["X-Service-Delivery"] for hit in receiver.hits]
+        assert sent == [str(abandoned.pk), str(newer.pk)]
         abandoned.refresh_from_db()
         assert abandoned.status == WebhookDeliveryStatus.DELIVERED and abandoned.attempts == 2
         outcomes = sorted(abandoned.attempt_log.values_list("outcome", flat=True))

@@ -1,0 +1,28 @@
+"""The turns' indexes (issue 29): a person's nudges, or an endpoint's
+webhook deliveries, still to go, so that whose turn it is reads the line, not
+the whole history (the sustained run's one assigner had thousands). Built
+concurrently on PostgreSQL (lib.migrations.AddIndexConcurrently; hence not
+atomic)."""
+
+from django.conf import settings
+from django.db import migrations, models
+
+from lib.migrations import AddIndexConcurrently
+
+
+class Migration(migrations.Migration):
+    atomic = False
+
+
+    dependencies = [
+        ('commitments', '0010_commitment_created_at_set_by_services'),
+        ('notifications', '0011_news_preferences_and_nudges_together'),
+        migrations.swappable_dependency(settings.AUTH_USER_MODEL),
+    ]
+
+    operations = [
+        AddIndexConcurrently(
+            model_name='nudgedelivery',
+            index=models.Index(condition=models.Q(('status__in', ['pending', 'sending'])), fields=['recipient', 'event'], name='delivery_to_go_idx'),
+        ),
+    ]
