@@ -92,19 +92,28 @@ def _provider_message(exc: Exception) -> str:
 
 class ModelProvider:
     """A provider's API, called with a user's own key. Subclasses say how to
-    ask (`ask`); the rest is shared."""
+    ask (`ask`); the rest is shared. Its base URL and timeout are read from the
+    settings when it is made, in the caller's thread: the chunks' threads that
+    start late (or outlive a failed call) ask where the call was meant to go,
+    not where the settings point by then."""
 
     name: ClassVar[str]  # as stored with a model key (gather.models.Provider)
     label: ClassVar[str]  # as people read it, in messages
     base_url_setting: ClassVar[str]
     default_base_url: ClassVar[str]
 
+    def __init__(self) -> None:
+        self._base_url: str = (
+            getattr(settings, self.base_url_setting, None) or self.default_base_url
+        )
+        self.timeout = provider_timeout()
+
     def ask(self, *, api_key: str, model: str, system: str, user: str) -> Answer:
         raise NotImplementedError
 
     def base_url(self) -> str:
         # Passed explicitly, so the SDK never reads its own *_BASE_URL variable.
-        return getattr(settings, self.base_url_setting, None) or self.default_base_url
+        return self._base_url
 
     def refusal_words(self, words: str | None) -> str:
         words = (words or "").strip()
@@ -148,7 +157,7 @@ class OpenAIProvider(ModelProvider):
         import openai
 
         client = openai.OpenAI(
-            api_key=api_key, base_url=self.base_url(), max_retries=0, timeout=provider_timeout()
+            api_key=api_key, base_url=self.base_url(), max_retries=0, timeout=self.timeout
         )
         # The SDK fills these from OPENAI_ORG_ID / OPENAI_PROJECT_ID / OPENAI_ADMIN_KEY
         # when not given; none of the server's environment may ride on a user's call.
@@ -219,7 +228,7 @@ class AnthropicProvider(ModelProvider):
             api_key=api_key,  # explicit: the SDK then reads no credential from the environment
             base_url=self.base_url(),
             max_retries=0,
-            timeout=provider_timeout(),
+            timeout=self.timeout,
         )
         try:
             message = client.messages.create(

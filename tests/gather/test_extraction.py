@@ -339,6 +339,23 @@ def test_one_failing_chunk_fails_the_whole_call(fake_provider, provider, setting
         run(provider, text=text)
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_chunk_that_starts_late_asks_where_its_call_was_meant_to_go(
+    fake_provider, provider, settings
+):
+    # A chunk's thread may start after its call has failed (or the test has
+    # ended and the next one pointed the settings elsewhere): the provider
+    # took its base URL and timeout when the call made it, in the caller.
+    client = providers.provider_for(provider)
+    settings.OPENAI_BASE_URL = settings.ANTHROPIC_BASE_URL = "http://127.0.0.1:9"
+    settings.GATHER_PROVIDER_TIMEOUT = 0.001
+
+    answer = client.ask(api_key=USER_KEY, model="small-model", system="Drafts.", user=TEXT)
+
+    assert answer.drafts == []
+    assert [r.key for r in fake_provider.requests] == [USER_KEY]
+
+
 def test_every_provider_a_model_key_can_be_stored_for_has_a_class():
     registry = providers.PROVIDERS
     assert set(registry) == set(Provider.values)
