@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import ssl
 import unicodedata
 import zoneinfo
 
@@ -354,6 +355,14 @@ def test_a_chunk_that_starts_late_asks_where_its_call_was_meant_to_go(
 
     assert answer.drafts == []
     assert [r.key for r in fake_provider.requests] == [USER_KEY]
+
+
+def test_the_calls_verify_certificates_with_one_context_loaded_once():
+    context = providers.tls_context()
+
+    assert providers.tls_context() is context
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname is True
 
 
 def test_every_provider_a_model_key_can_be_stored_for_has_a_class():
