@@ -31,7 +31,7 @@ Target = tuple[str, str | None]  # None: the app's migrations all unapplied
 def migrate(targets: list[Node] | list[Target]) -> None:
     from django.contrib.contenttypes.models import ContentType
 
-    MigrationExecutor(connection).migrate(targets)  # type: ignore[arg-type]  # None: app zero
+    MigrationExecutor(connection).migrate(targets)
     ContentType.objects.clear_cache()  # a migration may have renamed or moved some
 
 
