@@ -31,7 +31,7 @@ from gather.chunking import combine_refusals, merge_drafts, split_text
 from gather.drafts import Draft, Usage
 from gather.guards import guard_drafts
 from gather.prompt import collaborators_json, new_fence, system_prompt, user_message
-from gather.providers import UpstreamFailure, provider_for, provider_timeout
+from gather.providers import UpstreamFailure, provider_for
 from gather.selectors import Collaborator
 
 __all__ = ["Extraction", "UpstreamFailure", "extract"]
@@ -99,7 +99,7 @@ def extract(
             )
             for index, chunk in enumerate(chunks, start=1)
         ]
-        done, pending = wait(futures, timeout=2 * provider_timeout(), return_when=FIRST_EXCEPTION)
+        done, pending = wait(futures, timeout=2 * client.timeout, return_when=FIRST_EXCEPTION)
         for future in futures:
             if future in done and future.exception() is not None:
                 error = future.exception()

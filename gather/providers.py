@@ -22,7 +22,9 @@ URLconf (a web worker's first request) does not pay for them.
 
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -78,6 +80,17 @@ def provider_timeout() -> float:
     return float(settings.GATHER_PROVIDER_TIMEOUT)
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The certificates the SDKs' HTTP client trusts by default (its own
+    default context, the environment's SSL_CERT_FILE / SSL_CERT_DIR included),
+    loaded once per process: every client made its own, loading the system's
+    certificates again, about 30 ms of CPU a provider call."""
+    import httpcore2
+
+    return httpcore2.default_ssl_context()
+
+
 def _provider_message(exc: Exception) -> str:
     """The provider's own error message, from the error body where there is one."""
     body = getattr(exc, "body", None)
@@ -92,19 +105,28 @@ def _provider_message(exc: Exception) -> str:
 
 class ModelProvider:
     """A provider's API, called with a user's own key. Subclasses say how to
-    ask (`ask`); the rest is shared."""
+    ask (`ask`); the rest is shared. Its base URL and timeout are read from the
+    settings when it is made, in the caller's thread: the chunks' threads that
+    start late (or outlive a failed call) ask where the call was meant to go,
+    not where the settings point by then."""
 
     name: ClassVar[str]  # as stored with a model key (gather.models.Provider)
     label: ClassVar[str]  # as people read it, in messages
     base_url_setting: ClassVar[str]
     default_base_url: ClassVar[str]
 
+    def __init__(self) -> None:
+        self._base_url: str = (
+            getattr(settings, self.base_url_setting, None) or self.default_base_url
+        )
+        self.timeout = provider_timeout()
+
     def ask(self, *, api_key: str, model: str, system: str, user: str) -> Answer:
         raise NotImplementedError
 
     def base_url(self) -> str:
         # Passed explicitly, so the SDK never reads its own *_BASE_URL variable.
-        return getattr(settings, self.base_url_setting, None) or self.default_base_url
+        return self._base_url
 
     def refusal_words(self, words: str | None) -> str:
         words = (words or "").strip()
@@ -148,7 +170,11 @@ class OpenAIProvider(ModelProvider):
         import openai
 
         client = openai.OpenAI(
-            api_key=api_key, base_url=self.base_url(), max_retries=0, timeout=provider_timeout()
+            api_key=api_key,
+            base_url=self.base_url(),
+            max_retries=0,
+            timeout=self.timeout,
+            http_client=openai.DefaultHttpxClient(verify=tls_context()),
         )
         # The SDK fills these from OPENAI_ORG_ID / OPENAI_PROJECT_ID / OPENAI_ADMIN_KEY
         # when not given; none of the server's environment may ride on a user's call.
@@ -219,7 +245,8 @@ class AnthropicProvider(ModelProvider):
             api_key=api_key,  # explicit: the SDK then reads no credential from the environment
             base_url=self.base_url(),
             max_retries=0,
-            timeout=provider_timeout(),
+            timeout=self.timeout,
+            http_client=anthropic.DefaultHttpxClient(verify=tls_context()),
         )
         try:
             message = client.messages.create(

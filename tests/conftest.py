@@ -37,7 +37,9 @@ def _sqlite_template(django_db_use_migrations):
 
     if not django_db_use_migrations or not sqlite_template.in_memory_sqlite():
         return None
-    return sqlite_template.template_path()
+    template = sqlite_template.template_path()
+    sqlite_template.use(template)
+    return template
 
 
 @pytest.fixture(scope="session")

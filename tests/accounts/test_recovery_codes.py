@@ -208,7 +208,7 @@ def test_the_migration_turns_allauths_seed_into_hashes_of_the_same_codes(make_us
     other = make_user("imported@example.com")
     unreadable = make_user("lost-key@example.com")
     seed = RecoveryCodes.generate_seed()
-    with schema_before(BEFORE) as old_apps:
+    with schema_before(BEFORE, keep_rows=True) as old_apps:
         Authenticator_ = old_apps.get_model("mfa", "Authenticator")
         seeded = Authenticator_.objects.create(
             user_id=person.pk,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import ssl
 import unicodedata
 import zoneinfo
 
@@ -337,6 +338,31 @@ def test_one_failing_chunk_fails_the_whole_call(fake_provider, provider, setting
 
     with pytest.raises(UpstreamFailure, match="quota"):
         run(provider, text=text)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_chunk_that_starts_late_asks_where_its_call_was_meant_to_go(
+    fake_provider, provider, settings
+):
+    # A chunk's thread may start after its call has failed (or the test has
+    # ended and the next one pointed the settings elsewhere): the provider
+    # took its base URL and timeout when the call made it, in the caller.
+    client = providers.provider_for(provider)
+    settings.OPENAI_BASE_URL = settings.ANTHROPIC_BASE_URL = "http://127.0.0.1:9"
+    settings.GATHER_PROVIDER_TIMEOUT = 0.001
+
+    answer = client.ask(api_key=USER_KEY, model="small-model", system="Drafts.", user=TEXT)
+
+    assert answer.drafts == []
+    assert [r.key for r in fake_provider.requests] == [USER_KEY]
+
+
+def test_the_calls_verify_certificates_with_one_context_loaded_once():
+    context = providers.tls_context()
+
+    assert providers.tls_context() is context
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname is True
 
 
 def test_every_provider_a_model_key_can_be_stored_for_has_a_class():

@@ -126,6 +126,29 @@ def template_path() -> Path:
     return FOLDER / f"sqlite-{digest()}.sqlite3"
 
 
+_in_use: Path | None = None
+
+
+def use(template: Path | None) -> None:
+    """Says which template this process's test database started from (the
+    session fixture does; None: none, e.g. on PostgreSQL)."""
+    global _in_use
+    _in_use = template
+
+
+def in_use() -> Path | None:
+    """The template this process's test database started from, once it exists
+    (None on PostgreSQL, with `--nomigrations`, or before it is built)."""
+    return _in_use if _in_use is not None and _in_use.exists() else None
+
+
+def kept_path(template: Path, nodes: list[tuple[str, str | None]]) -> Path:
+    """Where the template migrated back to `nodes` is kept (tests/harness/migrations.py):
+    named after the template, so the same changes make both anew."""
+    key = hashlib.sha256(repr(sorted(nodes, key=repr)).encode()).hexdigest()[:12]
+    return template.with_name(f"{template.stem}-at-{key}.sqlite3")
+
+
 def _test_database() -> sqlite3.Connection:
     """A connection of our own to the in-memory test database (the shared-cache
     URI Django's test database uses), which keeps it alive while open."""
@@ -150,8 +173,9 @@ def preload(template: Path) -> sqlite3.Connection | None:
 
 
 def save(template: Path) -> None:
-    """Writes the migrated in-memory test database (not yet touched by any
-    test) to the template, atomically, and removes the older templates."""
+    """Writes the in-memory test database (the migrated one, not yet touched by
+    any test; or, next to it, one migrated back) to `template`, atomically,
+    and removes the files of older templates."""
     FOLDER.mkdir(parents=True, exist_ok=True)
     partial = template.with_suffix(f".{os.getpid()}.partial")
     source = _test_database()
@@ -162,8 +186,9 @@ def save(template: Path) -> None:
         target.close()
         source.close()
     os.replace(partial, template)
+    current = template.stem.split("-at-")[0]
     for old in FOLDER.glob("sqlite-*.sqlite3"):
-        if old != template:
+        if old.stem.split("-at-")[0] != current:
             old.unlink(missing_ok=True)
 
 

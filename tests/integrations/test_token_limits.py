@@ -38,6 +38,7 @@ from tests.harness.api import (
     sync_statements,
     warm_caches,
 )
+from tests.harness.migrations import latest, migrate, migrate_back
 
 SYNC_BODY = {"externalSystem": "jira", "externalId": "OPS-7", "status": "Completed"}
 OFFICE = "203.0.113.0/24"
@@ -122,10 +123,9 @@ BEFORE_SCOPES = [("integrations", "0005_token_expiry_and_unique_live_names")]
 
 @pytest.mark.django_db(transaction=True)
 def test_a_token_minted_before_scopes_existed_keeps_working(client, make_user):
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE_SCOPES)
+    migrate_back(BEFORE_SCOPES)
     try:
-        old = executor.loader.project_state(BEFORE_SCOPES).apps
+        old = MigrationExecutor(connection).loader.project_state(BEFORE_SCOPES).apps
         owner = old.get_model("accounts", "User").objects.create(email="old@example.com")
         plaintext = tokens.generate()
         old.get_model("integrations", "ApiToken").objects.create(
@@ -135,9 +135,7 @@ def test_a_token_minted_before_scopes_existed_keeps_working(client, make_user):
             digest=tokens.digest(plaintext),
         )
     finally:
-        MigrationExecutor(connection).migrate(
-            MigrationExecutor(connection).loader.graph.leaf_nodes()
-        )
+        migrate(latest())
     token = ApiToken.objects.get(name="From before")
     # Both scopes of the time, and not `read`: migrating never widens a token.
     assert (token.scopes, token.networks) == (["inbox", "sync"], [])

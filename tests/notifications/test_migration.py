@@ -13,6 +13,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
+from tests.harness.migrations import migrate_back, newest
+
 BEFORE = [("notifications", None), ("integrations", "0003_notification_test_interval")]
 URL = "https://hooks.slack.com/services/T000/B000/secret"
 
@@ -30,13 +32,13 @@ def latest():
 def old_schema():
     """The database as the code before the move made it, and its models; the
     newest schema again after the test, whatever happens."""
-    migrate(BEFORE)
+    migrate_back(BEFORE)
     loader = MigrationExecutor(connection).loader
     nodes = [n for n in loader.graph.leaf_nodes() if n[0] not in ("notifications", "integrations")]
     try:
         yield loader.project_state([*nodes, BEFORE[1]]).apps
     finally:
-        migrate(latest())
+        newest()
 
 
 @pytest.mark.django_db(transaction=True)

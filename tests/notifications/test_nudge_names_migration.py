@@ -13,6 +13,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
+from tests.harness.migrations import migrate_back, newest
+
 BEFORE = [("notifications", "0009_chat_url")]
 AFTER = [("notifications", "0010_nudge_names")]
 URL = "https://hooks.slack.com/services/T000/B000/secret"
@@ -39,7 +41,7 @@ def test_no_model_keeps_the_old_names():
 
 @pytest.mark.django_db(transaction=True)
 def test_the_rename_keeps_rows_content_types_and_permissions():
-    migrate(BEFORE)
+    migrate_back(BEFORE)
     try:
         apps = state(BEFORE)
         users = apps.get_model("accounts", "User").objects
@@ -108,4 +110,4 @@ def test_the_rename_keeps_rows_content_types_and_permissions():
         old_tables = {"notifications_delivery", "notifications_notificationchannel"}
         assert not (old_tables | {"notifications_channeltest"}) & set(tables)
     finally:
-        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        newest()

@@ -9,6 +9,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from tests.harness.migrations import migrate_back, newest
+
 BEFORE = [("notifications", "0005_invitation_deliveries")]
 AFTER = [("notifications", "0006_channel_test_lease")]
 
@@ -19,7 +21,7 @@ def migrate(targets) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_waiting_tests_become_pending_and_stuck_ones_fail_with_the_reason():
-    migrate(BEFORE)
+    migrate_back(BEFORE)
     try:
         apps = MigrationExecutor(connection).loader.project_state(BEFORE).apps
         user = apps.get_model("accounts", "User").objects.create(email="knight@example.com")
@@ -40,4 +42,4 @@ def test_waiting_tests_become_pending_and_stuck_ones_fail_with_the_reason():
             "E-mail accepted it.",
         )
     finally:
-        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        newest()

@@ -9,6 +9,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from lib.crypto import decrypt_str
+from tests.harness.migrations import migrate_back, newest
 
 BEFORE = [("webhooks", "0001_webhook_endpoints_and_deliveries")]
 URL = "https://hooks.example.com/hook/credential-in-the-path?key=also-secret"
@@ -32,13 +33,13 @@ def raw_urls() -> list[str]:
 def old_schema():
     """The database as the code before 0002 made it, and its models; the
     newest schema again after the test, whatever happens."""
-    migrate(BEFORE)
+    migrate_back(BEFORE)
     loader = MigrationExecutor(connection).loader
     nodes = [n for n in loader.graph.leaf_nodes() if n[0] != "webhooks"]
     try:
         yield loader.project_state([*nodes, BEFORE[0]]).apps
     finally:
-        migrate(latest())
+        newest()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -72,7 +73,7 @@ def test_endpoints_from_before_the_choice_of_events_keep_exactly_the_four():
     """webhooks 0004 (issue 26, point 7): every endpoint there was receives
     what it received before, the contract's four events, and nothing new."""
     before = [("webhooks", "0003_attempt_outcome_shared")]
-    migrate(before)
+    migrate_back(before)
     try:
         loader = MigrationExecutor(connection).loader
         nodes = [n for n in loader.graph.leaf_nodes() if n[0] != "webhooks"]
