@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 
 from django.db import connection
-from django.db.models import F, Q
+from django.db.models import F, Min, Q
 
 from commitments.models import Invitation, OutboxEvent
 from lib import leasing
@@ -77,6 +77,21 @@ def outbox_event_undispatched_before(*, event_id: int, commitment_id) -> bool:
         dispatch_attempts=0,
         pk__lt=event_id,
     ).exists()
+
+
+def outbox_events_first_undispatched(*, commitment_ids: set[str]) -> dict[str, int]:
+    """For each of these commitments, its first event still waiting for its
+    first dispatch (`outbox_event_undispatched_before`'s rule: one whose
+    dispatch has failed is not waited for), in one query."""
+    return {
+        str(commitment): first
+        for commitment, first in OutboxEvent.objects.filter(
+            commitment_id__in=commitment_ids, dispatched_at__isnull=True, dispatch_attempts=0
+        )
+        .values("commitment_id")
+        .annotate(first=Min("id"))
+        .values_list("commitment_id", "first")
+    }
 
 
 def outbox_event_retry_later(*, event_id: int, now: dt.datetime) -> None:

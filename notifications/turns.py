@@ -28,10 +28,9 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from django.db.models import Min, QuerySet
+from django.db.models import QuerySet
 
-from commitments.models import OutboxEvent
-from commitments.outbox import outbox_event_undispatched_before
+from commitments.outbox import outbox_event_undispatched_before, outbox_events_first_undispatched
 from notifications.models import NudgeDelivery, NudgeDeliveryStatus
 
 
@@ -105,21 +104,6 @@ def waits_for_earlier_many(
         ):
             waiting.add(pk)
     return waiting
-
-
-def outbox_events_first_undispatched(*, commitment_ids: set[str]) -> dict[str, int]:
-    """For each of these commitments, its first event still waiting for its
-    first dispatch (`outbox_event_undispatched_before`'s rule: one whose
-    dispatch has failed is not waited for), in one query."""
-    return {
-        str(commitment): first
-        for commitment, first in OutboxEvent.objects.filter(
-            commitment_id__in=commitment_ids, dispatched_at__isnull=True, dispatch_attempts=0
-        )
-        .values("commitment_id")
-        .annotate(first=Min("id"))
-        .values_list("commitment_id", "first")
-    }
 
 
 def wait_turn_many(delivery_ids: list[Any], *, now: dt.datetime) -> None:

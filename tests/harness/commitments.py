@@ -80,3 +80,21 @@ def many_commitments(assigner, assignee, n: int) -> None:
             )
         )
     Commitment.objects.bulk_create(rows)
+
+
+def ask(assigner, assignee, description: str = "Ship the report") -> Commitment:
+    """A request by the assigner (Pending_Handshake), as the New commitment page makes it."""
+    return services.commitment_create_pending(
+        actor=Actor.for_user(assigner),
+        assigner=assigner,
+        assignee=assignee,
+        description=description,
+        deadline=None,
+    )
+
+
+def renegotiate(assigner, commitment: Commitment, description: str) -> None:
+    """The assigner changes the request's description (the handshake asked again)."""
+    services.commitment_renegotiate(
+        actor=Actor.for_user(assigner), commitment_id=commitment.pk, description=description
+    )

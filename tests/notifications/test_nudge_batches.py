@@ -16,7 +16,7 @@ from lib import jobs
 from notifications.models import AttemptOutcome, NudgeAttempt, NudgeDelivery, NudgeDeliveryStatus
 from notifications.sending import nudges_send
 from relay import outbox
-from tests.notifications.test_nudge_order import ask, renegotiate
+from tests.harness.commitments import ask, renegotiate
 
 pytestmark = pytest.mark.django_db
 

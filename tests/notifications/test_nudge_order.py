@@ -22,6 +22,7 @@ from lib import jobs
 from notifications.models import AttemptOutcome, NudgeDelivery, NudgeDeliveryStatus
 from notifications.sending import nudge_send
 from relay import outbox
+from tests.harness.commitments import ask, renegotiate
 
 pytestmark = pytest.mark.django_db
 
@@ -49,22 +50,6 @@ def queued(monkeypatch, django_capture_on_commit_callbacks):
 
     monkeypatch.setattr(jobs, "enqueue", enqueue)
     return ids
-
-
-def ask(assigner, assignee, description: str = "Ship the report"):
-    return services.commitment_create_pending(
-        actor=Actor.for_user(assigner),
-        assigner=assigner,
-        assignee=assignee,
-        description=description,
-        deadline=None,
-    )
-
-
-def renegotiate(assigner, commitment, description: str):
-    services.commitment_renegotiate(
-        actor=Actor.for_user(assigner), commitment_id=commitment.pk, description=description
-    )
 
 
 def events_of(commitment) -> list[OutboxEvent]:
