@@ -17,20 +17,11 @@ from commitments import services
 from commitments.models import AccordVisit, Commitment, Status
 from commitments.selectors import accord_waiting_count
 from commitments.templatetags.deadlines import due_phrase
+from tests.harness.commitments import ask
 
 pytestmark = pytest.mark.django_db
 
 NOW = timezone.now
-
-
-def ask(assigner, assignee, description, *, deadline=None) -> Commitment:
-    return services.commitment_create_pending(
-        actor=Actor.for_user(assigner),
-        assigner=assigner,
-        assignee=assignee,
-        description=description,
-        deadline=deadline,
-    )
 
 
 def days(n: float) -> dt.datetime:

@@ -82,14 +82,16 @@ def many_commitments(assigner, assignee, n: int) -> None:
     Commitment.objects.bulk_create(rows)
 
 
-def ask(assigner, assignee, description: str = "Ship the report") -> Commitment:
+def ask(
+    assigner, assignee, description: str = "Ship the report", *, deadline: dt.datetime | None = None
+) -> Commitment:
     """A request by the assigner (Pending_Handshake), as the New commitment page makes it."""
     return services.commitment_create_pending(
         actor=Actor.for_user(assigner),
         assigner=assigner,
         assignee=assignee,
         description=description,
-        deadline=None,
+        deadline=deadline,
     )
 
 
