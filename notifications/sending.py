@@ -103,14 +103,12 @@ def _claim_many(delivery_ids: list, now: dt.datetime) -> list[_Claim]:
             ids.append(uuid.UUID(str(delivery_id)))
     with transaction.atomic():
         found = {
-            pk: rest
-            for pk, *rest in NudgeDelivery.objects.filter(pk__in=ids).values_list(
-                "pk", "recipient_id", "event_id", "event__commitment_id"
-            )
+            pk: (person, event, commitment)
+            for pk, person, event, commitment in NudgeDelivery.objects.filter(
+                pk__in=ids
+            ).values_list("pk", "recipient_id", "event_id", "event__commitment_id")
         }
-        waiting = turns.waits_for_earlier_many(
-            {pk: (rest[0], rest[1], rest[2]) for pk, rest in found.items()}, now=now
-        )
+        waiting = turns.waits_for_earlier_many(found, now=now)
         turns.wait_turn_many(list(waiting), now=now)
         ready = [pk for pk in ids if pk in found and pk not in waiting]
         taken = set(deliveries.claim_many(NudgeDelivery.objects.all(), pks=ready, now=now))

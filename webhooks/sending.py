@@ -142,6 +142,7 @@ def webhooks_send(*, delivery_ids: list) -> dict[str, int]:
     started = time.monotonic()
     outcomes: dict[str, int] = {}
     stopped: dict = {}  # endpoint id -> the ids held back after its failure
+    failed: dict = {}  # endpoint id -> the delivery whose send failed
     unmade: list = []  # the attempts begun for them, never made
     for index in range(len(claims)):
         claim = claims[index]
@@ -181,19 +182,20 @@ def webhooks_send(*, delivery_ids: list) -> dict[str, int]:
             outcome = "error"
         if outcome != AttemptOutcome.DELIVERED:
             stopped[endpoint_id] = []
+            failed[endpoint_id] = claim.row.pk
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
     held_back = [pk for ids in stopped.values() for pk in ids]
     with transaction.atomic():
         if held_back:
             WebhookAttempt.objects.filter(pk__in=unmade).delete()
-            _hold_back(claims, stopped, now=timezone.now())
+            _hold_back(stopped, failed, now=timezone.now())
             outcomes["held back"] = len(held_back)
         for owner_id in dict.fromkeys(claim.row.endpoint.user_id for claim in claims):
             turns.next_in_line(owner_id, now=timezone.now())
     return outcomes
 
 
-def _hold_back(claims: list, stopped: dict, *, now: dt.datetime) -> None:
+def _hold_back(stopped: dict, failed: dict, *, now: dt.datetime) -> None:
     """The batch's deliveries after a failed send to their endpoint: not
     sent (no attempt was made for them), pending again with their claim not
     counted, due when the failed one is: at its retry, at the end of its
@@ -205,10 +207,8 @@ def _hold_back(claims: list, stopped: dict, *, now: dt.datetime) -> None:
     for endpoint_id, ids in stopped.items():
         if not ids:
             continue
-        # The failed one: the last of the endpoint's sent before them.
-        failed = [c.row.pk for c in claims if c.row.endpoint_id == endpoint_id][-len(ids) - 1]
         status, retry, lease = (
-            WebhookDelivery.objects.filter(pk=failed)
+            WebhookDelivery.objects.filter(pk=failed[endpoint_id])
             .values_list("status", "next_attempt_at", "claimed_until")
             .get()
         )
