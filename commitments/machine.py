@@ -46,6 +46,16 @@ class Move:
 
 PENDING = frozenset({Status.PENDING_HANDSHAKE})
 ACTIVE = frozenset({Status.ACTIVE})
+# Every status a commitment can have once it was sent (all but Draft).
+SENT = frozenset(
+    {
+        Status.PENDING_HANDSHAKE,
+        Status.ACTIVE,
+        Status.COMPLETED,
+        Status.REFUSED,
+        Status.WITHDRAWN,
+    }
+)
 
 MOVES: dict[str, Move] = {
     "send": Move("send for handshake", frozenset({Status.DRAFT}), frozenset({ASSIGNER})),
@@ -74,19 +84,7 @@ MOVES: dict[str, Move] = {
     "request_extension": Move("ask for more time on", ACTIVE, frozenset({ASSIGNEE})),
     "grant_extension": Move("grant more time on", ACTIVE, frozenset({ASSIGNER})),
     "decline_extension": Move("decline more time on", ACTIVE, frozenset({ASSIGNER})),
-    "comment": Move(
-        "comment on",
-        frozenset(
-            {
-                Status.PENDING_HANDSHAKE,
-                Status.ACTIVE,
-                Status.COMPLETED,
-                Status.REFUSED,
-                Status.WITHDRAWN,
-            }
-        ),
-        frozenset({ASSIGNER, ASSIGNEE}),
-    ),
+    "comment": Move("comment on", SENT, frozenset({ASSIGNER, ASSIGNEE})),
     # The assigner no longer needs it. Also the assigner's tracker
     # connection: an issue closed without being done (not planned, canceled,
     # won't do) is withdrawn (trackers.services._not_done).
@@ -117,15 +115,7 @@ MOVES: dict[str, Move] = {
     # The issue moved (another project or team) and has a new key.
     "change_external_ref": Move(
         "change the external reference of",
-        frozenset(
-            {
-                Status.PENDING_HANDSHAKE,
-                Status.ACTIVE,
-                Status.COMPLETED,
-                Status.REFUSED,
-                Status.WITHDRAWN,
-            }
-        ),
+        SENT,
         frozenset({ASSIGNER}),
         by_tracker=True,
     ),
