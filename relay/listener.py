@@ -20,14 +20,23 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import socket
 import threading
 import time
+import uuid
+from collections import Counter
 
 import psycopg
 from django.conf import settings
 from django.db import connection, connections
 
-from commitments.outbox import OUTBOX_CHANNEL
+from commitments.outbox import (
+    OUTBOX_CHANNEL,
+    outbox_relay_gone,
+    outbox_relay_waits,
+    outbox_relay_works,
+)
 from relay.outbox import outbox_relay
 
 log = logging.getLogger(__name__)
@@ -41,6 +50,11 @@ class Relay(threading.Thread):
         super().__init__(name="outbox-relay", daemon=True)
         self.stopping = threading.Event()
         self.relayed = 0  # events queued since the start (for tests and logs)
+        # Why each wait ended (PostgreSQL): "notified", "timed" (its
+        # OUTBOX_RELAY_WAIT went by) or "stopped"; and "found late" counts
+        # the looks made after saying it waits that found events.
+        self.wakes: Counter[str] = Counter()
+        self.waiting = threading.Event()  # set while it waits (for tests)
 
     def stop(self, timeout: float = 5) -> None:
         self.stopping.set()
@@ -59,27 +73,46 @@ class Relay(threading.Thread):
                 connection.close()
 
     def _relay_until_stopped(self) -> None:
-        wakeup = _Notifications(self.stopping) if connection.vendor == "postgresql" else None
-        try:
+        if connection.vendor != "postgresql":
             while not self.stopping.is_set():
                 self.relayed += outbox_relay()
-                if wakeup:
-                    wakeup.wait(settings.OUTBOX_RELAY_WAIT)
+                self.stopping.wait(settings.OUTBOX_RELAY_WAIT)
+            return
+        wakeup = _Notifications(self.stopping)
+        try:
+            while not self.stopping.is_set():
+                found = outbox_relay()
+                self.relayed += found
+                if found:
+                    continue  # busy: nobody notifies it, it looks again at once
+                # Nothing due: from now writers notify, those committing now
+                # are done, one more look finds theirs, and then it waits.
+                wait = settings.OUTBOX_RELAY_WAIT
+                deadline = time.monotonic() + wait
+                wakeup.announce(wait)
+                found = outbox_relay()
+                self.relayed += found
+                if found:
+                    self.wakes["found late"] += 1
                 else:
-                    self.stopping.wait(settings.OUTBOX_RELAY_WAIT)
+                    self.waiting.set()
+                    self.wakes[wakeup.wait(deadline)] += 1
+                    self.waiting.clear()
+                wakeup.working()
         finally:
-            if wakeup:
-                wakeup.close()
+            wakeup.close()
 
 
 class _Notifications:
-    """The outbox's notifications, on a connection of its own in autocommit,
-    for LISTEN only: to DATABASE_LISTEN_URL (PostgreSQL itself when
-    DATABASE_URL is a pooler in transaction mode), else with Django's settings
-    for the database."""
+    """The outbox's notifications, on a connection of its own in autocommit:
+    to DATABASE_LISTEN_URL (PostgreSQL itself when DATABASE_URL is a pooler
+    in transaction mode), else with Django's settings for the database. It
+    LISTENs, and says on the same session when the relay waits (migration
+    commitments 0012: writers notify only then)."""
 
     def __init__(self, stopping: threading.Event) -> None:
         self.stopping = stopping
+        self.name = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         if settings.DATABASE_LISTEN_URL:
             self.pg = psycopg.connect(settings.DATABASE_LISTEN_URL, autocommit=True)
             self._close = self.pg.close
@@ -91,18 +124,31 @@ class _Notifications:
             self._close = wrapper.close
         self.pg.execute(f"LISTEN {OUTBOX_CHANNEL}")
 
-    def wait(self, timeout: float) -> None:
-        """Return at the first notification (those that came while the relay
-        was busy are already waiting), after `timeout`, or soon after stop()."""
-        deadline = time.monotonic() + timeout
+    def announce(self, seconds: float) -> None:
+        """Writers notify from now for `seconds` (and a margin), and those
+        that read otherwise have committed. What was heard before is dropped:
+        the look that follows finds those events."""
+        outbox_relay_waits(self.pg, relay=self.name, seconds=seconds)
+        for _ in self.pg.notifies(timeout=0):
+            pass
+
+    def working(self) -> None:
+        outbox_relay_works(self.pg, relay=self.name)
+
+    def wait(self, deadline: float) -> str:
+        """Return at the first notification ("notified"), at `deadline` (a
+        time.monotonic(): "timed"), or soon after stop() ("stopped")."""
         while not self.stopping.is_set():
             left = deadline - time.monotonic()
             if left <= 0:
-                return
+                return "timed"
             for _ in self.pg.notifies(timeout=min(left, STOP_CHECK), stop_after=1):
-                return
+                return "notified"
+        return "stopped"
 
     def close(self) -> None:
+        with contextlib.suppress(Exception):
+            outbox_relay_gone(self.pg, relay=self.name)
         with contextlib.suppress(Exception):
             self._close()
 
