@@ -3,14 +3,27 @@ with no work on the path of the request that wrote them.
 
 A thread of each Celery worker that consumes the default queue (started by
 config/celery.py when the worker is ready; several relays share the work, as
-each takes its events with SKIP LOCKED). On PostgreSQL it LISTENs
-on `commitments.outbox.OUTBOX_CHANNEL`, which the outbox table's trigger
-notifies on commit, on a connection of its own; each time it wakes, and at
-least every OUTBOX_RELAY_WAIT s (the only schedule on SQLite, which has no
-notifications), it runs `relay.outbox.outbox_relay`. A notification that
-arrives while it relays is read at the next wait, so none is missed; one lost
-with its connection is made up by the next timed look, and an event nobody
-queued at all by the sweep.
+each takes its events with SKIP LOCKED). It runs `relay.outbox.outbox_relay`
+(a look), and while a look finds events it looks again at once: a busy relay
+needs no notification. When one finds none, on PostgreSQL, it says it waits
+(migration commitments 0012: a row of its own in `commitments_outboxwaiter`,
+set on its listening connection under the writers' advisory lock, so that
+the writers committing then are done), looks once more, and waits for a
+notification on `commitments.outbox.OUTBOX_CHANNEL` for at most
+OUTBOX_RELAY_WAIT s; woken, it says it works (writers stop notifying) and
+looks. The outbox trigger notifies at a writer's commit only while some
+relay waits, so under load writes do not queue for PostgreSQL's
+notification lock at commit (docs/benchmarks.md, "Notify only a waiting
+relay"). `Relay.wakes` counts why each wait ended. On SQLite, which has no
+notifications, it looks every OUTBOX_RELAY_WAIT s.
+
+What it misses is made up: a notification that arrives while it looks is
+read at the next wait; one lost with its connection by the timed look; an
+event nobody queued at all by the sweep. A relay that dies while waiting
+leaves its row, and writers notify (the old behaviour, a cost only) until
+its wait and a second are over; one that dies working leaves nothing that
+matters. A relay that stops removes its row (and those of relays not
+waiting then; a live one makes its row again when it next waits).
 
 A database or broker that fails is logged and tried again after a pause; the
 loop ends only with its worker.
