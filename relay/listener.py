@@ -136,6 +136,9 @@ class _Notifications:
             self.pg = wrapper.connection
             self._close = wrapper.close
         self.pg.execute(f"LISTEN {OUTBOX_CHANNEL}")
+        # The rows of relays that died (or reconnected) not waiting go; a
+        # live relay's comes back when it next waits.
+        outbox_relay_gone(self.pg, relay=self.name)
 
     def announce(self, seconds: float) -> None:
         """Writers notify from now for `seconds` (and a margin), and those
