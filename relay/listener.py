@@ -22,8 +22,9 @@ read at the next wait; one lost with its connection by the timed look; an
 event nobody queued at all by the sweep. A relay that dies while waiting
 leaves its row, and writers notify (the old behaviour, a cost only) until
 its wait and a second are over; one that dies working leaves nothing that
-matters. A relay that stops removes its row (and those of relays not
-waiting then; a live one makes its row again when it next waits).
+matters. A relay that starts or stops removes the rows of relays not
+waiting then (its own too when it stops; a live one makes its row again
+when it next waits).
 
 A database or broker that fails is logged and tried again after a pause; the
 loop ends only with its worker.
