@@ -795,9 +795,12 @@ PHASES = (steady, web_host_killed, worker_host_killed, worker_host_cut_off, beat
 
 # --- the checks ----------------------------------------------------------------------------
 
+# A relay's listening session last ran its LISTEN or, since migration
+# commitments 0012, a statement on its row of commitments_outboxwaiter.
 LISTENERS_SQL = (
     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-    "AND query ILIKE 'LISTEN %'"
+    "AND pid <> pg_backend_pid() "
+    "AND (query ILIKE 'LISTEN %' OR query ILIKE '%commitments_outboxwaiter%')"
 )
 # Every delivered nudge's mail: its own Message-ID, or its digest's.
 MAILS_DUE = (

@@ -1,30 +1,76 @@
 """The outbox's processing state, for whoever turns events into work.
 
 `commitments` writes an `OutboxEvent` with every transition; on PostgreSQL
-the insert notifies OUTBOX_CHANNEL when its transaction commits (migration
-0006). These functions let the relay find the events due, and the dispatcher
-claim an event once and put it back after a failure. They know nothing of
-what an event becomes.
+the insert notifies OUTBOX_CHANNEL when its transaction commits, if a relay
+waits (migration 0012: `outbox_relay_waits`, `outbox_relay_works`). These
+functions let the relay say when it waits and find the events due, and the
+dispatcher claim an event once and put it back after a failure. They know
+nothing of what an event becomes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 
+import psycopg
 from django.db import connection
 from django.db.models import F, Min, Q
 
 from commitments.models import Invitation, OutboxEvent
 from lib import leasing
 
-# The channel of migration 0006's trigger: a notification with no payload,
-# sent on commit by every transaction that wrote outbox events.
+# The channel of the outbox trigger (migrations 0006, 0011, 0012): a
+# notification with no payload, sent on commit by a transaction that wrote
+# outbox events while a relay waits.
 OUTBOX_CHANNEL = "outbox_event"
+# The advisory lock of migration 0012's trigger (taken shared by each writer
+# at its commit) and of `outbox_relay_waits` (exclusive).
+OUTBOX_WAIT_LOCK = 7_005_001_296
+OUTBOX_WAITERS = "commitments_outboxwaiter"  # migration 0012's table (no model)
+# How long a waiting relay's row outlives the end of its wait: clocks and the
+# time a wake-up takes; a relay that died waiting costs notifications this
+# much longer.
+WAIT_MARGIN = 1.0  # s
 RETRY_BASE = 30  # seconds before a failed dispatch is tried again
 RETRY_CAP = 2 * 3600
 # While the queue of dispatches is busy, an event queued this many
 # OUTBOX_REQUEUE_AFTER ago is queued again (its message may be lost).
 REQUEUE_LOST_AFTER = 10
+
+
+def outbox_relay_waits(pg: psycopg.Connection, *, relay: str, seconds: float) -> None:
+    """Relay `relay` waits for a notification for up to `seconds` from now:
+    its row in OUTBOX_WAITERS says so until then (and WAIT_MARGIN more), so
+    writers' commits notify. `pg` is the relay's listening connection, in
+    autocommit; one statement, in a transaction that takes OUTBOX_WAIT_LOCK
+    exclusively: it waits for the writers committing now (each holds the
+    lock shared from the trigger's read of the rows to the end of its commit),
+    so when it returns every writer that read "nobody waits" has committed,
+    and the look the relay makes next sees its event. PostgreSQL only."""
+    pg.execute(
+        f"WITH locked AS (SELECT pg_advisory_xact_lock({OUTBOX_WAIT_LOCK})) "  # noqa: S608
+        f"INSERT INTO {OUTBOX_WAITERS} (relay, until) "
+        "SELECT %s, clock_timestamp() + make_interval(secs => %s) FROM locked "
+        "ON CONFLICT (relay) DO UPDATE SET until = EXCLUDED.until",
+        [relay, seconds + WAIT_MARGIN],
+    )
+
+
+def outbox_relay_works(pg: psycopg.Connection, *, relay: str) -> None:
+    """Relay `relay` is awake and looks: writers need not notify it (an
+    UPDATE of its row, which stays: a HOT update, the table one page)."""
+    pg.execute(f"UPDATE {OUTBOX_WAITERS} SET until = NULL WHERE relay = %s", [relay])  # noqa: S608
+
+
+def outbox_relay_gone(pg: psycopg.Connection, *, relay: str) -> None:
+    """Relay `relay` stops: its row goes, and with it those of relays that
+    are not waiting now (gone, or working: a working relay makes its row
+    again when it next waits)."""
+    pg.execute(
+        f"DELETE FROM {OUTBOX_WAITERS} "  # noqa: S608
+        "WHERE relay = %s OR until IS NULL OR until < clock_timestamp()",
+        [relay],
+    )
 
 
 def outbox_events_claim(*, event_ids: list[int], now: dt.datetime) -> list[OutboxEvent]:

@@ -6,9 +6,11 @@ lost, late or delivered twice:
 1. A commitments service writes an `OutboxEvent` in the transaction of the
    change, and that is all the request does. On PostgreSQL the insert
    notifies `commitments.outbox.OUTBOX_CHANNEL` when the transaction commits
-   (a trigger, migration commitments 0006); the relay (`relay/listener.py`, a
-   thread of each worker on the default queue) wakes on it, or every
-   OUTBOX_RELAY_WAIT s without one (SQLite), and `outbox_relay` queues
+   while a relay waits (a trigger, migrations commitments 0006 and 0012); the
+   relay (`relay/listener.py`, a thread of each worker on the default queue)
+   looks again at once while it finds events, wakes on a notification when
+   it waited, or every OUTBOX_RELAY_WAIT s without one (SQLite), and
+   `outbox_relay` queues
    every event due, in batches: `relay.tasks.dispatch_events([...])` for up
    to DISPATCH_BATCH of them (`dispatch_event(id)` for one alone). A refused
    publish puts its events back for the next look.

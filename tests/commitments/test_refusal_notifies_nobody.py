@@ -1,9 +1,11 @@
 """A refused move writes nothing, and on PostgreSQL it also announces
 nothing: its one statement inserts no outbox row, and the outbox trigger
-(migrations commitments 0006 and 0011) notifies the relay only for a
-statement that inserted one. A notifying transaction takes a transaction id
-and, at commit, the cluster's notification lock, so a replayed sync that
-notified queued with the writes it did not make."""
+(migrations commitments 0006, 0011 and 0012) notifies the relay only for a
+row inserted, and only while a relay waits. A notifying transaction takes a
+transaction id and, at commit, the cluster's notification lock, so a
+replayed sync that notified queued with the writes it did not make; and a
+completing move that notifies while no relay waits queues with the others
+for nothing."""
 
 from __future__ import annotations
 
@@ -15,7 +17,13 @@ from audit.services import Actor
 from commitments import services
 from commitments.errors import InvalidTransition, NotPermitted
 from commitments.models import OutboxEvent, Status
-from commitments.outbox import OUTBOX_CHANNEL
+from commitments.outbox import (
+    OUTBOX_CHANNEL,
+    OUTBOX_WAITERS,
+    outbox_relay_gone,
+    outbox_relay_waits,
+    outbox_relay_works,
+)
 from tests.harness.webhooks import mapped_active
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -27,8 +35,12 @@ def listener():
     params.pop("cursor_factory", None)
     params.pop("context", None)
     conn = psycopg.connect(**params, autocommit=True)
+    conn.execute(f"DELETE FROM {OUTBOX_WAITERS}")
     conn.execute(f"LISTEN {OUTBOX_CHANNEL}")
+    # A relay waiting, as the listener's connection says (relay/listener.py).
+    outbox_relay_waits(conn, relay="test", seconds=60)
     yield conn
+    outbox_relay_gone(conn, relay="test")
     conn.close()
 
 
@@ -54,4 +66,21 @@ def test_a_replayed_or_refused_sync_notifies_nobody(listener, assigner, assignee
     with pytest.raises(NotPermitted):
         services.commitment_complete(actor=Actor.for_user(make_user()), commitment_id=commitment.pk)
     assert OutboxEvent.objects.count() == events
+    assert heard(listener, timeout=0.5) == 0
+
+
+def test_a_completing_move_notifies_only_while_a_relay_waits(listener, assigner, assignee):
+    token = Actor.for_user(assigner)
+    for external_id in ("waits-1", "works-1"):
+        mapped_active(assigner, assignee, system="bench", external_id=external_id)
+    heard(listener)  # the creations' and the acceptances'
+
+    services.commitment_complete(actor=token, external_system="bench", external_id="waits-1")
+    assert heard(listener, timeout=2) == 1
+
+    outbox_relay_works(listener, relay="test")  # woken: the relay looks, nobody waits
+    result = services.commitment_complete(
+        actor=token, external_system="bench", external_id="works-1"
+    )
+    assert result.changed and result.commitment.status == Status.COMPLETED
     assert heard(listener, timeout=0.5) == 0

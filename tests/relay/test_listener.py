@@ -1,8 +1,8 @@
 """The relay's loop (relay/listener.py), a thread as beat runs it, against the
 real database: on PostgreSQL a committed transition wakes it through the
-outbox trigger's NOTIFY (migration commitments 0006), long before its timed
-look; anywhere, the timed look finds what was committed; a rolled-back
-transition notifies nobody."""
+outbox trigger's NOTIFY (migrations commitments 0006 and 0012: sent while a
+relay waits), long before its timed look; anywhere, the timed look finds
+what was committed; a rolled-back transition notifies nobody."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from django.db import connection, transaction
 
 from commitments.models import OutboxEvent
-from commitments.outbox import OUTBOX_CHANNEL
+from commitments.outbox import OUTBOX_CHANNEL, OUTBOX_WAITERS, outbox_relay_waits
 from relay.listener import Relay
 from tests.harness.webhooks import mapped_pending
 
@@ -50,11 +50,15 @@ def relay():
 
 
 def listening_connection() -> psycopg.Connection:
+    """LISTENing, and saying it waits as a relay does (writers notify only
+    then: tests/relay/test_waiting.py)."""
     params = connection.get_connection_params()
     params.pop("cursor_factory", None)
     params.pop("context", None)
     conn = psycopg.connect(**params, autocommit=True)
+    conn.execute(f"DELETE FROM {OUTBOX_WAITERS}")
     conn.execute(f"LISTEN {OUTBOX_CHANNEL}")
+    outbox_relay_waits(conn, relay="test", seconds=60)
     return conn
 
 
