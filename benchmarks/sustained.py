@@ -34,16 +34,19 @@ was answered (time.monotonic, the clock every process on the machine shares).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email
 import email.policy
 import json
 import math
+import os
 import re
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -492,7 +495,7 @@ class Run:
     def start_worker(self) -> None:
         args = self.args
         log(f"sustained: the worker on CPU {args.server_cpu}, mail to the sink on {self.sink.port}")
-        self.bench.service.start(
+        self.worker = self.bench.service.start(
             "worker-sustained",
             [
                 *("taskset", "-c", args.server_cpu, PYTHON, "manage.py", "run_worker"),
@@ -526,12 +529,35 @@ class Run:
             "rate": rate,
             "duration": duration,
         }
+        cost_before = self.worker_cost()
         sampler = Sampler(bench.database_url).start()
         load = generate_in_process(args.load_cpu, job)
         ids = commitment_ids(bench.database_url, prefix)
         streams, waited = self.wait_for_arrivals(load, ids, prefix, sampler)
         sampler.stop()
-        return self.figures(rate, duration, load, streams, waited, sampler, left, prefix)
+        figures = self.figures(rate, duration, load, streams, waited, sampler, left, prefix)
+        figures["worker_cost"] = cost_delta(cost_before, self.worker_cost(), figures["streams"])
+        return figures
+
+    def worker_cost(self) -> dict:
+        """Diagnostics: the CPU seconds of the worker processes (the
+        supervisor's children) and the tasks each ran, by name (Celery's
+        `inspect stats`), so far."""
+        cpu: dict[str, float] = {}
+        for child in children_of(self.worker.pid):
+            cpu[str(child)] = process_cpu_seconds(child)
+        tasks: dict[str, int] = {}
+        try:
+            out = run_checked(
+                [PYTHON, "-m", "celery", "-A", "config", "inspect", "stats", "--json", "-t", "5"],
+                dict(self.worker_env(), DJANGO_SETTINGS_MODULE="benchmarks.settings"),
+            )
+            for node in json.loads(out.strip().splitlines()[-1]).values():
+                for name, count in node.get("total", {}).items():
+                    tasks[name] = tasks.get(name, 0) + count
+        except (SystemExit, ValueError, IndexError):
+            log("sustained: could not read the worker's task counts")
+        return {"cpu": cpu, "tasks": tasks}
 
     def wait_for_arrivals(
         self, load: dict, ids: dict[str, str], prefix: str, sampler: Sampler
@@ -637,6 +663,58 @@ class Run:
             },
             "samples": [[round(t - start, 2), o, n, w] for t, o, n, w in sampler.samples],
         }
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for task in (Path("/proc") / str(pid) / "task").glob("*"):
+        with contextlib.suppress(OSError):
+            found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process (all its threads), in seconds."""
+    try:
+        fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cost_delta(before: dict, after: dict, streams: dict) -> dict:
+    """What the worker spent on a step: CPU seconds and tasks run, in all and
+    per delivered row (nudges and webhooks that arrived, and the outbox
+    events, one a call)."""
+    cpu = sum(t - before["cpu"].get(pid, 0.0) for pid, t in after["cpu"].items())
+    tasks = {
+        name: count - before["tasks"].get(name, 0)
+        for name, count in after["tasks"].items()
+        if count - before["tasks"].get(name, 0)
+    }
+    arrived = sum(s["arrived"] for s in streams.values())
+    events = streams.get("inbox->nudge", {}).get("sent", 0) + streams.get("sync->nudge", {}).get(
+        "sent", 0
+    )
+    total = sum(tasks.values())
+    return {
+        "cpu_s": round(cpu, 2),
+        "tasks": tasks,
+        "tasks_total": total,
+        "delivered": arrived,
+        "events": events,
+        "cpu_ms_per_delivered": round(1000 * cpu / arrived, 2) if arrived else None,
+        "tasks_per_delivered": round(total / arrived, 3) if arrived else None,
+        "events_per_dispatch_task": round(
+            events
+            / max(
+                1,
+                tasks.get("relay.tasks.dispatch_events", 0)
+                + tasks.get("relay.tasks.dispatch_event", 0),
+            ),
+            2,
+        ),
+    }
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -773,6 +851,14 @@ def step_lines(figures: dict, inbox_peak: float | None = None) -> list[str]:
         f"(inbox answered {w['inbox_per_s']}/s, sync {w['sync_per_s']}/s: each tells one person), "
         f"webhooks {w['webhooks_per_s']}/s (sync answered {w['sync_per_s']}/s){peak}"
     )
+    cost = figures.get("worker_cost")
+    if cost:
+        lines.append(
+            f"  worker cost: {cost['cpu_s']} CPU s, {cost['tasks_total']} tasks for "
+            f"{cost['delivered']} delivered ({cost['cpu_ms_per_delivered']} ms CPU and "
+            f"{cost['tasks_per_delivered']} tasks a delivered row; "
+            f"{cost['events_per_dispatch_task']} events a dispatch task): {cost['tasks']}"
+        )
     return lines
 
 

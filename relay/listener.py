@@ -5,7 +5,10 @@ A thread of each Celery worker that consumes the default queue (started by
 config/celery.py when the worker is ready; several relays share the work, as
 each takes its events with SKIP LOCKED). It runs `relay.outbox.outbox_relay`
 (a look), and while a look finds events it looks again at once: a busy relay
-needs no notification. When one finds none, on PostgreSQL, it says it waits
+needs no notification. Nor does one whose dispatch messages still wait in the
+broker (relay.outbox: each tops its batch up with what is due when it runs,
+and the relay queues nothing meanwhile): it looks again every
+BROKER_BUSY_PAUSE s until they are taken. When one finds none, on PostgreSQL, it says it waits
 (migration commitments 0012: a row of its own in `commitments_outboxwaiter`,
 set on its listening connection under the writers' advisory lock, so that
 the writers committing then are done), looks once more, and waits for a
@@ -51,12 +54,15 @@ from commitments.outbox import (
     outbox_relay_waits,
     outbox_relay_works,
 )
-from relay.outbox import outbox_relay
+from relay.outbox import dispatches_waiting, outbox_relay
 
 log = logging.getLogger(__name__)
 
 FAILURE_PAUSE = 2.0  # s before trying again after the database or broker failed
 STOP_CHECK = 0.5  # s: how soon a waiting relay notices stop()
+# s between looks while dispatch messages wait in the broker (no notification
+# comes then: writers notify only a waiting relay).
+BROKER_BUSY_PAUSE = 0.05
 
 
 class Relay(threading.Thread):
@@ -65,8 +71,9 @@ class Relay(threading.Thread):
         self.stopping = threading.Event()
         self.relayed = 0  # events queued since the start (for tests and logs)
         # Why each wait ended (PostgreSQL): "notified", "timed" (its
-        # OUTBOX_RELAY_WAIT went by) or "stopped"; and "found late" counts
-        # the looks made after saying it waits that found events.
+        # OUTBOX_RELAY_WAIT went by) or "stopped"; "found late" counts the
+        # looks made after saying it waits that found events, and "broker
+        # busy" the pauses, not waiting, while dispatch messages wait.
         self.wakes: Counter[str] = Counter()
         self.waiting = threading.Event()  # set while it waits (for tests)
 
@@ -99,6 +106,14 @@ class Relay(threading.Thread):
                 self.relayed += found
                 if found:
                     continue  # busy: nobody notifies it, it looks again at once
+                if dispatches_waiting():
+                    # Dispatch messages still wait in the broker, and each
+                    # tops its batch up with what is due when it runs: the
+                    # relay is not told (writers do not notify), it looks
+                    # again shortly, and queues once they are taken.
+                    self.wakes["broker busy"] += 1
+                    self.stopping.wait(BROKER_BUSY_PAUSE)
+                    continue
                 # Nothing due: from now writers notify, those committing now
                 # are done, one more look finds theirs, and then it waits.
                 wait = settings.OUTBOX_RELAY_WAIT

@@ -70,23 +70,32 @@ DISPATCH_BATCH = 20  # outbox events per dispatch task
 
 def outbox_relay(*, now: dt.datetime | None = None, limit: int = SWEEP_BATCH) -> int:
     """Queue the dispatch of every outbox event that is due (committed, or its
-    back-off over) and was not queued in the last OUTBOX_REQUEUE_AFTER s
-    (while dispatch messages wait in the broker, not one queued before whose
-    message may be among them: `_dispatches_waiting`); the relay calls it
-    each time it wakes. Returns how many were queued. Events
-    go in batches of DISPATCH_BATCH (`dispatch_events`; one alone as
+    back-off over) and was not queued in the last OUTBOX_REQUEUE_AFTER s;
+    the relay calls it each time it wakes. Returns how many were queued.
+    Events go in batches of DISPATCH_BATCH (`dispatch_events`; one alone as
     `dispatch_event`). Each publish is tried once: when the broker refuses
     one, that batch and the rest are put back, due at once, for the next
-    look (and the sweep)."""
+    look (and the sweep).
+
+    While dispatch messages wait in the broker (a backlog:
+    `dispatches_waiting`) it queues nothing: each of those, when a worker
+    runs it, tops its batch up with what is due then, up to DISPATCH_BATCH
+    (`outbox_events_dispatch_due`), so a backlog is dispatched in batches
+    as large as it allows, by about one task per DISPATCH_BATCH events,
+    where queueing each look's one or two new events as a task of their own
+    left it in the broker as many tiny tasks (issue 29: 2.6 events a task
+    with 450 waiting). Once the queue is empty, the next look (at most
+    OUTBOX_RELAY_WAIT s later) queues what is left."""
     now = now or timezone.now()
-    busy = _dispatches_waiting()
+    if dispatches_waiting():
+        # Those messages pull what is due when they run (`outbox_events_dispatch_due`).
+        return 0
     with transaction.atomic():
         due = outbox_events_take_due(
             now=now,
             grace=dt.timedelta(0),
             requeue_after=dt.timedelta(seconds=settings.OUTBOX_REQUEUE_AFTER),
             limit=limit,
-            queue_busy=busy,
         )
     for start in range(0, len(due), DISPATCH_BATCH):
         if not _enqueue_events(due[start : start + DISPATCH_BATCH], retry=False):
@@ -96,7 +105,7 @@ def outbox_relay(*, now: dt.datetime | None = None, limit: int = SWEEP_BATCH) ->
     return len(due)
 
 
-def _dispatches_waiting() -> bool:
+def dispatches_waiting() -> bool:
     """Whether dispatch messages wait in the broker, not yet taken by a
     worker: then an event queued before may still have its message there,
     and is not queued again (`outbox_events_take_due`'s `queue_busy`). A
@@ -150,6 +159,38 @@ def _dispatch(*, event_ids: list[int], now: dt.datetime) -> list[uuid.UUID]:
     return nudges + webhook_deliveries_create_many(events=events, now=now)
 
 
+def outbox_events_dispatch_due(*, events: list[tuple[int, str]]) -> int:
+    """What the dispatch tasks run: their events, topped up to
+    DISPATCH_BATCH with the events due now that nobody queued or holds
+    (`outbox_events_take_due`: SKIP LOCKED, stamped as queued, so a worker
+    that dies after this leaves them to the sweep, as a lost message does),
+    dispatched together (`outbox_events_dispatch`). One alone and nothing
+    due with it is dispatched as `dispatch_event` always did (its failure
+    raised to the task). Returns how many it dispatched."""
+    events = _topped_up(events, now=timezone.now())
+    if len(events) == 1:
+        outbox_event_dispatch(event_id=events[0][0])
+        return 1
+    return outbox_events_dispatch(events=events)
+
+
+def _topped_up(events: list[tuple[int, str]], *, now: dt.datetime) -> list[tuple[int, str]]:
+    room = DISPATCH_BATCH - len(events)
+    if room <= 0:
+        return events
+    with transaction.atomic():
+        more = outbox_events_take_due(
+            now=now,
+            grace=dt.timedelta(0),
+            requeue_after=dt.timedelta(seconds=settings.OUTBOX_REQUEUE_AFTER),
+            limit=room,
+        )
+    mine = {event_id for event_id, _ in events}
+    return events + [
+        (event_id, request_id or "") for event_id, request_id in more if event_id not in mine
+    ]
+
+
 def outbox_events_dispatch(*, events: list[tuple[int, str]]) -> int:
     """Dispatch a batch of events (`dispatch_events`) in one transaction, a
     few statements for the batch: each event still once (the claim), each
@@ -200,7 +241,7 @@ def outbox_sweep(*, now: dt.datetime | None = None) -> SweepResult:
     """Queue what is due and nobody is working on."""
     now = now or timezone.now()
     requeue_after = dt.timedelta(seconds=settings.OUTBOX_REQUEUE_AFTER)
-    busy = _dispatches_waiting()
+    busy = dispatches_waiting()
     with transaction.atomic():
         events = outbox_events_take_due(
             now=now,

@@ -9,18 +9,21 @@ import dataclasses
 
 from celery import shared_task
 
+from lib.logs import request_id_var
 from relay import outbox
 
 
 @shared_task(name="relay.tasks.dispatch_event")
 def dispatch_event(event_id: int) -> None:
-    outbox.outbox_event_dispatch(event_id=event_id)
+    # Topped up with what is due when it runs (outbox.outbox_events_dispatch_due).
+    # Under its request's id (config/celery.py set it from the message).
+    outbox.outbox_events_dispatch_due(events=[(int(event_id), request_id_var.get() or "")])
 
 
 @shared_task(name="relay.tasks.dispatch_events")
 def dispatch_events(events: list[list]) -> int:
     # [[event id, request id], ...]: a batch the relay or the sweep queued.
-    return outbox.outbox_events_dispatch(events=[(int(e), str(r or "")) for e, r in events])
+    return outbox.outbox_events_dispatch_due(events=[(int(e), str(r or "")) for e, r in events])
 
 
 @shared_task(name="relay.tasks.sweep")

@@ -5,8 +5,11 @@ the webhooks' own queue (settings.WEBHOOK_QUEUE, CELERY_TASK_ROUTES)."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import uuid
 
+from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from audit.models import AuditAction
@@ -17,9 +20,12 @@ from webhooks import payloads, tasks
 from webhooks.models import (
     OWNER_INACTIVE_REASON,
     WebhookDelivery,
+    WebhookDeliveryStatus,
     WebhookEndpoint,
     WebhookPayload,
 )
+
+log = logging.getLogger(__name__)
 
 
 def webhooks_queue_on_commit(delivery_ids: list) -> None:
@@ -120,8 +126,57 @@ def webhook_deliveries_create_many(
     WebhookDelivery.objects.bulk_create(deliveries_made)
     WebhookPayload.objects.bulk_create(bodies)
     ids = [delivery.pk for delivery in deliveries_made]
-    webhooks_queue_on_commit(ids)
+    transaction.on_commit(lambda: _queue_unless_in_flight(ids))
     return ids
+
+
+def _queue_unless_in_flight(delivery_ids: list) -> None:
+    """Once the dispatch commits: queue the new deliveries, except those
+    whose endpoint has a send in flight (a live lease): these are left
+    waiting for their turn as their task would leave them (`sending._claim_many`:
+    due after WEBHOOK_TIMEOUT, not stamped as queued), without the task. The
+    send in flight is seen after they committed, so the batch sending it
+    sees them when it ends and queues its endpoint's line
+    (`turns.next_in_line`: a delivery never tried waits for its turn,
+    whatever its due time); should that worker die, the sweep queues them
+    once due. Under a steady stream to one endpoint (issue 29: every sync's
+    webhook goes to one person's endpoint), each dispatch queued a task that
+    only took the person's turn lock to find the endpoint busy, ahead of the
+    line's next batch. Unlocked: leaving a delivery waiting is always safe."""
+    try:
+        waiting = _left_for_the_line(delivery_ids)
+    except Exception:
+        log.warning("Could not tell whether the endpoints are busy; queueing.", exc_info=True)
+        waiting = set()
+    webhooks_queue_on_commit([pk for pk in delivery_ids if pk not in waiting])
+
+
+def _left_for_the_line(delivery_ids: list) -> set:
+    """The deliveries whose endpoint has a send in flight, left waiting."""
+    now = timezone.now()
+    rows = WebhookDelivery.objects.filter(pk__in=delivery_ids)
+    busy = set(
+        WebhookDelivery.objects.filter(
+            endpoint_id__in=rows.values("endpoint_id"),
+            status=WebhookDeliveryStatus.SENDING,
+            claimed_until__gt=now,
+        )
+        .exclude(pk__in=delivery_ids)
+        .values_list("endpoint_id", flat=True)
+    )
+    waiting = set()
+    if busy:
+        waiting = set(
+            rows.filter(endpoint_id__in=busy, status=WebhookDeliveryStatus.PENDING).values_list(
+                "pk", flat=True
+            )
+        )
+        WebhookDelivery.objects.filter(pk__in=waiting, status=WebhookDeliveryStatus.PENDING).update(
+            next_attempt_at=now + dt.timedelta(seconds=settings.WEBHOOK_TIMEOUT),
+            enqueued_at=None,
+            updated_at=now,
+        )
+    return waiting
 
 
 def webhook_deliveries_take_due(

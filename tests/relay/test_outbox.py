@@ -49,7 +49,7 @@ def _settings(settings):
 
 def empty_the_queues() -> None:
     """The relay queues nothing again while dispatches wait in the broker
-    (relay.outbox._dispatches_waiting): messages earlier tests published, which
+    (relay.outbox.dispatches_waiting): messages earlier tests published, which
     no worker took, would hold up this test's relay and sweep."""
     from celery import current_app
     from kombu.exceptions import ChannelError

@@ -18,8 +18,9 @@ from django.utils import timezone
 from audit.services import Actor
 from commitments import services
 from commitments.models import EventKind, OutboxEvent
-from commitments.outbox import REQUEUE_LOST_AFTER, outbox_event_retry_later
+from commitments.outbox import outbox_event_retry_later
 from relay import outbox
+from relay import tasks as relay_tasks
 from tests.harness.services import purge_queue
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres, pytest.mark.redis]
@@ -59,6 +60,25 @@ def queued_ids(client) -> list[int]:
     return sorted(ids)
 
 
+def run_waiting(client) -> int:
+    """Take the first dispatch message off the queue and run its task here,
+    as a worker would: returns how many events it dispatched."""
+    before = OutboxEvent.objects.filter(dispatched_at__isnull=False).count()
+    message = json.loads(client.lpop("celery"))
+    (arg,) = json.loads(base64.b64decode(message["body"]))[0]
+    if isinstance(arg, list):
+        relay_tasks.dispatch_events(arg)
+    else:
+        relay_tasks.dispatch_event(arg)
+    return OutboxEvent.objects.filter(dispatched_at__isnull=False).count() - before
+
+
+def dispatched(events) -> bool:
+    return not OutboxEvent.objects.filter(
+        pk__in=[e.pk for e in events], dispatched_at__isnull=True
+    ).exists()
+
+
 def test_an_event_whose_message_still_waits_is_not_queued_again(broker, assigner, assignee):
     events = [ask(assigner, assignee, n) for n in range(3)]
     start = timezone.now()
@@ -66,48 +86,61 @@ def test_an_event_whose_message_still_waits_is_not_queued_again(broker, assigner
     assert queued_ids(broker) == [e.pk for e in events]  # one batch
 
     # Long after OUTBOX_REQUEUE_AFTER, the batch still waits (a backlog):
-    # neither the relay nor the sweep queues it again; a new event goes.
+    # neither the relay nor the sweep queues it again; nor does the relay
+    # queue a new event while the queue is busy: the message waiting pulls
+    # it when it runs.
     later = start + dt.timedelta(seconds=3 * REQUEUE)
     assert outbox.outbox_relay(now=later) == 0
     assert outbox.outbox_sweep(now=later).events == 0
     fresh = ask(assigner, assignee, 3)
-    assert outbox.outbox_relay(now=later) == 1
-    assert queued_ids(broker) == sorted([e.pk for e in events] + [fresh.pk])
-
-    # A dispatch that failed was taken off the queue: due after its back-off,
-    # it is queued again, waiting messages or not.
-    outbox_event_retry_later(event_id=events[0].pk, now=later)
-    assert outbox.outbox_relay(now=later + dt.timedelta(seconds=60)) == 1
-    assert queued_ids(broker).count(events[0].pk) == 2
+    assert outbox.outbox_relay(now=later) == 0
+    assert queued_ids(broker) == [e.pk for e in events]
+    assert run_waiting(broker) == 4  # its three, and the new one with them
+    assert dispatched([*events, fresh])
+    assert queued_ids(broker) == []
 
 
-def test_once_the_messages_were_taken_what_is_still_undispatched_is_queued_again(
+def test_a_failed_dispatch_is_pulled_by_the_next_message_that_runs(broker, assigner, assignee):
+    """A dispatch that failed was taken off the queue: due after its
+    back-off, the next dispatch message a worker runs takes it with its own,
+    waiting messages or not."""
+    first = ask(assigner, assignee, 0)
+    assert outbox.outbox_relay() == 1
+    broker.delete("celery")  # taken, and its dispatch failed:
+    outbox_event_retry_later(event_id=first.pk, now=timezone.now())
+    second = ask(assigner, assignee, 1)
+    assert outbox.outbox_relay() == 1
+    assert queued_ids(broker) == [second.pk]  # busy from here on
+    assert run_waiting(broker) == 1  # its back-off is not over
+    assert dispatched([second]) and not dispatched([first])
+    third = ask(assigner, assignee, 2)
+    assert outbox.outbox_relay() == 1
+    OutboxEvent.objects.filter(pk=first.pk).update(next_attempt_at=timezone.now())  # over
+    assert run_waiting(broker) == 2
+    assert dispatched([first, third])
+
+
+def test_a_message_lost_while_the_queue_stays_busy_is_pulled_once_due_again(
     broker, assigner, assignee
 ):
-    """A worker took the message and died before the dispatch committed (or
-    the broker lost it): with nothing waiting, queued again after
-    OUTBOX_REQUEUE_AFTER, as before."""
+    """The broker lost an event's message while the queue stays busy: the
+    relay queues nothing then, and the messages that run take the event once
+    its stamp (OUTBOX_REQUEUE_AFTER) ran out: no new message for it."""
     event = ask(assigner, assignee, 0)
-    start = timezone.now()
-    assert outbox.outbox_relay(now=start) == 1
-    broker.delete("celery")  # taken
-    assert outbox.outbox_relay(now=start + dt.timedelta(seconds=REQUEUE / 2)) == 0
-    assert outbox.outbox_relay(now=start + dt.timedelta(seconds=REQUEUE + 1)) == 1
-    assert queued_ids(broker) == [event.pk]
-
-
-def test_a_message_lost_while_the_queue_stays_busy_is_queued_again_in_the_end(
-    broker, assigner, assignee
-):
-    event = ask(assigner, assignee, 0)
-    start = timezone.now()
-    assert outbox.outbox_relay(now=start) == 1
+    assert outbox.outbox_relay() == 1
     broker.delete("celery")  # lost
     other = ask(assigner, assignee, 1)
     assert outbox.outbox_relay() == 1  # the queue is busy from here on
-    assert queued_ids(broker) == [other.pk]
-    nearly = start + dt.timedelta(seconds=REQUEUE_LOST_AFTER * REQUEUE - 1)
-    assert outbox.outbox_relay(now=nearly) == 0
-    lost = start + dt.timedelta(seconds=REQUEUE_LOST_AFTER * REQUEUE + 1)
-    assert outbox.outbox_relay(now=lost) == 2
-    assert queued_ids(broker).count(event.pk) == 1
+    late = ask(assigner, assignee, 2)
+    assert outbox.outbox_relay() == 0
+    assert run_waiting(broker) == 2  # its own and the new one; the lost one is stamped
+    assert dispatched([other, late]) and not dispatched([event])
+    assert outbox.outbox_relay() == 0  # stamped: not before OUTBOX_REQUEUE_AFTER
+    more = ask(assigner, assignee, 3)
+    assert outbox.outbox_relay() == 1
+    stamp_ran_out = timezone.now() - dt.timedelta(seconds=1)
+    OutboxEvent.objects.filter(pk=event.pk).update(next_attempt_at=stamp_ran_out)
+    assert outbox.outbox_relay() == 0  # busy
+    assert run_waiting(broker) == 2
+    assert dispatched([event, more])
+    assert queued_ids(broker) == []

@@ -247,3 +247,46 @@ def test_a_stopped_relay_leaves_no_row(relay, settings, published):
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {OUTBOX_WAITERS}")
         assert cursor.fetchone() == (0,)
+
+
+@pytest.mark.redis
+def test_a_relay_whose_dispatches_wait_in_the_broker_is_not_notified_and_queues_once_taken(
+    assigner, assignee, relay, settings, listener
+):
+    """While dispatch messages wait in the broker (each tops its batch up with
+    what is due when it runs: relay.outbox), the relay does not say it waits,
+    so writers do not notify; it looks again shortly, and once the messages
+    are taken it queues what is due, then waits as before."""
+    import os
+
+    import redis
+
+    from relay.outbox import outbox_relay
+    from tests.harness.services import purge_queue
+
+    settings.OUTBOX_RELAY_WAIT = 60
+    url = os.environ["REDIS_URL"]
+    purge_queue(url)
+    broker = redis.Redis.from_url(url)
+    try:
+        mapped_pending(assigner, assignee, external_id="first")
+        assert outbox_relay() == 1 and broker.llen("celery") == 1
+        thread = relay()
+        assert wait_for(lambda: thread.wakes["broker busy"] >= 3)
+        assert not thread.waiting.is_set() and thread.relayed == 0
+        mapped_pending(assigner, assignee, external_id="while-busy")
+        assert heard(listener) == 0  # nobody waits: not notified
+
+        broker.delete("celery")  # a worker took the message
+        # The relay's next look queues the event written meanwhile.
+        assert wait_for(lambda: broker.llen("celery") == 1)
+        assert thread.relayed == 1
+        broker.delete("celery")
+        assert wait_for(thread.waiting.is_set)  # nothing due: it waits, and is told
+        mapped_pending(assigner, assignee, external_id="while-waiting")
+        assert heard(listener, timeout=2) == 1
+        assert wait_for(lambda: broker.llen("celery") == 1)
+        assert thread.wakes["notified"] == 1
+    finally:
+        purge_queue(url)
+        broker.close()
