@@ -380,6 +380,33 @@ def _from_row(
     return instance
 
 
+def from_rows(
+    model: type[Model], rows: Sequence[Sequence[Any]], using: str = "default"
+) -> list[Any]:
+    """Instances of `model` from rows of its concrete fields' columns (in the
+    fields' order; a row may have more columns after them, which are left
+    out), their values converted as a query's are: what a raw query's rows
+    become without RawQuerySet's work of matching columns by name."""
+    connection = connections[using]
+    fields: list[Any] = list(model._meta.concrete_fields)
+    table = model._meta.db_table
+    convert = []
+    for field in fields:
+        column = field.get_col(table)
+        converters = connection.ops.get_db_converters(column) + field.get_db_converters(connection)
+        convert.append((column, converters))
+    names = [f.attname for f in fields]
+    out = []
+    for row in rows:
+        values = []
+        for (column, converters), value in zip(convert, row, strict=False):
+            for converter in converters:
+                value = converter(value, column, connection)
+            values.append(value)
+        out.append(model.from_db(using, names, values))
+    return out
+
+
 def _marks(value: Any, marker: Any) -> bool:
     if marker is None:
         return False
