@@ -25,8 +25,10 @@ logger with the service's settings (config/gunicorn.py), which every call
 pays under gunicorn and the bare floor does not (`x bare+log`).
 
 With `--cprofile NAME` the calls to NAME (an endpoint, `bare` or
-`accesslog`) run again under cProfile and the functions with the most
-cumulative time are printed.
+`accesslog`) run again under cProfile on the process's CPU clock (the waits
+on PostgreSQL and Redis left out; `--profile-clock wall` keeps them) and the
+functions with the most cumulative time (`--sort tottime`: own time) are
+printed.
 
 Needs DATABASE_URL (PostgreSQL; the run makes its own database, the name
 given plus `_profile`) and REDIS_URL. See docs/benchmarks.md.
