@@ -60,6 +60,10 @@ class Actor:
         return data
 
 
+# AuditAction.values is a list made again at each read.
+_ACTIONS = frozenset(AuditAction.values)
+
+
 class UnknownAuditAction(ValueError):
     """An action that is not an `AuditAction`: a programming error, raised
     before anything is written."""
@@ -76,7 +80,7 @@ def audit_event_build(
     with the change it records (lib.db.write_together, one statement).
     Every write passes here, so an action outside `AuditAction` (a bare
     string typed past the type checker) is refused at once."""
-    if action not in AuditAction.values:
+    if action not in _ACTIONS:
         raise UnknownAuditAction(
             f"{action!r} is not an audit action: add it to audit.models.AuditAction."
         )

@@ -17,7 +17,8 @@ import functools
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import Enum
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from django.conf import settings
@@ -25,7 +26,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, OuterRef, Subquery
+from django.db.models import F, Model, OuterRef, Subquery
 from django.utils import timezone
 
 from accounts.selectors import users_with_verified_primary_email
@@ -62,7 +63,7 @@ from commitments.models import (
     ProposalState,
     Status,
 )
-from lib.db import Decide, Decided, row_version, write_decided, write_together
+from lib.db import Decide, Decided, Later, row_version, write_decided, write_together
 from lib.logs import request_id_var
 from lib.text import is_blank, strip_blank
 
@@ -190,7 +191,17 @@ def _refused(
     raise _Beaten()
 
 
-def _superseding(commitment: Commitment, *, now: dt.datetime) -> list[Any]:
+@dataclass(frozen=True)
+class _Supersede:
+    """The write that closes a commitment's open proposal, if it has one, as
+    superseded (`_superseding`): `commitment_id` the commitment's id (or its
+    stand-in, lib.db.Decide's marker), at `now`."""
+
+    commitment_id: Any
+    now: dt.datetime
+
+
+def _superseding(commitment: Commitment, *, now: dt.datetime) -> list[_Supersede]:
     """The write that closes the commitment's open proposal, if it has one,
     as superseded: for `_record`'s `updates_where`. A move that changes the
     terms, the status or the person asked leaves no proposal on terms that
@@ -202,12 +213,7 @@ def _superseding(commitment: Commitment, *, now: dt.datetime) -> list[Any]:
     if connection.vendor != "postgresql" and known is None:
         return []
     commitment.open_proposal_id = None  # type: ignore[attr-defined]  # the read's annotation
-    return [
-        (
-            Proposal.objects.filter(commitment_id=commitment.pk, state=ProposalState.OPEN),
-            {"state": ProposalState.SUPERSEDED, "answered_at": now},
-        )
-    ]
+    return [_Supersede(commitment.pk, now)]
 
 
 def _check(commitment: Commitment, *, actor: Actor, move: str, replay_into: str = "") -> bool:
@@ -254,7 +260,7 @@ def _record(
     detail: dict[str, Any] | None = None,
     inserts: Sequence[Any] = (),
     updates: Sequence[tuple[Any, Sequence[str]]] = (),
-    updates_where: Sequence[Any] = (),
+    updates_where: Sequence[_Supersede] = (),
     move: str = "",
     lookup: dict[str, Any] | None = None,
     terms_version: int | None = None,
@@ -314,12 +320,11 @@ def _record(
         changed=changed,
         terms_version=terms_version,
         judge=judge,
+        supersede=updates_where,
     )
     if isinstance(decide, Decided):  # nobody the actor is may make it
         return decide
-    return write_decided(
-        decide, inserts=[*inserts, *rows], updates=updates, updates_where=updates_where
-    )
+    return write_decided(decide, inserts=[*inserts, *rows], updates=updates)
 
 
 def _decide(
@@ -331,19 +336,23 @@ def _decide(
     changed: Sequence[str],
     terms_version: int | None,
     judge: bool = False,
-) -> Decide | Decided:
+    supersede: Sequence[_Supersede] = (),
+) -> Later | Decided:
     """The compare-and-set of `move`: the commitment `lookup` finds, if it
     has a status `move` starts from and `actor` is someone the table lets
     make it, set to the `changed` fields' new values. After a read
     (`_read`): also the status and terms version read, and the version of
     the row. Without one: the terms version shown (`terms_version`), if any.
     With `judge`, what `lookup` finds is read when it is refused
-    (`Decide.found`). When `actor` may make `move` on no commitment, the
-    refusal at once (Decided, with the row read to judge by, if `judge`)."""
+    (`Decide.found`). With it, the `supersede` writes. When `actor` may make
+    `move` on no commitment, the refusal at once (Decided, with the row read
+    to judge by, if `judge`).
+
+    As a lib.db.Later: the querysets are built from the inputs (each value
+    they hold, a user as its key), once per shape on PostgreSQL."""
     rule = MOVES[move]
-    found = Commitment.objects.filter(**lookup)
-    who = who_may(rule, actor=actor)
-    if who is None:
+    if who_may(rule, actor=actor) is None:
+        found = Commitment.objects.filter(**lookup)
         return Decided(None, found.first() if judge else None)
     statuses = set(rule.from_statuses)
     judged = getattr(commitment, "judged_status", None)
@@ -355,16 +364,85 @@ def _decide(
         version = commitment.row_version  # type: ignore[attr-defined]  # _read's
     elif terms_version is not None:
         conditions["terms_version"] = terms_version
-    queryset = found.filter(who, status__in=sorted(statuses), **conditions)
     meta = commitment._meta
     values = {name: meta.get_field(name).pre_save(commitment, False) for name in changed}  # type: ignore[union-attr]  # concrete fields
-    return Decide(
-        queryset,
-        values,
-        version=version,
-        marker=None if "pk" in lookup else commitment.pk,
-        found=found if judge else None,
+    marker = None if "pk" in lookup else commitment.pk
+    # The inputs, in this order: lookup's, the actor's key, the statuses, the
+    # conditions', the values', the version, the marker, each superseding's.
+    names = sorted(lookup)
+    ordered_statuses = sorted(statuses)
+    inputs = [_plain(lookup[name]) for name in names]
+    inputs.append(actor.user.pk)
+    inputs += [_plain(status) for status in ordered_statuses]
+    inputs += [_plain(conditions[name]) for name in sorted(conditions)]
+    inputs += [_plain(values[name]) for name in changed]
+    if version is not None:
+        inputs.append(version)
+    if marker is not None:
+        inputs.append(marker)
+    for item in supersede:
+        inputs += [item.commitment_id, item.now]
+        inputs += [ProposalState.OPEN.value, ProposalState.SUPERSEDED.value]
+    shape = (
+        move,
+        tuple(names),
+        actor.kind,
+        actor.token_id is not None,
+        len(ordered_statuses),
+        tuple(sorted(conditions)),
+        tuple(changed),
+        version is not None,
+        marker is not None,
+        len(supersede),
+        judge,
     )
+    n_statuses = len(ordered_statuses)
+
+    def build(*values_in: Any) -> tuple[Decide, list[tuple[Any, dict[str, Any]]]]:
+        at = iter(values_in)
+        found = Commitment.objects.filter(**{name: next(at) for name in names})
+        who = who_may(rule, actor=replace(actor, user=_Key(next(at))))
+        assert who is not None  # as above: the same actor's kind
+        in_statuses = [next(at) for _ in range(n_statuses)]
+        kept_conditions = {name: next(at) for name in sorted(conditions)}
+        new_values = {name: next(at) for name in changed}
+        kept_version = next(at) if version is not None else None
+        kept_marker = next(at) if marker is not None else None
+        where = []
+        for _ in supersede:
+            pk, now, open_state, superseded = next(at), next(at), next(at), next(at)
+            where.append(
+                (
+                    Proposal.objects.filter(commitment_id=pk, state=open_state),
+                    {"state": superseded, "answered_at": now},
+                )
+            )
+        queryset = found.filter(who, status__in=in_statuses, **kept_conditions)
+        decide = Decide(
+            queryset,
+            new_values,
+            version=kept_version,
+            marker=kept_marker,
+            found=found if judge else None,
+        )
+        return decide, where
+
+    return Later(shape, tuple(inputs), build)
+
+
+@dataclass(frozen=True)
+class _Key:
+    """A user as `who_may` reads one: its key."""
+
+    pk: Any
+
+
+def _plain(value: Any) -> Any:
+    """A choice (Status.COMPLETED) as its plain value, a row as its key: as
+    the database gets them."""
+    if isinstance(value, Enum):
+        return value.value
+    return value.pk if isinstance(value, Model) else value
 
 
 def _written(decided: Decided) -> Commitment:

@@ -43,13 +43,13 @@ from integrations.authentication import BearerTokenAuthentication, TokenMayCall,
 from integrations.models import ApiToken
 from integrations.serializers import (
     CommitmentListQuerySerializer,
-    InboxCreatedSerializer,
     InboxSerializer,
-    SyncResultSerializer,
     SyncSerializer,
     commitment_body,
     cursor_for,
     history_body,
+    inbox_created_body,
+    sync_result_body,
 )
 from lib.api_errors import ApiError, flatten_errors
 from lib.json_api import JsonOnlyNegotiation, validated_body
@@ -143,8 +143,7 @@ class InboxView(TokenApiView):
             external_system=data["externalSystem"],
             external_id=data["externalId"],
         )
-        body = InboxCreatedSerializer({"id": commitment.pk}).data
-        return Response(body, status=status.HTTP_201_CREATED)
+        return Response(inbox_created_body(commitment.pk), status=status.HTTP_201_CREATED)
 
 
 class SyncView(TokenApiView):
@@ -159,14 +158,12 @@ class SyncView(TokenApiView):
             external_id=data["externalId"],
             replay_is_noop=True,
         )
-        body = SyncResultSerializer(
-            {
-                "id": result.commitment.pk,
-                "status": result.commitment.status,
-                "previousStatus": result.previous_status,
-                "changed": result.changed,
-            }
-        ).data
+        body = sync_result_body(
+            commitment_id=result.commitment.pk,
+            status=result.commitment.status,
+            previous_status=result.previous_status,
+            changed=result.changed,
+        )
         return Response(body, status=status.HTTP_200_OK)
 
 

@@ -1,6 +1,7 @@
 """Bearer-token authentication for the public API (DRF).
 
-One query finds the token and its owner (by digest, through the unique index).
+One query finds the token and its owner (by digest, through the unique index),
+its text compiled by Django once (lib.db.Prepared).
 Anything wrong with the credentials (missing, malformed, unknown, revoked,
 expired, or an owner who can no longer sign in) is `401 unauthorized` with
 `WWW-Authenticate: Bearer`, through the one exception handler. The first refused
@@ -43,10 +44,17 @@ from rest_framework.request import Request
 from integrations import services, tokens
 from integrations.models import ApiToken
 from lib.client_address import address_in_networks, client_ip
+from lib.db import Prepared
 
 KEYWORD = "Bearer"
 LAST_USED_RESOLUTION = dt.timedelta(minutes=1)
 INVALID_TOKEN = "The bearer token is not valid (unknown, revoked or expired)."
+
+# The token with its owner, by the digest's unique index: compiled once
+# (lib.db.Prepared), the statement of every call to the token API.
+_token_by_digest = Prepared(
+    lambda digest: ApiToken.objects.select_related("user").filter(digest=digest).order_by()[:1]
+)
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -67,10 +75,11 @@ class BearerTokenAuthentication(BaseAuthentication):
         return self._authenticate_token(credentials)
 
     def _authenticate_token(self, plaintext: str) -> tuple[object, ApiToken]:
-        try:
-            token = ApiToken.objects.select_related("user").get(digest=tokens.digest(plaintext))
-        except ApiToken.DoesNotExist:
-            raise exceptions.AuthenticationFailed(INVALID_TOKEN) from None
+        found = _token_by_digest(tokens.digest(plaintext))
+        if not found:
+            raise exceptions.AuthenticationFailed(INVALID_TOKEN)
+        token = found[0]
+        assert isinstance(token, ApiToken)  # the read's model
         # The row was found by equality on the digest; compare again in constant
         # time so the decision itself never depends on where two strings differ.
         if not tokens.matches(plaintext, token.digest):

@@ -22,7 +22,7 @@ from commitments import terms
 from commitments.models import Status
 from commitments.selectors import READ_ROLES, CommitmentRead, StatusChange
 from lib.api_errors import ErrorEnvelopeSerializer  # noqa: F401 (re-exported)
-from lib.json_api import StrictCharField
+from lib.json_api import ShallowFields, StrictCharField
 
 EMAIL_MAX = 254  # RFC 5321's limit on a forward path; the users table holds no longer.
 
@@ -130,7 +130,7 @@ def _external_id() -> TermField:
 # --- POST /api/v1/inbox ----------------------------------------------------------
 
 
-class InboxSerializer(serializers.Serializer):
+class InboxSerializer(ShallowFields):
     assignerEmail = _email(
         "Must be the token owner's address (case-insensitive); otherwise `403 forbidden`."
     )
@@ -164,7 +164,7 @@ class InboxCreatedSerializer(serializers.Serializer):
 # --- POST /api/v1/sync -----------------------------------------------------------
 
 
-class SyncSerializer(serializers.Serializer):
+class SyncSerializer(ShallowFields):
     externalSystem = _external_system()
     externalId = _external_id()
     status = serializers.ChoiceField(
@@ -185,6 +185,24 @@ class SyncResultSerializer(serializers.Serializer):
     changed = serializers.BooleanField(
         help_text="False when the commitment already had the requested status (a replay)."
     )
+
+
+def inbox_created_body(commitment_id: uuid.UUID) -> dict[str, Any]:
+    """What the inbox answers (`InboxCreatedSerializer`), as a plain dict: a
+    serializer made for each call cost more than the body (docs/benchmarks.md)."""
+    return {"id": str(commitment_id)}
+
+
+def sync_result_body(
+    *, commitment_id: uuid.UUID, status: str, previous_status: str, changed: bool
+) -> dict[str, Any]:
+    """What a sync answers (`SyncResultSerializer`), as a plain dict (above)."""
+    return {
+        "id": str(commitment_id),
+        "status": str(status),
+        "previousStatus": str(previous_status),
+        "changed": bool(changed),
+    }
 
 
 # --- errors ------------------------------------------------------------------------

@@ -32,17 +32,22 @@ and kept ("statements compiled once per shape", below).
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import EmptyResultSet, FullResultSet
+from django.core.exceptions import EmptyResultSet, FullResultSet, ValidationError
 from django.db import connections, router, transaction
 from django.db.models import Field, Model, QuerySet, sql
 from django.db.models.expressions import Col, RawSQL
 from django.db.models.lookups import Lookup
+from django.db.models.query import (  # type: ignore[attr-defined]  # not in django-stubs
+    ModelIterable,
+    get_related_populators,
+)
 from django.db.models.sql.where import ExtraWhere, WhereNode
 
 
@@ -79,6 +84,24 @@ class Decided:
 
     row: Model | None
     found: Model | None = None
+
+
+@dataclass(frozen=True)
+class Later:
+    """A `Decide`, and the `updates_where` that go with it, made by
+    `build(*inputs)` -> (Decide, [(queryset, values), ...]), for a write
+    whose querysets cost more to build than to run: on PostgreSQL they are
+    built and compiled once per `key` (the caller's name for the shape: what
+    decides the text) and the types of `inputs`, and each later write only
+    puts its `inputs` where the first one's were ("a decide built once per
+    shape", below). `inputs` must be every value `build` puts into the
+    querysets (a primary key, not an instance; each element of an `IN` list
+    one input), and `build` must make the same statement for any values of
+    the same types. Elsewhere `build` runs each time."""
+
+    key: Any
+    inputs: tuple[Any, ...]
+    build: Callable[..., tuple[Decide, Sequence[tuple[QuerySet[Any], dict[str, Any]]]]]
 
 
 def row_version() -> RawSQL:
@@ -157,7 +180,7 @@ def write_together(
 
 
 def write_decided(
-    decide: Decide,
+    decide: Decide | Later,
     *,
     inserts: Sequence[Model] = (),
     updates: Sequence[tuple[Model, Sequence[str]]] = (),
@@ -172,29 +195,34 @@ def write_decided(
     w0)`). Elsewhere (SQLite, 3.35+ for RETURNING): the same statements one by
     one in a transaction, the update first (`UPDATE ... RETURNING`), the rest
     only if it returned its row, else the read of `found`. Each statement's
-    text is compiled by Django once per shape (`_cached`)."""
+    text is compiled by Django once per shape (`_cached`); with a `Later`,
+    the decide's querysets are built once per shape too ("a decide built once
+    per shape", below)."""
+    if isinstance(decide, Later):
+        kept = _later(decide)
+        if kept is None:
+            built, where = decide.build(*decide.inputs)
+            return write_decided(
+                built,
+                inserts=inserts,
+                updates=updates,
+                updates_where=[*where, *updates_where],
+            )
+        model, update, found, leading, marker = kept
+        using = router.db_for_write(model)
+        parts = [_update_obj(obj, names, using) for obj, names in updates]
+        parts += leading
+        parts += [_update_where(qs, new_values, using) for qs, new_values in updates_where]
+        parts += [_insert(obj, using) for obj in inserts]
+        return _decided_postgres(model, update, found, parts, marker, inserts, using)
     model = decide.queryset.model
     using = router.db_for_write(model)
     connection = connections[using]
     postgres = connection.vendor == "postgresql"
-    meta = model._meta
-    quote = connection.ops.quote_name
-    table = quote(meta.db_table)
-    queryset = decide.queryset
-    if postgres:
-        # Only column names and a placeholder: no input in the text.
-        if decide.version is not None:
-            queryset = queryset.extra(where=[f"{table}.xmin::text = %s"], params=[decide.version])  # noqa: S610
-        else:
-            pk = quote(meta.pk.column)
-            queryset = queryset.extra(  # noqa: S610
-                where=[
-                    f"{table}.xmin = (SELECT o.xmin FROM {table} o WHERE o.{pk} = {table}.{pk})"  # noqa: S608
-                ]
-            )
+    queryset = _with_version(decide) if postgres else decide.queryset
     fields = _columns(model)
     update = _update_where(queryset, decide.values, using)
-    parts: list[_Part] = []
+    parts = []
     for obj, names in updates:
         parts.append(_update_obj(obj, names, using))
     for queryset_where, new_values in updates_where:
@@ -204,6 +232,8 @@ def write_decided(
     found = _select(decide.found, fields, using) if decide.found is not None else None
 
     if not postgres:
+        quote = connection.ops.quote_name
+        table = quote(model._meta.db_table)
         returning = ", ".join(f"{table}.{quote(f.column)}" for f in fields)
         with transaction.atomic(using=using, savepoint=False), connection.cursor() as cursor:
             cursor.execute(f"{update.text} RETURNING {returning}", update.params)
@@ -225,7 +255,37 @@ def write_decided(
         _saved(inserts, using)
         return Decided(decided)
 
-    marked = [_marked(part.params, decide.marker) for part in parts]
+    return _decided_postgres(model, update, found, parts, decide.marker, inserts, using)
+
+
+def _with_version(decide: Decide) -> QuerySet[Any]:
+    """The decide's queryset with its version condition (PostgreSQL)."""
+    model = decide.queryset.model
+    quote = connections[router.db_for_write(model)].ops.quote_name
+    meta = model._meta
+    table = quote(meta.db_table)
+    # Only column names and a placeholder: no input in the text.
+    if decide.version is not None:
+        return decide.queryset.extra(where=[f"{table}.xmin::text = %s"], params=[decide.version])  # noqa: S610
+    pk = quote(meta.pk.column)
+    return decide.queryset.extra(  # noqa: S610
+        where=[f"{table}.xmin = (SELECT o.xmin FROM {table} o WHERE o.{pk} = {table}.{pk})"]  # noqa: S608
+    )
+
+
+def _decided_postgres(
+    model: type[Model],
+    update: _Part,
+    found: _Part | None,
+    parts: list[_Part],
+    marker: Any,
+    inserts: Sequence[Model],
+    using: str,
+) -> Decided:
+    """The decided write's one statement on PostgreSQL, run."""
+    connection = connections[using]
+    fields = _columns(model)
+    marked = [_marked(part.params, marker) for part in parts]
     shapes = (update.shape, found.shape if found else (), *(p.shape for p in parts))
     key = None if None in shapes else ("decided", using, tuple(shapes), tuple(marked))
     text = _STATEMENTS.get(key) if key is not None else None
@@ -318,6 +378,33 @@ def _from_row(
         values.append(value)
     instance: Model = model.from_db(using, [f.attname for f in fields], values)
     return instance
+
+
+def from_rows(
+    model: type[Model], rows: Sequence[Sequence[Any]], using: str = "default"
+) -> list[Any]:
+    """Instances of `model` from rows of its concrete fields' columns (in the
+    fields' order; a row may have more columns after them, which are left
+    out), their values converted as a query's are: what a raw query's rows
+    become without RawQuerySet's work of matching columns by name."""
+    connection = connections[using]
+    fields: list[Any] = list(model._meta.concrete_fields)
+    table = model._meta.db_table
+    convert = []
+    for field in fields:
+        column = field.get_col(table)
+        converters = connection.ops.get_db_converters(column) + field.get_db_converters(connection)
+        convert.append((column, converters))
+    names = [f.attname for f in fields]
+    out = []
+    for row in rows:
+        values = []
+        for (column, converters), value in zip(convert, row, strict=False):
+            for converter in converters:
+                value = converter(value, column, connection)
+            values.append(value)
+        out.append(model.from_db(using, names, values))
+    return out
 
 
 def _marks(value: Any, marker: Any) -> bool:
@@ -603,3 +690,228 @@ def _select(queryset: QuerySet[Any], fields: list[Any], using: str) -> _Part:
         return f"SELECT {columns} FROM {table} WHERE {clause}", params  # noqa: S608
 
     return _cached(shape, where[1] if where else None, compile_)
+
+
+# --- a read compiled once ---------------------------------------------------------------
+#
+# The same for a hot read: `Prepared(build)` asks Django to build and compile
+# `build(*values)`'s queryset the first time only, keeps its text and what
+# makes its rows into instances (the compiler's converters and, for a
+# `select_related`, its related populators, as ModelIterable does), and later
+# runs the text with the new values. Kept only when the compiled parameters
+# are exactly the values given, in order (`_same`); else every call goes
+# through the ORM. With DB_CHECK_STATEMENTS the queryset is built and
+# compiled on every call too, and its text and parameters compared.
+
+
+@dataclass(frozen=True)
+class _Read:
+    using: str
+    text: str
+    compiler: Any
+    converters: dict[int, Any]
+    init_list: list[str]
+    start: int
+    end: int
+    populators: list[Any]
+
+
+class Prepared:
+    """A SELECT of model instances whose text is compiled once: `rows(*values)`
+    is `list(build(*values))`, without building the queryset again. `build`
+    must give the same statement for any values of the same types, each value
+    one parameter, in order (e.g. `lambda digest:
+    ApiToken.objects.select_related("user").filter(digest=digest)[:1]`); no
+    annotations, no `only()`/`defer()`, no `values()`."""
+
+    def __init__(self, build: Any) -> None:
+        self.build = build
+        self._kept: dict[tuple[type, ...], _Read | None] = {}
+
+    def rows(self, *values: Any) -> list[Model]:
+        queryset: QuerySet[Any] = self.build(*values)
+        return list(queryset)
+
+    def __call__(self, *values: Any) -> list[Model]:
+        key = tuple(type(v) for v in values)
+        if key not in self._kept:
+            if len(self._kept) >= KEPT_AT_MOST:
+                return self.rows(*values)
+            self._kept[key] = self._compile(values)
+        kept = self._kept[key]
+        if kept is None:
+            return self.rows(*values)
+        using = kept.using
+        if _checking():
+            compiler = self.build(*values).query.get_compiler(using=using)
+            text, params = compiler.as_sql()
+            assert (text, _same(list(values), params)) == (kept.text, True), (
+                f"A kept read is not Django's: {kept.text!r} {values!r} against {text!r} {params!r}"
+            )
+        connection = connections[using]
+        with connection.cursor() as cursor:
+            cursor.execute(kept.text, values)
+            fetched = cursor.fetchall()
+        rows: Any = fetched
+        if kept.converters:
+            rows = kept.compiler.apply_converters(fetched, kept.converters)
+        out = []
+        model = kept.compiler.klass_info["model"]
+        for row in rows:
+            obj = model.from_db(using, kept.init_list, row[kept.start : kept.end])
+            for populator in kept.populators:
+                populator.populate(row, obj)
+            out.append(obj)
+        return out
+
+    def _compile(self, values: Sequence[Any]) -> _Read | None:
+        queryset = self.build(*values)
+        query = queryset.query
+        using = queryset.db
+        if (
+            queryset._iterable_class is not ModelIterable
+            or query.annotations
+            or query.extra
+            or query.deferred_loading != (frozenset(), True)
+            or queryset._prefetch_related_lookups
+        ):
+            return None
+        compiler = query.get_compiler(using=using)
+        text, params = compiler.as_sql()
+        if not _same(list(values), params) or compiler.annotation_col_map:
+            return None
+        select, klass_info = compiler.select, compiler.klass_info
+        fields = [s[0] for s in select[: compiler.col_count]]
+        start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
+        return _Read(
+            using=using,
+            text=text,
+            compiler=compiler,
+            converters=compiler.get_converters(fields),
+            init_list=[f[0].target.attname for f in select[start:end]],
+            start=start,
+            end=end,
+            populators=get_related_populators(klass_info, select, using),
+        )
+
+
+# --- a decide built once per shape ------------------------------------------------------
+#
+# A `Later`'s querysets are built the first time a shape is seen with
+# stand-ins for its inputs, values of the same types that nothing else can
+# equal (`_stand_in`: a fresh UUID in each), and compiled (the decide's
+# UPDATE, its `found` SELECT, its `updates_where`); where each stand-in landed
+# among their parameters is noted. A shape where any parameter is not
+# exactly one stand-in (a value the build made itself, or prepared into
+# another) is never kept. Later writes of the shape take the kept texts and
+# put their own inputs at the noted places. With DB_CHECK_STATEMENTS each
+# write also builds its querysets from its inputs and compares.
+
+
+@dataclass(frozen=True)
+class _LaterKept:
+    model: type[Model]
+    parts: list[tuple[str, Any, list[int], Model | None]]  # text, shape, inputs' places
+    found: bool
+    marker: int | None  # the input that is Decide.marker
+
+
+_LATER: dict[Any, _LaterKept | None] = {}
+
+
+def _stand_in(value: Any) -> Any:
+    """A value of `value`'s type that no other can equal, or None."""
+    kind = type(value)
+    if kind is str:
+        return f"lib.db:{uuid.uuid4().hex}"
+    if kind is int:
+        # Negative, within an IntegerField's range (Django refuses to compare
+        # with a value out of a column's range: EmptyResultSet, below).
+        return -(2**30) - uuid.uuid4().int % 2**30
+    if kind is uuid.UUID:
+        return uuid.uuid4()
+    if kind is dt.datetime and value.tzinfo is not None:
+        return dt.datetime(1901, 1, 1, tzinfo=value.tzinfo) + dt.timedelta(
+            microseconds=uuid.uuid4().int % 10**15
+        )
+    return None
+
+
+def _later_parts(
+    decide: Decide, where: Sequence[tuple[QuerySet[Any], dict[str, Any]]], using: str
+) -> list[_Part | None]:
+    """The decide's UPDATE, its found SELECT (or None), its updates_where."""
+    fields = _columns(decide.queryset.model)
+    update = _update_where(_with_version(decide), decide.values, using)
+    found = _select(decide.found, fields, using) if decide.found is not None else None
+    return [update, found, *(_update_where(qs, values, using) for qs, values in where)]
+
+
+def _later(
+    later: Later,
+) -> tuple[type[Model], _Part, _Part | None, list[_Part], Any] | None:
+    """The kept parts of `later`'s shape with its inputs in place (None:
+    not PostgreSQL, or a shape not kept: built as a Decide)."""
+    inputs = later.inputs
+    key = (later.key, tuple(type(v) for v in inputs))
+    if key not in _LATER:
+        if len(_LATER) >= KEPT_AT_MOST:
+            return None
+        _LATER[key] = _later_keep(later)
+    kept = _LATER[key]
+    if kept is None:
+        return None
+    using = router.db_for_write(kept.model)
+    parts = [
+        None if text is None else _Part(text, [inputs[i] for i in places], shape, keyed)
+        for text, shape, places, keyed in kept.parts
+    ]
+    if _checking():
+        decide, where = later.build(*inputs)
+        own = _later_parts(decide, where, using)
+        for mine, theirs in zip(parts, own, strict=True):
+            assert (mine is None) == (theirs is None)
+            if mine is not None and theirs is not None:
+                assert (mine.text, _same(mine.params, theirs.params)) == (theirs.text, True), (
+                    f"A kept decide is not Django's: {mine!r} against {theirs!r}"
+                )
+    update, found, *leading = parts
+    assert update is not None  # the decide's UPDATE is always there
+    marker = None if kept.marker is None else inputs[kept.marker]
+    return kept.model, update, found, [p for p in leading if p is not None], marker
+
+
+def _later_keep(later: Later) -> _LaterKept | None:
+    stand_ins = [_stand_in(v) for v in later.inputs]
+    if any(s is None for s in stand_ins):
+        return None
+    decide, where = later.build(*stand_ins)
+    model = decide.queryset.model
+    using = router.db_for_write(model)
+    if connections[using].vendor != "postgresql":
+        return None
+    try:
+        parts = _later_parts(decide, where, using)
+    except (EmptyResultSet, FullResultSet, ValidationError):
+        return None  # a stand-in a column refuses (a small integer's range): built each time
+    kept: list[tuple[str, Any, list[int], Model | None]] = []
+    for part in parts:
+        if part is None:
+            kept.append((None, None, [], None))  # type: ignore[arg-type]  # no found
+            continue
+        if part.shape is None:
+            return None
+        places = []
+        for value in part.params:
+            found = [i for i, s in enumerate(stand_ins) if type(s) is type(value) and s == value]
+            if len(found) != 1:
+                return None
+            places.append(found[0])
+        kept.append((part.text, part.shape, places, part.keyed))
+    marker = None
+    if decide.marker is not None:
+        at = [i for i, s in enumerate(stand_ins) if s is decide.marker]
+        if len(at) != 1:
+            return None
+        marker = at[0]
+    return _LaterKept(model, kept, decide.found is not None, marker)

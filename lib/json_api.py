@@ -5,6 +5,7 @@ all-or-nothing by a serializer, with errors in the envelope (lib.api_errors).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,6 +31,21 @@ class JsonOnlyNegotiation(DefaultContentNegotiation):
     ) -> tuple[BaseRenderer, str]:
         first = next(iter(renderers))  # the view's renderers, JSON first
         return first, first.media_type
+
+
+class ShallowFields(serializers.Serializer[Any]):
+    """A serializer whose fields are shallow copies of the declared ones.
+
+    DRF deep-copies every declared field for each serializer made (a field's
+    deep copy builds it again from its arguments, validators and all), which
+    cost a hot API call more than its own checks. A shallow copy shares
+    what the declared field holds (its validators, its error messages), which
+    validating never changes, and is bound to the serializer as DRF binds
+    it. For flat serializers of plain fields only (no nested serializer, no
+    field whose state a call changes)."""
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        return {name: copy.copy(field) for name, field in self._declared_fields.items()}
 
 
 def invalid_payload(message: str, **details: str) -> ApiError:

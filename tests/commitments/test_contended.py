@@ -55,8 +55,22 @@ class Lost:
     def __call__(self, decide, **kwargs: Any):
         if self.armed:
             self.attempts += 1
-            decide = dataclasses.replace(decide, queryset=decide.queryset.filter(status="Nowhere"))
+            decide = nowhere(decide)
         return lib.db.write_decided(decide, **kwargs)
+
+
+def nowhere(decide: Any) -> Any:
+    """`decide` (a lib.db.Later, as the moves give it, or a Decide) with one
+    more condition that no row meets."""
+    if isinstance(decide, lib.db.Later):
+        build = decide.build
+
+        def built(*inputs: Any) -> Any:
+            made, where = build(*inputs)
+            return nowhere(made), where
+
+        return dataclasses.replace(decide, key=("nowhere", decide.key), build=built)
+    return dataclasses.replace(decide, queryset=decide.queryset.filter(status="Nowhere"))
 
 
 @pytest.fixture
