@@ -20,7 +20,7 @@ from audit.services import Actor
 from commitments import services
 from commitments.errors import CommitmentError, InvalidTransition, NotPermitted
 from commitments.models import Comment, Commitment, EventKind, OutboxEvent, Proposal, Status
-from tests.harness.commitments import commitment_in, snapshot
+from tests.harness.commitments import actor_for, commitment_in, snapshot
 
 pytestmark = pytest.mark.django_db
 
@@ -228,12 +228,17 @@ PEOPLE = {
 
 
 @pytest.fixture(scope="module")
-def _people_made_once(django_db_setup, django_db_blocker):
+def _rows_made_once(django_db_setup, django_db_blocker):
     """The people of this module's several hundred tests, made once (as
-    `make_user` makes them: verified addresses) in a transaction rolled back
-    when the module is done; each test runs inside it, in a savepoint of its
-    own (pytest-django's), so each starts from the same rows as if it had
-    made them itself."""
+    `make_user` makes them: verified addresses), and one commitment in each
+    status between the assigner and the assignee (`commitment_in`: through
+    the services, as users reach it), in a transaction rolled back when the
+    module is done; each test runs inside it, in a savepoint of its own
+    (pytest-django's), so each starts from the same rows and its move is
+    undone before the next. A case's commitment has the other statuses' six
+    beside it; no move looks at another commitment, and the assertions count
+    the rows each move adds, not all of them. The tests that need no
+    commitment beforehand are in test_state_machine_moves.py."""
     from django.db import transaction
     from django.test import override_settings
 
@@ -245,41 +250,46 @@ def _people_made_once(django_db_setup, django_db_blocker):
         override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]),
         transaction.atomic(),
     ):
-        pks = {}
+        users = {}
         for name, (email, display_name) in PEOPLE.items():
             extra = {"display_name": display_name} if display_name else {}
             user = User.objects.create_user(email, "correct horse battery", **extra)
             user_email_mark_verified(user=user)
-            pks[name] = user.pk
-        yield pks
+            users[name] = user
+        commitments = {
+            status: commitment_in(status, users["assigner"], users["assignee"], deadline=LATER).pk
+            for status in STATUSES
+        }
+        yield {name: user.pk for name, user in users.items()}, commitments
         transaction.set_rollback(True)
 
 
 @pytest.fixture
-def people(_people_made_once, db):
+def people(_rows_made_once, db):
     from accounts.models import User
 
-    users = User.objects.in_bulk(list(_people_made_once.values()))
-    return {name: users[pk] for name, pk in _people_made_once.items() if name != "squire"}
+    pks, _ = _rows_made_once
+    users = User.objects.in_bulk(list(pks.values()))
+    return {name: users[pk] for name, pk in pks.items() if name != "squire"}
 
 
-def actor_for(name: str, people) -> Actor:
-    if name == "system":
-        return Actor.system()
-    if name.endswith("_token"):
-        owner = people[name.removesuffix("_token")]
-        return Actor.for_token(user=owner, token_id=uuid.uuid4(), token_prefix="svc_test")
-    return Actor.for_user(people[name])
+@pytest.fixture
+def commitment_at(_rows_made_once, db):
+    """The module's commitment in a status, as stored now (this test's own
+    savepoint undoes what the test does to it)."""
+    _, commitments = _rows_made_once
+    return lambda status: Commitment.objects.get(pk=commitments[status])
 
 
 @pytest.mark.parametrize(
     ("status", "action", "actor_name"),
     list(itertools.product(STATUSES, ACTIONS, ACTORS)),
 )
-def test_every_status_action_actor_combination(status, action, actor_name, people):
+def test_every_status_action_actor_combination(status, action, actor_name, people, commitment_at):
     fn, statuses, actors, to, stamp, audit_action, event_kind = ACTIONS[action]
     to = status if to is SAME else to
-    c = commitment_in(status, people["assigner"], people["assignee"], deadline=LATER)
+    c = commitment_at(status)
+    assert c.status == status
     made = SETUP[action](c) if action in SETUP else None
     actor = actor_for(actor_name, people)
     before = snapshot(c)
@@ -327,107 +337,3 @@ def test_every_status_action_actor_combination(status, action, actor_name, peopl
         assert snapshot(c) == before
         assert list(Proposal.objects.values_list("pk", "state").order_by("pk")) == proposals_before
         assert Comment.objects.count() == comments_before
-
-
-def test_it_creates_pending_commitments_for_the_assigner_and_their_token(people):
-    lead = people["assigner"]
-    for actor in (Actor.for_user(lead), actor_for("assigner_token", people)):
-        c = services.commitment_create_pending(
-            actor=actor,
-            assigner=lead,
-            assignee=people["assignee"],
-            description="  Ship it  ",
-            deadline=None,
-        )
-        assert c.status == Status.PENDING_HANDSHAKE
-        assert c.description == "Ship it"
-        assert c.raw_text is None
-        events = OutboxEvent.objects.filter(commitment=c, kind=EventKind.HANDSHAKE_REQUESTED)
-        assert events.count() == 1
-        assert AuditEvent.objects.for_object(c).get().action == "created"
-
-
-@pytest.mark.parametrize("actor_name", ["assignee", "outsider", "assignee_token", "system"])
-def test_it_refuses_creation_by_anyone_but_the_assigner(actor_name, people):
-    with pytest.raises(NotPermitted):
-        services.commitment_create_pending(
-            actor=actor_for(actor_name, people),
-            assigner=people["assigner"],
-            assignee=people["assignee"],
-            description="Ship it",
-            deadline=None,
-        )
-    assert Commitment.objects.count() == 0
-    assert AuditEvent.objects.count() == 0
-    assert OutboxEvent.objects.count() == 0
-
-
-def test_a_renegotiation_that_changes_nothing_is_refused(people):
-    from commitments.errors import NothingChanged
-
-    c = commitment_in(
-        Status.PENDING_HANDSHAKE, people["assigner"], people["assignee"], deadline=LATER
-    )
-    before = snapshot(c)
-    with pytest.raises(NothingChanged):
-        services.commitment_renegotiate(
-            actor=Actor.for_user(people["assigner"]),
-            commitment_id=c.pk,
-            description=c.description,
-            deadline=c.deadline,
-        )
-    assert snapshot(c) == before
-
-
-def test_a_renegotiated_deadline_asks_for_the_handshake_again(people):
-    c = commitment_in(Status.REFUSED, people["assigner"], people["assignee"], deadline=LATER)
-    new_deadline = LATER + dt.timedelta(days=1)
-    services.commitment_renegotiate(
-        actor=Actor.for_user(people["assigner"]), commitment_id=c.pk, deadline=new_deadline
-    )
-    c.refresh_from_db()
-    assert c.status == Status.PENDING_HANDSHAKE
-    assert c.deadline == new_deadline
-    event = AuditEvent.objects.for_object(c).get(action="renegotiated")
-    assert event.payload["changes"] == {"deadline": new_deadline.isoformat()}
-    # The assignee may now accept the renegotiated terms.
-    services.commitment_accept(actor=Actor.for_user(people["assignee"]), commitment_id=c.pk)
-    c.refresh_from_db()
-    assert c.status == Status.ACTIVE
-
-
-def test_complete_by_external_ref_looks_only_among_the_actors_own_commitments(people):
-    from commitments.errors import CommitmentNotFound
-
-    lead, knight = people["assigner"], people["assignee"]
-    c = services.commitment_create_pending(
-        actor=Actor.for_user(lead),
-        assigner=lead,
-        assignee=knight,
-        description="Fix OPS-42",
-        deadline=None,
-        external_system="jira",
-        external_id="OPS-42",
-    )
-    services.commitment_accept(actor=Actor.for_user(knight), commitment_id=c.pk)
-    stranger_token = actor_for("assignee_token", people)
-    with pytest.raises(CommitmentNotFound):
-        services.commitment_complete(
-            actor=stranger_token, external_system="jira", external_id="OPS-42"
-        )
-    token = actor_for("assigner_token", people)
-    result = services.commitment_complete(
-        actor=token, external_system="jira", external_id="OPS-42", replay_is_noop=True
-    )
-    assert (result.previous_status, result.commitment.status, result.changed) == (
-        Status.ACTIVE,
-        Status.COMPLETED,
-        True,
-    )
-    audits, outbox = AuditEvent.objects.count(), OutboxEvent.objects.count()
-    replay = services.commitment_complete(
-        actor=token, external_system="jira", external_id="OPS-42", replay_is_noop=True
-    )
-    assert replay.changed is False
-    assert replay.commitment.status == Status.COMPLETED
-    assert (AuditEvent.objects.count(), OutboxEvent.objects.count()) == (audits, outbox)

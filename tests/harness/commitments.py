@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 
 from django.contrib.contenttypes.models import ContentType
 from django.utils import timezone
@@ -34,6 +35,17 @@ def commitment_in(status: str, assigner, assignee, *, deadline=DEADLINE) -> Comm
     c.refresh_from_db()
     assert c.status == status
     return c
+
+
+def actor_for(name: str, people) -> Actor:
+    """The actor a state machine test names: "system", a person of `people`
+    ("assigner"), or a token of theirs ("assigner_token")."""
+    if name == "system":
+        return Actor.system()
+    if name.endswith("_token"):
+        owner = people[name.removesuffix("_token")]
+        return Actor.for_token(user=owner, token_id=uuid.uuid4(), token_prefix="svc_test")
+    return Actor.for_user(people[name])
 
 
 def snapshot(c: Commitment) -> tuple:
