@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Case, F, Q, Value, When
+from django.db.models import Case, Count, F, IntegerField, Q, Value, When, Window
+from django.db.models.functions import RowNumber
 
 from accounts.timezones import zone_named
 from commitments.models import EventKind, OutboxEvent
@@ -261,28 +262,77 @@ def _under_cap(
     )
     if waiting is not None:
         return {"status": NudgeDeliveryStatus.HELD, "digest": waiting}
-    counted = list(
-        mine.filter(**{f"{column}__gt": now - window})
-        .order_by(column)
-        .values_list(column, flat=True)
+    tally = _Tally()
+    for at, older in _newest(mine, column=column, since=now - window, cap=cap, by=[]):
+        tally.counted.append(at)
+        tally.older = older
+    return _decide(tally, cap=cap, window=window, now=now, column=column, reason=reason)
+
+
+def _newest(
+    rows,
+    *,
+    column: str,
+    since: dt.datetime,
+    cap: int,
+    by: list[str],
+    adds: dict[tuple, int] | None = None,
+) -> list[tuple]:
+    """What the cap needs of `rows` counted (at `column`) after `since`, per
+    group of the `by` columns, in one statement, not the whole window's
+    history: the group's count, and its newest times, oldest first: every
+    one of the newest `cap` when the count and what the caller may still add
+    to the group before its last decision (`adds`, by the `by` values; none
+    otherwise: one decision) could reach `cap`, else only the newest (which
+    carries the count). Rows of (*by, time, how many in the window are older
+    than the ones returned)."""
+    partition = [F(name) for name in by] or None
+    short: Any = Value(cap)
+    if adds:
+        short = Case(
+            *[
+                When(**dict(zip(by, key, strict=True)), then=Value(cap - n))
+                for key, n in adds.items()
+            ],
+            default=Value(cap),
+            output_field=IntegerField(),
+        )
+    # Ranked oldest first, so the index on the `by` columns and `column`
+    # (delivery_nudge_cap_idx, delivery_coalesce_idx) gives the window its
+    # order: the newest of a group has the rank of its count.
+    rows = (
+        rows.filter(**{f"{column}__gt": since})
+        .annotate(
+            tally_rank=Window(RowNumber(), partition_by=partition, order_by=F(column).asc()),
+            tally_count=Window(Count("pk"), partition_by=partition),
+            tally_short=short,
+        )
+        .filter(
+            Q(tally_rank=F("tally_count"))
+            | Q(tally_rank__gt=F("tally_count") - cap, tally_count__gte=F("tally_short"))
+        )
+        .order_by()
+        .values_list(*by, column, "tally_rank")
     )
-    return _decide(
-        _Tally(waiting=None, counted=counted),
-        cap=cap,
-        window=window,
-        now=now,
-        column=column,
-        reason=reason,
-    )
+    # The rank of a group's oldest row returned is one more than how many of
+    # its rows are older, not returned.
+    rows = sorted(rows, key=lambda row: row[-2])
+    older: dict[tuple, int] = {}
+    for *key, _, rank in rows:
+        older[tuple(key)] = min(older.get(tuple(key), rank), rank - 1)
+    return [(*key, at, older[tuple(key)]) for *key, at, _ in rows]
 
 
 @dataclass
 class _Tally:
     """What `_under_cap` reads of one person's deliveries of one kind: the
-    digest waiting, if any, and the times counted in the window (sorted)."""
+    digest waiting, if any, the times counted in the window (sorted), and
+    how many more were counted in it before those (`older`, not read: the
+    cap needs only its newest `cap`; `_newest`). Read for one `now`."""
 
     waiting: NudgeDelivery | None = None
     counted: list[dt.datetime] = field(default_factory=list)
+    older: int = 0
 
     def count(self, delivery: NudgeDelivery, *, column: str | None, reason: str) -> None:
         """A delivery of the kind just made: what the next read would see."""
@@ -313,9 +363,11 @@ def _decide(
     if tally.waiting is not None:
         return {"status": NudgeDeliveryStatus.HELD, "digest": tally.waiting}
     counted = [at for at in tally.counted if at > now - window]
-    if len(counted) < cap:
+    if tally.older + len(counted) < cap:
         return {"next_attempt_at": now, "enqueued_at": now, column: now}
-    # Over the cap: a digest, due when the window lets one more nudge through.
+    # Over the cap: a digest, due when the window lets one more nudge through
+    # (the `cap`-th newest counted; read whenever the count could reach it).
+    assert len(counted) >= cap, "the tally read too few of the newest times"
     due = max(now, counted[len(counted) - cap] + window)
     return {
         "is_digest": True,
@@ -338,6 +390,10 @@ class _Tallies:
         self.pairs: dict[tuple[Any, Any], _Tally] = {}  # the cap's, by (sender, recipient)
         self.spells: dict[Any, _Tally] = {}  # coalescing's, by recipient
         self.days: dict[Any, _Tally] = {}  # the daily digest's, by recipient
+        # How many of the batch's decisions each may count (what `_newest`
+        # reads depends on it).
+        self.adds: dict[tuple[Any, Any], int] = {}
+        self.spell_adds: dict[Any, int] = {}
 
     @classmethod
     def load(cls, plans: list, *, now: dt.datetime) -> _Tallies:
@@ -348,9 +404,12 @@ class _Tallies:
                 tallies.days.setdefault(recipient.pk, _Tally())
                 continue
             if _is_capped(event, recipient):
-                tallies.pairs.setdefault((event.commitment.assigner_id, recipient.pk), _Tally())
+                pair = (event.commitment.assigner_id, recipient.pk)
+                tallies.pairs.setdefault(pair, _Tally())
+                tallies.adds[pair] = tallies.adds.get(pair, 0) + 1
             if coalescing:
                 tallies.spells.setdefault(recipient.pk, _Tally())
+                tallies.spell_adds[recipient.pk] = tallies.spell_adds.get(recipient.pk, 0) + 1
         own = set(tallies.spells) | set(tallies.days)
         _lock_pairs(set(tallies.pairs) | {(person, person) for person in own})
         tallies._read(own, now=now)
@@ -388,30 +447,31 @@ class _Tallies:
             if tally is not None and tally.waiting is None:
                 tally.waiting = digest
         if self.pairs:
-            for sender, recipient, at in (
-                NudgeDelivery.objects.filter(
-                    recipient_id__in=capped_people,
-                    sender_id__in=senders,
-                    counted_at__gt=now - cap_window,
-                )
-                .order_by("counted_at")
-                .values_list("sender_id", "recipient_id", "counted_at")
+            for recipient, sender, at, older in _newest(
+                NudgeDelivery.objects.filter(recipient_id__in=capped_people, sender_id__in=senders),
+                column="counted_at",
+                since=now - cap_window,
+                cap=settings.NUDGE_CAP,
+                by=["recipient_id", "sender_id"],
+                adds={(recipient, sender): n for (sender, recipient), n in self.adds.items()},
             ):
-                if (sender, recipient) in self.pairs and at is not None:
+                if (sender, recipient) in self.pairs:
                     self.pairs[sender, recipient].counted.append(at)
+                    self.pairs[sender, recipient].older = older
         if self.spells:
             window = dt.timedelta(seconds=settings.NUDGE_COALESCE_WINDOW)
-            for recipient, at in (
+            for recipient, at, older in _newest(
                 NudgeDelivery.objects.filter(
-                    recipient_id__in=set(self.spells),
-                    event__isnull=False,
-                    coalesce_at__gt=now - window,
-                )
-                .order_by("coalesce_at")
-                .values_list("recipient_id", "coalesce_at")
+                    recipient_id__in=set(self.spells), event__isnull=False
+                ),
+                column="coalesce_at",
+                since=now - window,
+                cap=1,
+                by=["recipient_id"],
+                adds={(person,): n for person, n in self.spell_adds.items()},
             ):
-                if at is not None:
-                    self.spells[recipient].counted.append(at)
+                self.spells[recipient].counted.append(at)
+                self.spells[recipient].older = older
 
     def _of(self, digest: NudgeDelivery) -> _Tally | None:
         if digest.digest_reason == DigestReason.CAP:
