@@ -34,15 +34,17 @@ class JsonOnlyNegotiation(DefaultContentNegotiation):
 
 
 class ShallowFields(serializers.Serializer[Any]):
-    """A serializer whose fields are shallow copies of the declared ones.
-
-    DRF deep-copies every declared field for each serializer made (a field's
-    deep copy builds it again from its arguments, validators and all), which
-    cost a hot API call more than its own checks. A shallow copy shares
-    what the declared field holds (its validators, its error messages), which
-    validating never changes, and is bound to the serializer as DRF binds
-    it. For flat serializers of plain fields only (no nested serializer, no
-    field whose state a call changes)."""
+    # A serializer whose fields are shallow copies of the declared ones (a
+    # comment, not a docstring: drf-spectacular would describe every schema
+    # made from a subclass without a docstring of its own with it).
+    #
+    # DRF deep-copies every declared field for each serializer made (a
+    # field's deep copy builds it again from its arguments, validators and
+    # all), which cost a hot API call more than its own checks. A shallow
+    # copy shares what the declared field holds (its validators, its error
+    # messages), which validating never changes, and is bound to the
+    # serializer as DRF binds it. For flat serializers of plain fields only
+    # (no nested serializer, no field whose state a call changes).
 
     def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         return {name: copy.copy(field) for name, field in self._declared_fields.items()}
