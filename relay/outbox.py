@@ -90,13 +90,7 @@ def outbox_relay(*, now: dt.datetime | None = None, limit: int = SWEEP_BATCH) ->
     if dispatches_waiting():
         # Those messages pull what is due when they run (`outbox_events_dispatch_due`).
         return 0
-    with transaction.atomic():
-        due = outbox_events_take_due(
-            now=now,
-            grace=dt.timedelta(0),
-            requeue_after=dt.timedelta(seconds=settings.OUTBOX_REQUEUE_AFTER),
-            limit=limit,
-        )
+    due = _take_due(now=now, limit=limit)
     for start in range(0, len(due), DISPATCH_BATCH):
         if not _enqueue_events(due[start : start + DISPATCH_BATCH], retry=False):
             left = [event_id for event_id, _ in due[start:]]
@@ -174,17 +168,23 @@ def outbox_events_dispatch_due(*, events: list[tuple[int, str]]) -> int:
     return outbox_events_dispatch(events=events)
 
 
+def _take_due(*, now: dt.datetime, limit: int) -> list[tuple[int, str]]:
+    """Up to `limit` events due now that nobody queued in the last
+    OUTBOX_REQUEUE_AFTER s or holds, stamped as queued (its own transaction)."""
+    with transaction.atomic():
+        return outbox_events_take_due(
+            now=now,
+            grace=dt.timedelta(0),
+            requeue_after=dt.timedelta(seconds=settings.OUTBOX_REQUEUE_AFTER),
+            limit=limit,
+        )
+
+
 def _topped_up(events: list[tuple[int, str]], *, now: dt.datetime) -> list[tuple[int, str]]:
     room = DISPATCH_BATCH - len(events)
     if room <= 0:
         return events
-    with transaction.atomic():
-        more = outbox_events_take_due(
-            now=now,
-            grace=dt.timedelta(0),
-            requeue_after=dt.timedelta(seconds=settings.OUTBOX_REQUEUE_AFTER),
-            limit=room,
-        )
+    more = _take_due(now=now, limit=room)
     mine = {event_id for event_id, _ in events}
     return events + [
         (event_id, request_id or "") for event_id, request_id in more if event_id not in mine

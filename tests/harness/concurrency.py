@@ -44,3 +44,15 @@ def race(calls: list[Callable[[], T]], *, timeout: float = 60) -> list[T]:
         raise errors[0]
     assert len(results) == len(calls), "a racing call did not finish in time"
     return results
+
+
+def wait_for(condition: Callable[[], object], timeout: float = 10.0) -> bool:
+    """Whether `condition()` came true within `timeout` s (looked at every 20 ms)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return bool(condition())

@@ -14,7 +14,7 @@ from django.db import connection, transaction
 
 from commitments.models import OutboxEvent
 from commitments.outbox import OUTBOX_CHANNEL, OUTBOX_WAITERS, outbox_relay_waits
-from relay.listener import Relay
+from tests.harness.concurrency import wait_for
 from tests.harness.webhooks import mapped_pending
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -22,31 +22,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def create_pending(assigner, assignee, external_id: str = "relay-1"):
     return mapped_pending(assigner, assignee, system="relay", external_id=external_id)
-
-
-def wait_for(condition, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
-
-
-@pytest.fixture
-def relay():
-    started: list[Relay] = []
-
-    def start() -> Relay:
-        thread = Relay()
-        thread.start()
-        started.append(thread)
-        return thread
-
-    yield start
-    for thread in started:
-        thread.stop()
-        assert not thread.is_alive()
 
 
 def listening_connection() -> psycopg.Connection:

@@ -9,7 +9,6 @@ lock, made deterministic with a second connection)."""
 from __future__ import annotations
 
 import threading
-import time
 
 import psycopg
 import pytest
@@ -24,7 +23,7 @@ from commitments.outbox import (
     outbox_relay_waits,
     outbox_relay_works,
 )
-from relay.listener import Relay
+from tests.harness.concurrency import wait_for
 from tests.harness.webhooks import mapped_pending
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -55,31 +54,6 @@ def listener():
 
 def heard(listener: psycopg.Connection, timeout: float = 0.3) -> int:
     return len(list(listener.notifies(timeout=timeout)))
-
-
-def wait_for(condition, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
-
-
-@pytest.fixture
-def relay():
-    started: list[Relay] = []
-
-    def start() -> Relay:
-        thread = Relay()
-        thread.start()
-        started.append(thread)
-        return thread
-
-    yield start
-    for thread in started:
-        thread.stop()
-        assert not thread.is_alive()
 
 
 def test_the_trigger_takes_the_relays_lock_at_commit():
