@@ -54,7 +54,7 @@ from commitments.outbox import (
     outbox_relay_waits,
     outbox_relay_works,
 )
-from relay.outbox import dispatches_waiting, outbox_relay
+from relay.outbox import dispatches_waiting, outbox_relay, outbox_relay_due
 
 log = logging.getLogger(__name__)
 
@@ -102,10 +102,6 @@ class Relay(threading.Thread):
         wakeup = _Notifications(self.stopping)
         try:
             while not self.stopping.is_set():
-                found = outbox_relay()
-                self.relayed += found
-                if found:
-                    continue  # busy: nobody notifies it, it looks again at once
                 if dispatches_waiting():
                     # Dispatch messages still wait in the broker, and each
                     # tops its batch up with what is due when it runs: the
@@ -114,12 +110,16 @@ class Relay(threading.Thread):
                     self.wakes["broker busy"] += 1
                     self.stopping.wait(BROKER_BUSY_PAUSE)
                     continue
+                found = outbox_relay_due()
+                self.relayed += found
+                if found:
+                    continue  # busy: nobody notifies it, it looks again at once
                 # Nothing due: from now writers notify, those committing now
                 # are done, one more look finds theirs, and then it waits.
                 wait = settings.OUTBOX_RELAY_WAIT
                 deadline = time.monotonic() + wait
                 wakeup.announce(wait)
-                found = outbox_relay()
+                found = outbox_relay_due()
                 self.relayed += found
                 if found:
                     self.wakes["found late"] += 1

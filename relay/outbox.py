@@ -86,10 +86,17 @@ def outbox_relay(*, now: dt.datetime | None = None, limit: int = SWEEP_BATCH) ->
     left it in the broker as many tiny tasks (issue 29: 2.6 events a task
     with 450 waiting). Once the queue is empty, the next look (at most
     OUTBOX_RELAY_WAIT s later) queues what is left."""
-    now = now or timezone.now()
     if dispatches_waiting():
         # Those messages pull what is due when they run (`outbox_events_dispatch_due`).
         return 0
+    return outbox_relay_due(now=now, limit=limit)
+
+
+def outbox_relay_due(*, now: dt.datetime | None = None, limit: int = SWEEP_BATCH) -> int:
+    """`outbox_relay` once the broker's dispatch queue is known to be empty
+    (the relay's loop asks it first, `dispatches_waiting`, and pauses while
+    it is not): queue what is due. Returns how many were queued."""
+    now = now or timezone.now()
     due = _take_due(now=now, limit=limit)
     for start in range(0, len(due), DISPATCH_BATCH):
         if not _enqueue_events(due[start : start + DISPATCH_BATCH], retry=False):
