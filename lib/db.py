@@ -369,14 +369,7 @@ def _from_row(
     model: type[Model], fields: list[Any], row: Sequence[Any], connection: Any, using: str
 ) -> Model:
     """The instance a `RETURNING` row is, its values converted as a query's are."""
-    values = []
-    for field, value in zip(fields, row, strict=True):
-        column = field.get_col(model._meta.db_table)
-        converters = connection.ops.get_db_converters(column) + field.get_db_converters(connection)
-        for convert in converters:
-            value = convert(value, column, connection)
-        values.append(value)
-    instance: Model = model.from_db(using, [f.attname for f in fields], values)
+    instance: Model = _row_reader(model, fields, connection, using)(row)
     return instance
 
 
@@ -387,8 +380,15 @@ def from_rows(
     fields' order; a row may have more columns after them, which are left
     out), their values converted as a query's are: what a raw query's rows
     become without RawQuerySet's work of matching columns by name."""
-    connection = connections[using]
-    fields: list[Any] = list(model._meta.concrete_fields)
+    read = _row_reader(model, list(model._meta.concrete_fields), connections[using], using)
+    return [read(row) for row in rows]
+
+
+def _row_reader(
+    model: type[Model], fields: list[Any], connection: Any, using: str
+) -> Callable[[Sequence[Any]], Any]:
+    """What makes a row that starts with `fields`' columns into an instance,
+    each value converted as a query's is (the converters found once)."""
     table = model._meta.db_table
     convert = []
     for field in fields:
@@ -396,15 +396,16 @@ def from_rows(
         converters = connection.ops.get_db_converters(column) + field.get_db_converters(connection)
         convert.append((column, converters))
     names = [f.attname for f in fields]
-    out = []
-    for row in rows:
+
+    def read(row: Sequence[Any]) -> Any:
         values = []
-        for (column, converters), value in zip(convert, row, strict=False):
+        for (column, converters), value in zip(convert, row[: len(convert)], strict=True):
             for converter in converters:
                 value = converter(value, column, connection)
             values.append(value)
-        out.append(model.from_db(using, names, values))
-    return out
+        return model.from_db(using, names, values)
+
+    return read
 
 
 def _marks(value: Any, marker: Any) -> bool:
