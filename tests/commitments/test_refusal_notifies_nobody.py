@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import psycopg
 import pytest
-from django.db import connection
 
 from audit.services import Actor
 from commitments import services
 from commitments.errors import InvalidTransition, NotPermitted
 from commitments.models import OutboxEvent, Status
 from commitments.outbox import (
-    OUTBOX_CHANNEL,
-    OUTBOX_WAITERS,
     outbox_relay_gone,
-    outbox_relay_waits,
     outbox_relay_works,
 )
+from tests.harness.outbox import listening_as_a_relay
 from tests.harness.webhooks import mapped_active
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -31,14 +28,8 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def listener():
-    params = connection.get_connection_params()
-    params.pop("cursor_factory", None)
-    params.pop("context", None)
-    conn = psycopg.connect(**params, autocommit=True)
-    conn.execute(f"DELETE FROM {OUTBOX_WAITERS}")
-    conn.execute(f"LISTEN {OUTBOX_CHANNEL}")
     # A relay waiting, as the listener's connection says (relay/listener.py).
-    outbox_relay_waits(conn, relay="test", seconds=60)
+    conn = listening_as_a_relay()
     yield conn
     outbox_relay_gone(conn, relay="test")
     conn.close()

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import time
 
-import psycopg
 import pytest
 from django.db import connection, transaction
 
 from commitments.models import OutboxEvent
-from commitments.outbox import OUTBOX_CHANNEL, OUTBOX_WAITERS, outbox_relay_waits
+from commitments.outbox import OUTBOX_CHANNEL
 from tests.harness.concurrency import wait_for
+from tests.harness.outbox import listening_as_a_relay
 from tests.harness.webhooks import mapped_pending
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,22 +24,9 @@ def create_pending(assigner, assignee, external_id: str = "relay-1"):
     return mapped_pending(assigner, assignee, system="relay", external_id=external_id)
 
 
-def listening_connection() -> psycopg.Connection:
-    """LISTENing, and saying it waits as a relay does (writers notify only
-    then: tests/relay/test_waiting.py)."""
-    params = connection.get_connection_params()
-    params.pop("cursor_factory", None)
-    params.pop("context", None)
-    conn = psycopg.connect(**params, autocommit=True)
-    conn.execute(f"DELETE FROM {OUTBOX_WAITERS}")
-    conn.execute(f"LISTEN {OUTBOX_CHANNEL}")
-    outbox_relay_waits(conn, relay="test", seconds=60)
-    return conn
-
-
 @pytest.mark.postgres
 def test_the_outbox_trigger_notifies_on_commit_only(assigner, assignee):
-    listener = listening_connection()
+    listener = listening_as_a_relay()
     try:
         try:
             with transaction.atomic():

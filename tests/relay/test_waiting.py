@@ -24,16 +24,10 @@ from commitments.outbox import (
     outbox_relay_works,
 )
 from tests.harness.concurrency import wait_for
+from tests.harness.outbox import connect
 from tests.harness.webhooks import mapped_pending
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-
-def connect() -> psycopg.Connection:
-    params = connection.get_connection_params()
-    params.pop("cursor_factory", None)
-    params.pop("context", None)
-    return psycopg.connect(**params, autocommit=True)
 
 
 @pytest.fixture(autouse=True)
