@@ -10,6 +10,7 @@ import uuid
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from audit.models import AuditAction
@@ -126,57 +127,84 @@ def webhook_deliveries_create_many(
     WebhookDelivery.objects.bulk_create(deliveries_made)
     WebhookPayload.objects.bulk_create(bodies)
     ids = [delivery.pk for delivery in deliveries_made]
-    transaction.on_commit(lambda: _queue_unless_in_flight(ids))
+    transaction.on_commit(lambda: _queue_unless_in_flight(ids, stamped=now))
     return ids
 
 
-def _queue_unless_in_flight(delivery_ids: list) -> None:
+def _queue_unless_in_flight(delivery_ids: list, *, stamped: dt.datetime | None = None) -> None:
     """Once the dispatch commits: queue the new deliveries, except those
     whose endpoint has a send in flight (a live lease): these are left
-    waiting for their turn as their task would leave them (`sending._claim_many`:
-    due after WEBHOOK_TIMEOUT, not stamped as queued), without the task. The
-    send in flight is seen after they committed, so the batch sending it
-    sees them when it ends and queues its endpoint's line
-    (`turns.next_in_line`: a delivery never tried waits for its turn,
+    waiting for their turn as their task would leave them (`leave_waiting`),
+    without the task. The send in flight is seen after they committed, so
+    the batch sending it sees them when it ends and queues its endpoint's
+    line (`turns.next_in_line`: a delivery never tried waits for its turn,
     whatever its due time); should that worker die, the sweep queues them
     once due. Under a steady stream to one endpoint (issue 29: every sync's
     webhook goes to one person's endpoint), each dispatch queued a task that
     only took the person's turn lock to find the endpoint busy, ahead of the
-    line's next batch. Unlocked: leaving a delivery waiting is always safe."""
+    line's next batch. Unlocked: the batch in flight may end, and queue them,
+    between the look and the leaving; `leave_waiting` then leaves them as
+    that queued them (`stamped`: the `enqueued_at` the dispatch gave them)."""
     try:
-        waiting = _left_for_the_line(delivery_ids)
+        waiting = _left_for_the_line(delivery_ids, stamped=stamped)
     except Exception:
         log.warning("Could not tell whether the endpoints are busy; queueing.", exc_info=True)
         waiting = set()
     webhooks_queue_on_commit([pk for pk in delivery_ids if pk not in waiting])
 
 
-def _left_for_the_line(delivery_ids: list) -> set:
-    """The deliveries whose endpoint has a send in flight, left waiting."""
-    now = timezone.now()
-    rows = WebhookDelivery.objects.filter(pk__in=delivery_ids)
-    busy = set(
+def _busy_endpoints(delivery_ids: list, *, now: dt.datetime) -> set:
+    """The endpoints of these deliveries with a send in flight (a live
+    lease) other than theirs."""
+    return set(
         WebhookDelivery.objects.filter(
-            endpoint_id__in=rows.values("endpoint_id"),
+            endpoint_id__in=WebhookDelivery.objects.filter(pk__in=delivery_ids).values(
+                "endpoint_id"
+            ),
             status=WebhookDeliveryStatus.SENDING,
             claimed_until__gt=now,
         )
         .exclude(pk__in=delivery_ids)
         .values_list("endpoint_id", flat=True)
     )
-    waiting = set()
+
+
+def _left_for_the_line(delivery_ids: list, *, stamped: dt.datetime | None = None) -> set:
+    """The deliveries whose endpoint has a send in flight, left waiting."""
+    now = timezone.now()
+    busy = _busy_endpoints(delivery_ids, now=now)
+    waiting: set = set()
     if busy:
         waiting = set(
-            rows.filter(endpoint_id__in=busy, status=WebhookDeliveryStatus.PENDING).values_list(
-                "pk", flat=True
-            )
+            WebhookDelivery.objects.filter(
+                pk__in=delivery_ids, endpoint_id__in=busy, status=WebhookDeliveryStatus.PENDING
+            ).values_list("pk", flat=True)
         )
-        WebhookDelivery.objects.filter(pk__in=waiting, status=WebhookDeliveryStatus.PENDING).update(
-            next_attempt_at=now + dt.timedelta(seconds=settings.WEBHOOK_TIMEOUT),
-            enqueued_at=None,
-            updated_at=now,
-        )
+        leave_waiting(dict.fromkeys(waiting, stamped), now=now)
     return waiting
+
+
+def leave_waiting(stamps: dict, *, now: dt.datetime) -> int:
+    """Deliveries whose endpoint or owner is busy, left for their turn:
+    pending, due (for the sweep) after WEBHOOK_TIMEOUT, not stamped as
+    queued. `stamps` gives each id's `enqueued_at` as it was read before the
+    look that found them busy: a delivery stamped since was queued by the
+    line's next in line (`turns.next_in_line`, when the send in flight
+    ended), and is left as that left it, due now: moved past now, its task
+    could not claim it, and the line stalled until the sweep (about 25 s,
+    issue 29). Returns how many were left waiting."""
+    if not stamps:
+        return 0
+    same = Q()
+    for pk, stamp in stamps.items():
+        same |= (
+            Q(pk=pk, enqueued_at=stamp) if stamp is not None else Q(pk=pk, enqueued_at__isnull=True)
+        )
+    return WebhookDelivery.objects.filter(same, status=WebhookDeliveryStatus.PENDING).update(
+        next_attempt_at=now + dt.timedelta(seconds=settings.WEBHOOK_TIMEOUT),
+        enqueued_at=None,
+        updated_at=now,
+    )
 
 
 def webhook_deliveries_take_due(

@@ -52,20 +52,20 @@ def _claim(delivery_id, now: dt.datetime) -> deliveries.Claim[WebhookDelivery] |
     it for its turn. None when there is nothing to send now."""
     with transaction.atomic():
         rows = WebhookDelivery.objects.all()
-        found = rows.filter(pk=delivery_id).values_list("endpoint_id", "endpoint__user_id").first()
+        found = (
+            rows.filter(pk=delivery_id)
+            .values_list("pk", "endpoint_id", "endpoint__user_id", "enqueued_at")
+            .first()
+        )
         if found is None:
             return None
-        endpoint_id, owner_id = found
+        pk, endpoint_id, owner_id, stamp = found
         if turns.busy(owner_id, endpoint_id, now=now, besides=delivery_id) or _behind(
             rows, delivery_id, endpoint_id, now=now
         ):
             # Its turn comes when a send of this person's ends, or after
             # WEBHOOK_TIMEOUT through the sweep.
-            rows.filter(pk=delivery_id, status=WebhookDeliveryStatus.PENDING).update(
-                next_attempt_at=now + dt.timedelta(seconds=settings.WEBHOOK_TIMEOUT),
-                enqueued_at=None,
-                updated_at=now,
-            )
+            dispatch.leave_waiting({pk: stamp}, now=now)
             return None
         # The retry window starts at the first claim since creation or replay.
         first = Coalesce("first_attempt_at", Value(now))
@@ -248,12 +248,13 @@ def _claim_many(delivery_ids: list, now: dt.datetime) -> list[deliveries.Claim[W
             ids.append(uuid.UUID(str(delivery_id)))
     rows = WebhookDelivery.objects.all()
     with transaction.atomic():
-        found = {
-            pk: (endpoint_id, owner_id, created_at)
-            for pk, endpoint_id, owner_id, created_at in rows.filter(pk__in=ids).values_list(
-                "pk", "endpoint_id", "endpoint__user_id", "created_at"
-            )
-        }
+        found = {}
+        stamps = {}  # each one's `enqueued_at` before the look (`dispatch.leave_waiting`)
+        for pk, endpoint_id, owner_id, created_at, stamp in rows.filter(pk__in=ids).values_list(
+            "pk", "endpoint_id", "endpoint__user_id", "created_at", "enqueued_at"
+        ):
+            found[pk] = (endpoint_id, owner_id, created_at)
+            stamps[pk] = stamp
         if not found:
             return []
         owners = {owner_id for _, owner_id, _ in found.values()}
@@ -281,11 +282,7 @@ def _claim_many(delivery_ids: list, now: dt.datetime) -> list[deliveries.Claim[W
         if waiting:
             # Their turn comes when a send of this person's ends, or after
             # WEBHOOK_TIMEOUT through the sweep.
-            rows.filter(pk__in=waiting, status=WebhookDeliveryStatus.PENDING).update(
-                next_attempt_at=now + dt.timedelta(seconds=settings.WEBHOOK_TIMEOUT),
-                enqueued_at=None,
-                updated_at=now,
-            )
+            dispatch.leave_waiting({pk: stamps[pk] for pk in waiting}, now=now)
         taken = deliveries.claim_many(rows, pks=ready, now=now)
         if not taken:
             return []

@@ -387,3 +387,14 @@ def test_the_time_spent_resolving_counts_against_the_deadline(settings, monkeypa
 
     # What was left for connecting: the deadline minus the 0.3 s of resolving.
     assert seen and seen[0] <= 0.75
+
+
+def test_an_address_written_as_the_host_is_checked_without_a_resolver_thread(monkeypatch):
+    def no_thread(*args, **kwargs):
+        raise AssertionError("a thread was started to resolve an address")
+
+    monkeypatch.setattr(outbound.threading, "Thread", no_thread)
+    assert str(outbound.resolve("127.0.0.1", 80, allow_loopback=True)) == "127.0.0.1"
+    assert str(outbound.resolve("::1", 80, allow_loopback=True)) == "::1"
+    with pytest.raises(outbound.AddressRefused):
+        outbound.resolve("10.0.0.1", 80, allow_loopback=False)

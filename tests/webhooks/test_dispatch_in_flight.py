@@ -18,7 +18,8 @@ from commitments.models import OutboxEvent
 from lib import jobs
 from relay import outbox
 from tests.harness.webhook_pages import delivery_row
-from webhooks import tasks, turns
+from webhooks import dispatch as dispatch_module
+from webhooks import sending, tasks, turns
 from webhooks.models import WebhookDelivery, WebhookDeliveryStatus
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
@@ -124,3 +125,78 @@ def test_a_webhook_to_an_idle_endpoint_is_queued_at_once(
     # The look at the endpoints' leases: one query, nothing updated.
     lease = '"webhooks_webhookdelivery"."claimed_until" >'
     assert [q["sql"].split()[0] for q in queries if lease in q["sql"]] == ["SELECT"]
+
+
+def finish_the_send_in_flight(flying, endpoint) -> None:
+    """The batch sending `flying` ends: its outcome recorded, then its
+    person's next in line queued (as `sending.webhooks_send` does)."""
+    WebhookDelivery.objects.filter(pk=flying.pk).update(
+        status=WebhookDeliveryStatus.DELIVERED, claimed_until=None
+    )
+    turns.next_in_line(endpoint.user_id, now=timezone.now())
+
+
+def test_a_line_queued_while_the_dispatch_looked_is_not_left_out_of_reach(
+    assigner, assignee, endpoint, broker, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The dispatch sees the send in flight; before it leaves its deliveries
+    waiting, that send ends and its batch queues them (the next in line). They
+    must stay claimable by that task: moved past now, the task found nothing
+    to claim, and the line stalled until the sweep (the sustained run's first
+    seconds, issue 29: about 25 s)."""
+    flying = delivery_row(endpoint, None)
+    WebhookDelivery.objects.filter(pk=flying.pk).update(
+        status=WebhookDeliveryStatus.SENDING,
+        claimed_until=timezone.now() + dt.timedelta(seconds=60),
+        attempts=1,
+    )
+    complete_one(assigner, assignee, 0)
+    looked = dispatch_module._busy_endpoints
+
+    def look_then_the_send_ends(*args, **kwargs):
+        busy = looked(*args, **kwargs)
+        finish_the_send_in_flight(flying, endpoint)
+        return busy
+
+    monkeypatch.setattr(dispatch_module, "_busy_endpoints", look_then_the_send_ends)
+    made = dispatch(django_capture_on_commit_callbacks)
+
+    ids = [str(row.pk) for row in made]
+    assert webhook_tasks(broker) == [(tasks.deliver_webhooks.name, ids)]
+    # The task the line's end queued claims them.
+    claims = sending._claim_many(ids, timezone.now())
+    assert [claim.row.pk for claim in claims] == [row.pk for row in made]
+
+
+def test_a_batch_that_finds_the_endpoint_busy_leaves_a_row_the_line_queued_since(
+    assigner, assignee, endpoint, broker, monkeypatch, django_capture_on_commit_callbacks
+):
+    """A batch task reads its rows, then sees another worker's send to their
+    endpoint in flight; that send ends and its batch queues the line before
+    this one leaves the rows waiting: they stay due, for the task queued."""
+    complete_one(assigner, assignee, 0)
+    made = dispatch(django_capture_on_commit_callbacks)  # idle endpoint: queued
+    ids = [str(row.pk) for row in made]
+    broker.clear()
+    flying = delivery_row(endpoint, None)
+    WebhookDelivery.objects.filter(pk=flying.pk).update(
+        status=WebhookDeliveryStatus.SENDING,
+        claimed_until=timezone.now() + dt.timedelta(seconds=60),
+        attempts=1,
+        created_at=timezone.now() - dt.timedelta(seconds=5),
+    )
+    read = turns.in_flight_of
+
+    def read_then_the_send_ends(*args, **kwargs):
+        flying_now = read(*args, **kwargs)
+        finish_the_send_in_flight(flying, endpoint)
+        return flying_now
+
+    monkeypatch.setattr(turns, "in_flight_of", read_then_the_send_ends)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert sending._claim_many(ids, timezone.now()) == []  # busy when it looked
+    monkeypatch.setattr(turns, "in_flight_of", read)
+
+    assert webhook_tasks(broker) == [(tasks.deliver_webhooks.name, ids)]
+    claims = sending._claim_many(ids, timezone.now())
+    assert [claim.row.pk for claim in claims] == [row.pk for row in made]
