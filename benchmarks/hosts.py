@@ -495,6 +495,9 @@ class Run:
                 "EMAIL_PORT": str(self.sink.port),
                 "EMAIL_TIMEOUT": "5",
                 "DB_DISABLE_SERVER_SIDE_CURSORS": "1",
+                # Debian's PgBouncer (1.18) keeps no prepared statement in
+                # transaction mode.
+                "DB_PREPARED_STATEMENTS": "0",
                 "DATABASE_LISTEN_URL": self.listen_url,
                 "TRUST_X_FORWARDED_PROTO": "1",
                 "TRUSTED_PROXY_COUNT": "1",

@@ -55,6 +55,7 @@ def is_local_site(environ: Mapping[str, str] = os.environ) -> bool:
 # the start with its name.
 BOOLEANS: tuple[str, ...] = ("DEBUG", "HTTPS_ONLY", "TRUST_X_FORWARDED_PROTO", "EMAIL_USE_TLS")
 BOOLEANS += ("OUTBOUND_ALLOW_LOOPBACK", "LOG_JSON", "DB_DISABLE_SERVER_SIDE_CURSORS")
+BOOLEANS += ("DB_PREPARED_STATEMENTS",)
 BOOLEANS += ("ADMIN_REQUIRES_MFA",)
 INTEGERS = (
     "SECURE_HSTS_SECONDS",

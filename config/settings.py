@@ -173,6 +173,18 @@ if DATABASE_URL:
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env_bool(
         "DB_DISABLE_SERVER_SIDE_CURSORS", False
     )
+    # Parameters are bound by the server, and a statement run a second time on
+    # a connection is prepared there (psycopg's prepare_threshold): PostgreSQL
+    # plans the API's writes once per connection, not at every call. Off
+    # (DB_PREPARED_STATEMENTS=0: Django's client-side binding) behind a pooler
+    # in transaction mode that does not keep prepared statements (PgBouncer
+    # before 1.21, or without max_prepared_statements); docs/production.md.
+    if env_bool("DB_PREPARED_STATEMENTS", True):
+        DATABASES["default"]["OPTIONS"] = {
+            **DATABASES["default"].get("OPTIONS", {}),
+            "server_side_binding": True,
+            "prepare_threshold": 2,
+        }
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
