@@ -13,8 +13,6 @@ from csp.constants import HEADER, HEADER_REPORT_ONLY
 from csp.utils import build_policy
 from django.conf import settings
 from django.core.exceptions import DisallowedHost, ImproperlyConfigured
-from django.core.signals import setting_changed
-from django.dispatch import receiver
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -23,6 +21,7 @@ from django.http import (
     JsonResponse,
 )
 from django.http.request import UnreadablePostError
+from django.http.response import HttpResponseBase
 from django.utils import timezone
 from django.utils.cache import patch_cache_control
 
@@ -272,23 +271,21 @@ class ApiErrorMiddleware:
 _OWN_POLICY = tuple(
     f"_csp_{kind}{ro}" for kind in ("config", "update", "replace") for ro in ("", "_ro")
 )
-_built_policies: tuple[str, str] | None = None
+_built_policies: tuple[object, object, str, str] | None = None
 
 
 def _policies() -> tuple[str, str]:
     """The policy and the report-only policy the settings give, built once
-    (until the settings change: tests' override_settings)."""
+    for the settings' objects (again when they are replaced, as tests'
+    override_settings does)."""
     global _built_policies
-    if _built_policies is None:
-        _built_policies = (build_policy(), build_policy(report_only=True))
-    return _built_policies
-
-
-@receiver(setting_changed)
-def _settings_changed(*, setting: str, **kwargs: object) -> None:
-    global _built_policies
-    if setting.startswith("CONTENT_SECURITY_POLICY"):
-        _built_policies = None
+    config = getattr(settings, "CONTENT_SECURITY_POLICY", None)
+    report_only = getattr(settings, "CONTENT_SECURITY_POLICY_REPORT_ONLY", None)
+    built = _built_policies
+    if built is None or built[0] is not config or built[1] is not report_only:
+        built = (config, report_only, build_policy(), build_policy(report_only=True))
+        _built_policies = built
+    return built[2], built[3]
 
 
 class CSPMiddleware(csp.middleware.CSPMiddleware):
@@ -300,7 +297,9 @@ class CSPMiddleware(csp.middleware.CSPMiddleware):
     response, and a 404 or 500 with DEBUG on (which django-csp leaves
     alone), is django-csp's own."""
 
-    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    def process_response(
+        self, request: HttpRequest, response: HttpResponseBase
+    ) -> HttpResponseBase:
         if (
             getattr(request, "_csp_nonce", None) is not None
             or any(getattr(response, name, None) is not None for name in _OWN_POLICY)
