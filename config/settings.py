@@ -108,7 +108,7 @@ MIDDLEWARE = [
     "config.middleware.HealthProbeMiddleware",
     "config.middleware.HttpsOnlyMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "csp.middleware.CSPMiddleware",
+    "config.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.ApiErrorMiddleware",
     "django.middleware.common.CommonMiddleware",

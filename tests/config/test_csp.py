@@ -152,3 +152,97 @@ def test_the_api_reference_page_runs_only_scripts_from_urls(client):
     assert all('src="' in tag for tag in scripts)
     assert 'src="/api-reference?script="' in html
     assert 'href="/static/css/api_reference.css"' in html
+
+
+# --- built once (config.middleware.CSPMiddleware) -------------------------------------------
+
+
+def _through_the_middleware(response, request=None):
+    from config.middleware import CSPMiddleware
+
+    request = request or RequestFactory().get("/api/v1/commitments")
+    middleware = CSPMiddleware(lambda request: response)
+    middleware.process_request(request)
+    return middleware.process_response(request, response), request
+
+
+def _django_csps(response, request=None):
+    from csp.middleware import CSPMiddleware
+
+    request = request or RequestFactory().get("/api/v1/commitments")
+    middleware = CSPMiddleware(lambda request: response)
+    middleware.process_request(request)
+    return middleware.process_response(request, response)
+
+
+def test_the_header_built_once_is_django_csps_own():
+    from django.http import HttpResponse
+
+    ours, _ = _through_the_middleware(HttpResponse())
+    theirs = _django_csps(HttpResponse())
+
+    assert ours["Content-Security-Policy"] == theirs["Content-Security-Policy"]
+    assert "Content-Security-Policy-Report-Only" not in ours
+
+
+def test_a_changed_policy_is_built_again(settings):
+    from django.http import HttpResponse
+
+    before, _ = _through_the_middleware(HttpResponse())
+    settings.CONTENT_SECURITY_POLICY = {"DIRECTIVES": {"default-src": ["'none'"]}}
+    settings.CONTENT_SECURITY_POLICY_REPORT_ONLY = {"DIRECTIVES": {"img-src": ["'self'"]}}
+    after, _ = _through_the_middleware(HttpResponse())
+
+    assert before["Content-Security-Policy"] != after["Content-Security-Policy"]
+    assert after["Content-Security-Policy"] == "default-src 'none'"
+    theirs = _django_csps(HttpResponse())
+    assert (
+        after["Content-Security-Policy-Report-Only"]
+        == theirs["Content-Security-Policy-Report-Only"]
+    )
+    assert "img-src 'self'" in after["Content-Security-Policy-Report-Only"]
+
+
+def test_a_response_with_a_policy_of_its_own_keeps_it():
+    from django.http import HttpResponse
+
+    response = HttpResponse()
+    response._csp_update = {"img-src": ["https://images.example"]}
+    ours, _ = _through_the_middleware(response)
+
+    assert "https://images.example" in ours["Content-Security-Policy"]
+
+
+def test_a_nonce_asked_for_is_in_the_header_and_one_asked_for_after_it_is_an_error(settings):
+    from csp.constants import NONCE, SELF
+    from csp.exceptions import CSPNonceError
+    from django.http import HttpResponse
+
+    settings.CONTENT_SECURITY_POLICY = {"DIRECTIVES": {"script-src": [SELF, NONCE]}}
+
+    request = RequestFactory().get("/")
+    response = HttpResponse()
+    from config.middleware import CSPMiddleware
+
+    middleware = CSPMiddleware(lambda request: response)
+    middleware.process_request(request)
+    nonce = str(request.csp_nonce)
+    middleware.process_response(request, response)
+
+    assert f"'nonce-{nonce}'" in response["Content-Security-Policy"]
+    assert str(request.csp_nonce) == nonce  # written, it stays what it was
+
+    later = HttpResponse()
+    _, plain = _through_the_middleware(later)
+    with pytest.raises(CSPNonceError):
+        str(plain.csp_nonce)
+
+
+def test_an_exempt_response_gets_no_header():
+    from django.http import HttpResponse
+
+    response = HttpResponse()
+    response._csp_exempt = True
+    ours, _ = _through_the_middleware(response)
+
+    assert "Content-Security-Policy" not in ours
