@@ -47,6 +47,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import statistics
 import subprocess
 import tempfile
@@ -727,19 +728,97 @@ def plans_of(
     from django.db import connection
 
     plans, flagged = [], []
+    prepared = getattr(connection.features, "uses_server_side_binding", False)
     for sql, params in statements:
         if not sql.lstrip().upper().startswith(EXPLAINED):
             continue
         with connection.cursor() as cursor:
             cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
             (plan,) = cursor.fetchone()
-        if isinstance(plan, str):
-            plan = json.loads(plan)
-        scans = plan_scans(plan[0]["Plan"])
+        scans = plan_scans(_json(plan)[0]["Plan"])
         bad = flagged_scans(scans, table_rows)
+        entry: dict[str, Any] = {"sql": sql[:300], "scans": scans}
+        if prepared:
+            generic = generic_plan(sql, params)
+            if generic is None:
+                entry["generic_scans"] = None
+            else:
+                entry["generic_scans"] = plan_scans(generic)
+                bad += [
+                    {**scan, "node": f"{scan['node']} (generic plan)"}
+                    for scan in flagged_scans(entry["generic_scans"], table_rows)
+                ]
         flagged += bad
-        plans.append({"sql": sql[:300], "scans": scans, "flagged": bool(bad)})
+        plans.append({**entry, "flagged": bool(bad)})
     return plans, flagged
+
+
+def _json(plan: Any) -> Any:
+    return json.loads(plan) if isinstance(plan, str) else plan
+
+
+def generic_plan(sql: str, params: Any) -> dict | None:
+    """The plan PostgreSQL may keep for every value once the statement is
+    prepared (DB_PREPARED_STATEMENTS: a statement a connection runs twice
+    is prepared, and after five runs PostgreSQL keeps one generic plan when
+    it costs no more than the ones made for each call's values): the
+    statement prepared with its parameters numbered, and `EXPLAIN EXECUTE`
+    under `plan_cache_mode = force_generic_plan`. None when PostgreSQL cannot
+    tell a parameter's type from the text alone (psycopg sends the types)."""
+    from django.db import connection, transaction
+    from django.db.utils import DatabaseError
+
+    numbered = iter(range(1, len(params or ()) + 1))
+    text = re.sub(r"%(%|s)", lambda m: "%" if m.group(1) == "%" else f"${next(numbered)}", sql)
+    values = list(params or ())
+    explain = "EXPLAIN (FORMAT JSON) EXECUTE scale_generic"
+    if values:
+        # The values as literals: EXECUTE, a utility statement, takes no parameters.
+        explain += "(" + ", ".join(["%s"] * len(values)) + ")"
+        explain = psycopg.ClientCursor(connection.connection).mogrify(explain, values)
+    with connection.cursor() as cursor:
+        # Untyped first, as a person would write it; else with the types
+        # psycopg sends with the values (a CASE of parameters alone has none).
+        for types in ("", _types(values)):
+            if types is None:
+                return None
+            try:
+                with transaction.atomic():
+                    cursor.execute(f"PREPARE scale_generic{types} AS {text}")
+                break
+            except DatabaseError:
+                continue
+        else:
+            return None
+        try:
+            cursor.execute("SET plan_cache_mode = force_generic_plan")
+            with transaction.atomic():
+                cursor.execute(explain)
+                (plan,) = cursor.fetchone()
+        except DatabaseError:
+            return None
+        finally:
+            cursor.execute("RESET plan_cache_mode")
+            cursor.execute("DEALLOCATE scale_generic")
+    return _json(plan)[0]["Plan"]
+
+
+def _types(values: list[Any]) -> str | None:
+    """`(type, ...)` of the values as psycopg sends them, or None when one
+    goes without (a None, a string: PostgreSQL infers those)."""
+    from django.db import connection
+    from psycopg.adapt import PyFormat, Transformer
+
+    transformer = Transformer(connection.connection)
+    names = []
+    for value in values:
+        info = connection.connection.adapters.types.get(
+            transformer.get_dumper(value, PyFormat.AUTO).oid
+        )
+        if info is None:
+            return None
+        names.append(info.name)
+    return "(" + ", ".join(names) + ")" if names else None
 
 
 def main() -> None:
