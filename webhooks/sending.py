@@ -347,15 +347,31 @@ def _claim_many(delivery_ids: list, now: dt.datetime) -> list[deliveries.Claim[W
     with transaction.atomic():
         found = {}
         stamps = {}  # each one's `enqueued_at` before the look (`dispatch.leave_waiting`)
-        for pk, endpoint_id, owner_id, created_at, stamp in rows.filter(pk__in=ids).values_list(
-            "pk", "endpoint_id", "endpoint__user_id", "created_at", "enqueued_at"
+        live = set()  # the endpoints of the batch's own rows another worker holds
+        for pk, endpoint_id, owner_id, created_at, stamp, status, lease in rows.filter(
+            pk__in=ids
+        ).values_list(
+            "pk",
+            "endpoint_id",
+            "endpoint__user_id",
+            "created_at",
+            "enqueued_at",
+            "status",
+            "claimed_until",
         ):
             found[pk] = (endpoint_id, owner_id, created_at)
             stamps[pk] = stamp
+            if status == WebhookDeliveryStatus.SENDING and lease is not None and lease > now:
+                live.add((owner_id, endpoint_id))
         if not found:
             return []
         owners = {owner_id for _, owner_id, _ in found.values()}
         flying, older = turns.in_flight_of(owners, now=now, besides=list(found))
+        # A row of the batch being sent by another worker (a message queued
+        # twice, a run a dead worker holds) is a send in flight to its
+        # endpoint too: the batch's later rows to it wait behind it.
+        for owner_id, endpoint_id in live:
+            flying.setdefault(owner_id, set()).add(endpoint_id)
         ready, waiting = [], []
         taking: dict = {}
         for pk in dict.fromkeys(ids):
