@@ -398,7 +398,7 @@ def _delivered(
     update (the decide) and the row's (unless already delivered). Its inputs
     are the keys and every value but None (a NULL is in the statement's text:
     its shape); a choice's value is its plain string."""
-    row_model = type(claim.row)
+    row_model: Any = type(claim.row)  # the concrete model: its `status` is the subclass's
     attempt_model: Any = claim.row.attempt_log.model
     ended = {name: _plain(value) for name, value in ended.items()}
     delivered = {name: _plain(value) for name, value in delivered.items()}
