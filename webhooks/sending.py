@@ -149,7 +149,7 @@ def webhooks_send(*, delivery_ids: list) -> dict[str, int]:
     endpoints' go on. Sends start only within the batch's window (a third of
     the lease): the ones left then are released and queued again. Once the
     batch is over, its first person's next in line is claimed by this task
-    and sent as another run of it (LINE_RUNS, LINE_SECONDS: `_go_on`), and
+    and sent as another run of it (at most LINE_RUNS runs, none after LINE_SECONDS: `_line`), and
     each other person's next in line is queued (`turns.next_in_line`).
     Returns how many ended how, over all the runs."""
     claims = _claim_many(delivery_ids, timezone.now())
@@ -162,7 +162,7 @@ def _line(
     claims: list[deliveries.Claim[WebhookDelivery]], started: float, outcomes: dict[str, int]
 ) -> str | None:
     """Send the claimed run, then the runs this task claims after it
-    (`_go_on`), counting how each send ended in `outcomes`. Every run's sends
+    (`_after`), counting how each send ended in `outcomes`. Every run's sends
     start within the window of the task's start (`started`), which is never
     later than the run's own claim, so every lease outlasts its sends as a
     single batch's does. Returns the first send's outcome (None: none)."""
