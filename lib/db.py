@@ -812,7 +812,9 @@ class Prepared:
 @dataclass(frozen=True)
 class _LaterKept:
     model: type[Model]
-    parts: list[tuple[str, Any, list[int], Model | None]]  # text, shape, inputs' places
+    # text, shape, inputs' places (each an input's index and the subclass
+    # of its type the field's preparation wraps it in, or None), keyed
+    parts: list[tuple[str, Any, list[tuple[int, Any]], Model | None]]
     found: bool
     marker: int | None  # the input that is Decide.marker
 
@@ -864,7 +866,7 @@ def _later(
         return None
     using = router.db_for_write(kept.model)
     parts = [
-        None if text is None else _Part(text, [inputs[i] for i in places], shape, keyed)
+        None if text is None else _Part(text, [_place(inputs, at) for at in places], shape, keyed)
         for text, shape, places, keyed in kept.parts
     ]
     if _checking():
@@ -882,6 +884,12 @@ def _later(
     return kept.model, update, found, [p for p in leading if p is not None], marker
 
 
+def _place(inputs: tuple[Any, ...], at: tuple[int, Any]) -> Any:
+    """The input at a kept place, wrapped as the field's preparation wraps it."""
+    index, wrap = at
+    return inputs[index] if wrap is None else wrap(inputs[index])
+
+
 def _later_keep(later: Later) -> _LaterKept | None:
     stand_ins = [_stand_in(v) for v in later.inputs]
     if any(s is None for s in stand_ins):
@@ -895,7 +903,7 @@ def _later_keep(later: Later) -> _LaterKept | None:
         parts = _later_parts(decide, where, using)
     except (EmptyResultSet, FullResultSet, ValidationError):
         return None  # a stand-in a column refuses (a small integer's range): built each time
-    kept: list[tuple[str, Any, list[int], Model | None]] = []
+    kept: list[tuple[str, Any, list[tuple[int, Any]], Model | None]] = []
     for part in parts:
         if part is None:
             kept.append((None, None, [], None))  # type: ignore[arg-type]  # no found
@@ -904,10 +912,16 @@ def _later_keep(later: Later) -> _LaterKept | None:
             return None
         places = []
         for value in part.params:
-            found = [i for i, s in enumerate(stand_ins) if type(s) is type(value) and s == value]
+            # The stand-in itself, or wrapped by the field's preparation in a
+            # subclass of its type (psycopg's `Int4` for an IntegerField):
+            # the input is wrapped alike (`_place`).
+            found = [
+                i for i, s in enumerate(stand_ins) if isinstance(value, type(s)) and s == value
+            ]
             if len(found) != 1:
                 return None
-            places.append(found[0])
+            wrap = type(value)
+            places.append((found[0], None if wrap is type(stand_ins[found[0]]) else wrap))
         kept.append((part.text, part.shape, places, part.keyed))
     marker = None
     if decide.marker is not None:

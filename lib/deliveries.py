@@ -249,12 +249,19 @@ def attempt_begin(row: LeasedDelivery, *, interrupted: str, **fields: object) ->
     return row.attempt_log.create(**fields)
 
 
-def claim_many(rows: QuerySet[Any], *, pks: list[Any], now: dt.datetime) -> list[Any]:
-    """`claim` for a batch, in one statement (lib.leasing.claim_many): the
-    ids taken. Send them within `batch_window()` of now, and `release` the
-    ones left when it is over."""
+def claim_many(
+    rows: QuerySet[Any],
+    *,
+    pks: list[Any],
+    now: dt.datetime,
+    where: Q | None = None,
+    first: str | None = None,
+) -> list[Any]:
+    """`claim` for a batch, in one statement (lib.leasing.claim_many, whose
+    `where` and `first` these are): the ids taken. Send them within
+    `batch_window()` of now, and `release` the ones left when it is over."""
     lease = dt.timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
-    return leasing.claim_many(rows, pks=pks, now=now, lease=lease)
+    return leasing.claim_many(rows, pks=pks, now=now, lease=lease, where=where, first=first)
 
 
 def batch_window() -> float:
@@ -352,36 +359,86 @@ def record_delivered_ended(
     **fields: object,
 ) -> int | None:
     """`attempt_end` (delivered, with `attempt`'s fields) and
-    `record_delivered` (with `fields`) in one statement (`lib.db.write_together`:
-    on PostgreSQL one `WITH ... INSERT/UPDATE`, which needs no transaction of
-    its own), where a send's outcome took BEGIN, two UPDATEs and COMMIT.
-    With `begin` (the next row a batch sends, claimed with this one), its
-    attempt is written in the same statement: returns that attempt's id."""
+    `record_delivered` (with `fields`) in one statement, where a send's
+    outcome took BEGIN, two UPDATEs and COMMIT. With `begin` (the next row a
+    batch sends, claimed with this one), its attempt is written in the same
+    statement: returns that attempt's id.
+
+    A `lib.db.write_decided` of a `Later` (`_delivered`): on PostgreSQL one
+    `WITH ... UPDATE/INSERT`, which needs no transaction of its own, whose
+    querysets are built and compiled once per shape, not once a send (they
+    cost more of the worker's CPU than the statement's round trip, issue 29).
+    The compare-and-set is the attempt's own row, which this worker wrote
+    and nobody else deletes: the row's outcome and the next attempt follow
+    it. It refuses only when another claimer closed the attempt in the same
+    instant (its lease ran out; the row is that claimer's to send again)."""
     duration = int((time.monotonic() - claim.started) * 1000)
     started: Any = None
     if begin is not None:
         model: Any = begin.attempt_log.model  # the concrete Attempt
         started = model(delivery=begin, started_at=now)
-    db.write_together(
-        inserts=[started] if started is not None else [],
-        updates_where=[
-            (
-                claim.row.attempt_log.filter(pk=claim.attempt_id),
-                {"outcome": AttemptOutcome.DELIVERED, "duration_ms": duration, **attempt},
-            ),
-            (
-                claim.rows.exclude(status=DELIVERED),
-                {
-                    "status": DELIVERED,
-                    "delivered_at": now,
-                    "claimed_until": None,
-                    "updated_at": now,
-                    **fields,
-                },
-            ),
-        ],
+    ended = {"outcome": DELIVERED, "duration_ms": duration, **attempt}
+    delivered = {
+        "status": DELIVERED,
+        "delivered_at": now,
+        "claimed_until": None,
+        "updated_at": now,
+        **fields,
+    }
+    db.write_decided(
+        _delivered(claim, ended, delivered), inserts=[started] if started is not None else []
     )
     return started.pk if started is not None else None
+
+
+def _delivered(
+    claim: Claim[LeasedDelivery], ended: dict[str, object], delivered: dict[str, object]
+) -> db.Later:
+    """`record_delivered_ended`'s writes as a `lib.db.Later`: the attempt's
+    update (the decide) and the row's (unless already delivered). Its inputs
+    are the keys and every value but None (a NULL is in the statement's text:
+    its shape); a choice's value is its plain string."""
+    row_model: Any = type(claim.row)  # the concrete model: its `status` is the subclass's
+    attempt_model: Any = claim.row.attempt_log.model
+    ended = {name: _plain(value) for name, value in ended.items()}
+    delivered = {name: _plain(value) for name, value in delivered.items()}
+    ended_nulls = tuple(value is None for value in ended.values())
+    delivered_nulls = tuple(value is None for value in delivered.values())
+    inputs = (
+        claim.attempt_id,
+        *(value for value in ended.values() if value is not None),
+        claim.row.pk,
+        DELIVERED,
+        *(value for value in delivered.values() if value is not None),
+    )
+    key = (
+        "lib.deliveries.delivered",
+        row_model._meta.label,
+        tuple(ended),
+        ended_nulls,
+        tuple(delivered),
+        delivered_nulls,
+    )
+
+    def build(*values: Any) -> tuple[db.Decide, list[tuple[QuerySet[Any], dict[str, Any]]]]:
+        at = iter(values)
+        attempt_pk = next(at)
+        ends = {n: None if null else next(at) for n, null in zip(ended, ended_nulls, strict=True)}
+        row_pk, done = next(at), next(at)
+        sets = {
+            n: None if null else next(at)
+            for n, null in zip(delivered, delivered_nulls, strict=True)
+        }
+        decide = db.Decide(attempt_model._default_manager.filter(pk=attempt_pk), ends)
+        row = row_model._default_manager.filter(pk=row_pk).exclude(status=done)
+        return decide, [(row, sets)]
+
+    return db.Later(key, inputs, build)
+
+
+def _plain(value: object) -> object:
+    """A choice (a str enum) as its plain string, as Django writes it."""
+    return value.value if isinstance(value, models.Choices) else value
 
 
 def fenced(claim: Claim[LeasedDelivery]) -> QuerySet[Any]:

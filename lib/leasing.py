@@ -18,7 +18,8 @@ import random
 from typing import Any
 
 from django.db import connections
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, Q, QuerySet, Value
+from django.db.models.functions import Coalesce
 
 PENDING = "pending"
 SENDING = "sending"
@@ -74,26 +75,41 @@ def claim(
 
 
 def claim_many(
-    rows: QuerySet[Any], *, pks: list[Any], now: dt.datetime, lease: dt.timedelta
+    rows: QuerySet[Any],
+    *,
+    pks: list[Any],
+    now: dt.datetime,
+    lease: dt.timedelta,
+    where: Q | None = None,
+    first: str | None = None,
 ) -> list[Any]:
     """Take for sending those of rows `pks` that are claimable and that no
     other worker is claiming this moment: `UPDATE ... WHERE id IN (SELECT
     ... FOR UPDATE SKIP LOCKED) RETURNING id`, one statement for the batch.
     Returns the ids taken. The same conditional update as `claim`, so a row
     is never taken twice; the lease must outlast the batch's sending (the
-    caller releases what it has not sent in time)."""
+    caller releases what it has not sent in time). `where`: the condition
+    instead of `claimable(now)`, for a caller that decides whose turn it is
+    under its own lock (it must still exclude a live lease). `first`: a
+    timestamp column set to `now` where it is NULL, in the same statement
+    (a retry window's start)."""
     if not pks:
         return []
-    candidates = rows.filter(claimable(now), pk__in=pks).select_for_update(skip_locked=True)
+    condition = claimable(now) if where is None else where
+    candidates = rows.filter(condition, pk__in=pks).select_for_update(skip_locked=True)
     if connections[rows.db].vendor != "postgresql":
         # SQLite: no FOR UPDATE (writes are serialized); the same update.
         taken = list(candidates.values_list("pk", flat=True))
         if taken:
-            rows.filter(claimable(now), pk__in=taken).update(
+            extra: dict[str, Any] = {}
+            if first is not None:
+                extra[first] = Coalesce(first, Value(now))
+            rows.filter(condition, pk__in=taken).update(
                 status=SENDING,
                 claimed_until=now + lease,
                 attempts=F("attempts") + 1,
                 updated_at=now,
+                **extra,
             )
         return taken
     model = rows.model
@@ -108,12 +124,18 @@ def claim_many(
     # compiled by the ORM: nothing from outside is in the text.
     pk = connections[rows.db].ops.quote_name(pk_column)
     status, until, attempts, updated = (quoted[k] for k in quoted)
+    params: list[Any] = [SENDING, now + lease, now]
+    starts = ""
+    if first is not None:
+        column = connections[rows.db].ops.quote_name(model._meta.get_field(first).column)
+        starts = f", {column} = COALESCE({column}, %s)"
+        params.append(now)
     sql = (
         f"UPDATE {table} SET {status} = %s, {until} = %s, {attempts} = {attempts} + 1, "  # noqa: S608
-        f"{updated} = %s WHERE {pk} IN ({inner_sql}) RETURNING {pk}"
+        f"{updated} = %s{starts} WHERE {pk} IN ({inner_sql}) RETURNING {pk}"
     )
     with connections[rows.db].cursor() as cursor:
-        cursor.execute(sql, [SENDING, now + lease, now, *inner_params])
+        cursor.execute(sql, [*params, *inner_params])
         return [row[0] for row in cursor.fetchall()]
 
 

@@ -94,7 +94,8 @@ def webhook_send(*, delivery_id) -> str | None:
     claim = _claim(delivery_id, now)
     if claim is None:
         return None
-    return _send_claimed(claim, next_in_line=True)[0]
+    # A batch of one: the line it ends goes on in this task as a batch's does.
+    return _line([claim], time.monotonic(), {})
 
 
 def _send_claimed(
@@ -125,6 +126,17 @@ def _send_claimed(
     return _record(claim, outcome, next_in_line=next_in_line, begin=begin)
 
 
+# A batch task that ends with its person's line waiting (a line to one
+# endpoint) claims the line's next run itself, as the task that
+# `turns.next_in_line` would queue would claim it, instead of a broker round
+# trip and a new task's claim: at most LINE_RUNS runs a task (the first
+# included), and a new run only within LINE_SECONDS of the task's start, so
+# one line never holds a webhook worker for long (the other endpoints' tasks
+# wait in the queue meanwhile); past them the line is queued as before.
+LINE_RUNS = 10
+LINE_SECONDS = 10.0
+
+
 def webhooks_send(*, delivery_ids: list) -> dict[str, int]:
     """A batch (`deliver_webhooks`): claimed together (`_claim_many`: whose
     turn it is, one conditional UPDATE for all), then each sent and recorded
@@ -136,14 +148,51 @@ def webhooks_send(*, delivery_ids: list) -> dict[str, int]:
     at once when it failed for good), so its line keeps its order; the other
     endpoints' go on. Sends start only within the batch's window (a third of
     the lease): the ones left then are released and queued again. Once the
-    batch is over, each of its people's next in line is queued
-    (`turns.next_in_line`). Returns how many ended how."""
+    batch is over, its first person's next in line is claimed by this task
+    and sent as another run of it (at most LINE_RUNS runs, none after LINE_SECONDS: `_line`), and
+    each other person's next in line is queued (`turns.next_in_line`).
+    Returns how many ended how, over all the runs."""
     claims = _claim_many(delivery_ids, timezone.now())
-    started = time.monotonic()
     outcomes: dict[str, int] = {}
+    _line(claims, time.monotonic(), outcomes)
+    return outcomes
+
+
+def _line(
+    claims: list[deliveries.Claim[WebhookDelivery]], started: float, outcomes: dict[str, int]
+) -> str | None:
+    """Send the claimed run, then the runs this task claims after it
+    (`_after`), counting how each send ended in `outcomes`. Every run's sends
+    start within the window of the task's start (`started`), which is never
+    later than the run's own claim, so every lease outlasts its sends as a
+    single batch's does. Returns the first send's outcome (None: none)."""
+    first = None
+    runs = 0
+    while claims:
+        runs += 1
+        released, ended = _run(claims, started, outcomes)
+        if first is None:
+            first = ended
+        go_on = (
+            not released
+            and runs < LINE_RUNS
+            and time.monotonic() - started < min(LINE_SECONDS, deliveries.batch_window())
+        )
+        claims = _after(claims, go_on=go_on)
+    return first
+
+
+def _run(
+    claims: list[deliveries.Claim[WebhookDelivery]], started: float, outcomes: dict[str, int]
+) -> tuple[bool, str | None]:
+    """One run's sends (`webhooks_send` says how), and the rows held back
+    after a failure. Returns whether the window ran out (the rest released
+    and queued) and the first send's outcome."""
     stopped: dict = {}  # endpoint id -> the ids held back after its failure
     failed: dict = {}  # endpoint id -> the delivery whose send failed
     unmade: list = []  # the attempts begun for them, never made
+    released = False
+    first = None
     for index in range(len(claims)):
         claim = claims[index]
         if time.monotonic() - started > deliveries.batch_window():
@@ -158,7 +207,8 @@ def webhooks_send(*, delivery_ids: list) -> dict[str, int]:
                         rest.append(later)
                 left = deliveries.release(rest, now=timezone.now())
                 dispatch.webhooks_queue_on_commit(left)
-            outcomes["released"] = len(left)
+            outcomes["released"] = outcomes.get("released", 0) + len(left)
+            released = True
             break
         endpoint_id = claim.row.endpoint_id
         if endpoint_id in stopped:
@@ -180,19 +230,66 @@ def webhooks_send(*, delivery_ids: list) -> dict[str, int]:
             # sweep queues it again.
             log.exception("Webhook delivery %s failed in its batch", claim.row.pk)
             outcome = "error"
+        if first is None:
+            first = outcome
         if outcome != AttemptOutcome.DELIVERED:
             stopped[endpoint_id] = []
             failed[endpoint_id] = claim.row.pk
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
     held_back = [pk for ids in stopped.values() for pk in ids]
-    with transaction.atomic():
-        if held_back:
+    if held_back:
+        with transaction.atomic():
             WebhookAttempt.objects.filter(pk__in=unmade).delete()
             _hold_back(stopped, failed, now=timezone.now())
-            outcomes["held back"] = len(held_back)
-        for owner_id in dict.fromkeys(claim.row.endpoint.user_id for claim in claims):
-            turns.next_in_line(owner_id, now=timezone.now())
-    return outcomes
+        outcomes["held back"] = outcomes.get("held back", 0) + len(held_back)
+    return released, first
+
+
+def _after(
+    claims: list[deliveries.Claim[WebhookDelivery]], *, go_on: bool
+) -> list[deliveries.Claim[WebhookDelivery]]:
+    """A run is over: each of its people's next in line queued, but, with
+    `go_on`, the first person's claimed by this task (`_claim_line`) and
+    returned, its next run. When that claim fails, nothing of it is kept:
+    the line is due and unqueued, and the sweep takes it."""
+    owners = list(dict.fromkeys(claim.row.endpoint.user_id for claim in claims))
+    mine = owners[0] if go_on and owners else None
+    others = [owner_id for owner_id in owners if owner_id != mine]
+    if others:
+        with transaction.atomic():
+            for owner_id in others:
+                turns.next_in_line(owner_id, now=timezone.now())
+    # One look without the lock first: a line that ends costs one query.
+    if mine is None or not turns.anyone_waiting(mine, now=timezone.now()):
+        return []
+    try:
+        with transaction.atomic():
+            return _claim_line(mine, timezone.now())
+    except Exception:
+        log.exception("The next run of %s's webhook line could not be claimed", mine)
+        return []
+
+
+def _claim_line(owner_id, now: dt.datetime) -> list[deliveries.Claim[WebhookDelivery]]:
+    """The person's next in line (`turns.line`), claimed for this task: the
+    claim a task queued for it by `turns.next_in_line` would make, made
+    under the person's turn lock, taken first, so what is in flight is read
+    after it. Each line is their oldest deliveries waiting for their turn
+    to endpoints with nothing in flight, so nothing older waits outside it
+    and the turns hold without `_claim_many`'s look. The rows are claimed
+    with a lease as any claim (`deliveries.claim_many`: the sweep leaves
+    them alone until it runs out, a later claim fences this one out), those
+    waiting for their turn (`turns.waiting`) whether due yet or not, as
+    `next_in_line` would have made them due. Call inside a transaction."""
+    turns.lock(owner_id)
+    ids = turns.line(owner_id, now=now)
+    if not ids:
+        return []
+    rows = WebhookDelivery.objects.all()
+    taken = deliveries.claim_many(
+        rows, pks=ids, now=now, where=turns.waiting(now), first="first_attempt_at"
+    )
+    return _claimed(taken, now)
 
 
 def _hold_back(stopped: dict, failed: dict, *, now: dt.datetime) -> None:
@@ -250,15 +347,31 @@ def _claim_many(delivery_ids: list, now: dt.datetime) -> list[deliveries.Claim[W
     with transaction.atomic():
         found = {}
         stamps = {}  # each one's `enqueued_at` before the look (`dispatch.leave_waiting`)
-        for pk, endpoint_id, owner_id, created_at, stamp in rows.filter(pk__in=ids).values_list(
-            "pk", "endpoint_id", "endpoint__user_id", "created_at", "enqueued_at"
+        live = set()  # the endpoints of the batch's own rows another worker holds
+        for pk, endpoint_id, owner_id, created_at, stamp, status, lease in rows.filter(
+            pk__in=ids
+        ).values_list(
+            "pk",
+            "endpoint_id",
+            "endpoint__user_id",
+            "created_at",
+            "enqueued_at",
+            "status",
+            "claimed_until",
         ):
             found[pk] = (endpoint_id, owner_id, created_at)
             stamps[pk] = stamp
+            if status == WebhookDeliveryStatus.SENDING and lease is not None and lease > now:
+                live.add((owner_id, endpoint_id))
         if not found:
             return []
         owners = {owner_id for _, owner_id, _ in found.values()}
         flying, older = turns.in_flight_of(owners, now=now, besides=list(found))
+        # A row of the batch being sent by another worker (a message queued
+        # twice, a run a dead worker holds) is a send in flight to its
+        # endpoint too: the batch's later rows to it wait behind it.
+        for owner_id, endpoint_id in live:
+            flying.setdefault(owner_id, set()).add(endpoint_id)
         ready, waiting = [], []
         taking: dict = {}
         for pk in dict.fromkeys(ids):
@@ -283,23 +396,30 @@ def _claim_many(delivery_ids: list, now: dt.datetime) -> list[deliveries.Claim[W
             # Their turn comes when a send of this person's ends, or after
             # WEBHOOK_TIMEOUT through the sweep.
             dispatch.leave_waiting({pk: stamps[pk] for pk in waiting}, now=now)
-        taken = deliveries.claim_many(rows, pks=ready, now=now)
-        if not taken:
-            return []
         # The retry window starts at the first claim since creation or replay.
-        rows.filter(pk__in=taken, first_attempt_at__isnull=True).update(first_attempt_at=now)
-        claimed = []
-        for delivery in (
-            rows.select_related("endpoint__user", "payload")
-            .filter(pk__in=taken)
-            .order_by("created_at", "pk")
-        ):
-            if not _settled_without_attempt(delivery, now):
-                claimed.append(delivery)
-        # Each attempt is written as its send begins (`webhooks_send`): a row
-        # claimed and not sent has none, and a worker that dies leaves no
-        # attempt that was never made.
-        deliveries.close_interrupted_many(claimed, "the request may have been received.")
+        taken = deliveries.claim_many(rows, pks=ready, now=now, first="first_attempt_at")
+        return _claimed(taken, now)
+
+
+def _claimed(taken: list, now: dt.datetime) -> list[deliveries.Claim[WebhookDelivery]]:
+    """The rows just claimed, loaded, in the order they were made; those
+    with nothing to send settled (`_settled_without_attempt`), and attempts
+    their previous workers left open closed. In the claim's transaction."""
+    if not taken:
+        return []
+    rows = WebhookDelivery.objects.all()
+    claimed = []
+    for delivery in (
+        rows.select_related("endpoint__user", "payload")
+        .filter(pk__in=taken)
+        .order_by("created_at", "pk")
+    ):
+        if not _settled_without_attempt(delivery, now):
+            claimed.append(delivery)
+    # Each attempt is written as its send begins (`webhooks_send`): a row
+    # claimed and not sent has none, and a worker that dies leaves no
+    # attempt that was never made.
+    deliveries.close_interrupted_many(claimed, "the request may have been received.")
     return [deliveries.Claim(delivery, None) for delivery in claimed]
 
 

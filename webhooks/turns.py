@@ -21,12 +21,7 @@ def busy(owner_id, endpoint_id, *, now: dt.datetime, besides) -> bool:
     WEBHOOK_USER_IN_FLIGHT sends in flight already. Takes the person's turn
     lock first (their endpoints' rows, in one order), so two claims cannot
     both pass the count: call inside the claim's transaction."""
-    list(
-        WebhookEndpoint.objects.select_for_update()
-        .filter(user_id=owner_id)
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
+    lock(owner_id)
     sending = _in_flight(owner_id, now=now, besides=besides)
     return endpoint_id in sending or len(sending) >= settings.WEBHOOK_USER_IN_FLIGHT
 
@@ -104,6 +99,53 @@ def older_waiting(endpoint_ids: set, *, now: dt.datetime, besides: list) -> dict
     )
 
 
+def lock(owner_id) -> None:
+    """The person's turn lock (their endpoints' rows, in the one order of
+    their ids), as `busy` and `in_flight_of` take it. Call inside the
+    claim's transaction."""
+    list(
+        WebhookEndpoint.objects.select_for_update()
+        .filter(user_id=owner_id)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+
+def waiting(now: dt.datetime) -> Q:
+    """`_waiting`: what a claim of the person's line (`line`) may take."""
+    return _waiting(now)
+
+
+def anyone_waiting(owner_id, *, now: dt.datetime) -> bool:
+    """Whether any of the person's deliveries waits for its turn
+    (`_waiting`): one query, no lock (`line` says which, under it)."""
+    return WebhookDelivery.objects.filter(_waiting(now), endpoint__user_id=owner_id).exists()
+
+
+def line(owner_id, *, now: dt.datetime) -> list:
+    """The person's next in line (`next_in_line` says which), their ids in
+    the order to send them. Two queries: what is in flight, the line."""
+    sending = _in_flight(owner_id, now=now)
+    free = settings.WEBHOOK_USER_IN_FLIGHT - len(sending)
+    if free <= 0:
+        return []
+    found = (
+        WebhookDelivery.objects.filter(_waiting(now), endpoint__user_id=owner_id)
+        .exclude(endpoint_id__in=sending)
+        .order_by("created_at", "pk")
+        .values_list("pk", "endpoint_id")[:SEND_BATCH]
+    )
+    endpoints: set = set()
+    ids = []
+    for pk, endpoint_id in found:
+        if endpoint_id not in endpoints:
+            if len(endpoints) >= free:
+                continue
+            endpoints.add(endpoint_id)
+        ids.append(pk)
+    return ids
+
+
 def next_in_line(owner_id, *, now: dt.datetime) -> None:
     """After a send (or a batch's sends) of this person's ends: queue their
     line, after commit, as one batch task: their oldest deliveries waiting
@@ -113,28 +155,13 @@ def next_in_line(owner_id, *, now: dt.datetime) -> None:
     (WEBHOOK_USER_IN_FLIGHT less what is in flight). A batch sends one
     endpoint's rows one after another, one send in flight there, so a line
     to one endpoint flows at the receiver's speed, not one broker round trip
-    a send. Without the dead workers' rows, such a row waited for a sweep to
-    find its endpoint idle: long, on a busy endpoint (docs/faults.md)."""
-    sending = _in_flight(owner_id, now=now)
-    free = settings.WEBHOOK_USER_IN_FLIGHT - len(sending)
-    if free <= 0:
-        return
-    found = (
-        WebhookDelivery.objects.filter(_waiting(now), endpoint__user_id=owner_id)
-        .exclude(endpoint_id__in=sending)
-        .order_by("created_at", "pk")
-        .values_list("pk", "endpoint_id")[:SEND_BATCH]
-    )
-    endpoints: set = set()
-    line = []
-    for pk, endpoint_id in found:
-        if endpoint_id not in endpoints:
-            if len(endpoints) >= free:
-                continue
-            endpoints.add(endpoint_id)
-        line.append(pk)
-    if line:
-        WebhookDelivery.objects.filter(pk__in=line).update(
+    a send (and a batch task that may go on claims the line itself instead,
+    `sending.webhooks_send`). Without the dead workers' rows, such a row
+    waited for a sweep to find its endpoint idle: long, on a busy endpoint
+    (docs/faults.md)."""
+    ids = line(owner_id, now=now)
+    if ids:
+        WebhookDelivery.objects.filter(pk__in=ids).update(
             next_attempt_at=now, enqueued_at=now, updated_at=now
         )
-        dispatch.webhooks_queue_on_commit(line)
+        dispatch.webhooks_queue_on_commit(ids)

@@ -146,6 +146,9 @@ def test_a_batch_interrupted_in_the_middle_is_resumed_once_the_leases_run_out(
 
 
 def test_the_next_in_line_goes_as_one_batch_in_order(endpoint, receiver, broker, monkeypatch):
+    # A task past its runs queues its line (within them it claims the line
+    # itself: tests/webhooks/test_line_runs.py).
+    monkeypatch.setattr(sending, "LINE_RUNS", 1)
     clock = install_clock(monkeypatch)
     first = line(endpoint, 2, clock.now - dt.timedelta(seconds=2))
     waiting = line(endpoint, 5, clock.now - dt.timedelta(seconds=1))
@@ -164,6 +167,7 @@ def test_the_next_in_line_goes_as_one_batch_in_order(endpoint, receiver, broker,
 def test_a_batch_made_after_rows_waiting_for_their_turn_waits_behind_them(
     endpoint, receiver, broker, monkeypatch
 ):
+    monkeypatch.setattr(sending, "LINE_RUNS", 1)  # the line queued, not claimed by the task
     clock = install_clock(monkeypatch)
     older = line(endpoint, 3, clock.now - dt.timedelta(seconds=2))
     newer = line(endpoint, 3, clock.now - dt.timedelta(seconds=1))

@@ -32,6 +32,8 @@ from tests.harness.services import (
     wait_until,
 )
 from tests.harness.webhooks import Receiver, mapped_active, purge_queues, webhook_worker
+from tests.webhooks.test_batch_lines import ids_of, line
+from webhooks import dispatch
 from webhooks.models import (
     AttemptOutcome,
     WebhookAttempt,
@@ -432,3 +434,28 @@ def test_a_withdrawal_reaches_an_endpoint_that_chose_it_signed_and_not_one_that_
     assert [h.header("X-Service-Event") for h in four_only.hits] == ["commitment.activated"]
     assert not WebhookDelivery.objects.filter(commitment=theirs, event_name="commitment.withdrawn")
     assert endpoint.deliveries.count() == 2
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_line_to_one_endpoint_goes_in_one_task_that_claims_its_next_runs(
+    tmp_path, env, receiver, assigner
+):
+    # One message of 20 for a line of 45: the task sends its 20, then claims
+    # the line's next runs itself (webhooks.sending.LINE_RUNS): no other
+    # task, each delivery once, in the order they were made.
+    endpoint = webhook_endpoint_create(user=assigner, external_system="jira", url=receiver.url)[0]
+    rows = line(endpoint, 45)
+    log = tmp_path / "webhooks.log"
+    with webhook_worker(env, log) as hooks:
+        hooks.wait_for_output("ready.")
+        dispatch.webhooks_publish([row.pk for row in rows[:20]])
+        receiver.wait_for_hits(45)
+        wait_until(
+            lambda: (
+                WebhookDelivery.objects.filter(status=WebhookDeliveryStatus.DELIVERED).count() == 45
+            )
+        )
+    assert ids_of(receiver.hits) == [str(row.pk) for row in rows]
+    received = [entry for entry in log.read_text().splitlines() if "received" in entry]
+    assert len(received) == 1 and "deliver_webhooks" in received[0]
