@@ -9,10 +9,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from audit.services import Actor
-from commitments import services
 from commitments.models import Commitment, Status
 from tests.harness.api import SYNC, mint, post_json
+from tests.harness.commitments import tracked_active
 from tests.harness.settings import settings_for
 
 POSTGRES = "postgres://postgres@127.0.0.1:5432/commitments"
@@ -34,20 +33,6 @@ def test_behind_an_old_pooler_the_binding_is_djangos_own(tmp_path):
     assert "prepare_threshold" not in options
 
 
-def _active(assigner, assignee, external_id: str) -> Commitment:
-    commitment = services.commitment_create_pending(
-        actor=Actor.for_user(assigner),
-        assigner=assigner,
-        assignee=assignee,
-        description="Ship it",
-        deadline=None,
-        external_system="jira",
-        external_id=external_id,
-    )
-    services.commitment_accept(actor=Actor.for_user(assignee), commitment_id=commitment.pk)
-    return commitment
-
-
 def _prepared() -> list[str]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement FROM pg_prepared_statements")
@@ -60,7 +45,7 @@ def test_a_completing_syncs_statements_are_prepared_on_the_connection(client, as
         pytest.skip("prepared statements are PostgreSQL's")
     token = mint(assigner)
     for n in range(3):
-        _active(assigner, assignee, f"OPS-{n}")
+        tracked_active(assigner, assignee, f"OPS-{n}")
     before = _prepared()
 
     for n in range(3):

@@ -37,6 +37,22 @@ def commitment_in(status: str, assigner, assignee, *, deadline=DEADLINE) -> Comm
     return c
 
 
+def tracked_active(assigner, assignee, external_id: str, *, system: str = "jira") -> Commitment:
+    """An Active commitment of the assigner's with a tracker's reference (as
+    the inbox makes one, then accepted): what a completing sync finds."""
+    commitment = services.commitment_create_pending(
+        actor=Actor.for_user(assigner),
+        assigner=assigner,
+        assignee=assignee,
+        description="Ship it",
+        deadline=None,
+        external_system=system,
+        external_id=external_id,
+    )
+    services.commitment_accept(actor=Actor.for_user(assignee), commitment_id=commitment.pk)
+    return commitment
+
+
 def actor_for(name: str, people) -> Actor:
     """The actor a state machine test names: "system", a person of `people`
     ("assigner"), or a token of theirs ("assigner_token")."""

@@ -38,6 +38,7 @@ from tests.harness.api import (
     sync_statements,
     warm_caches,
 )
+from tests.harness.commitments import tracked_active
 from tests.harness.migrations import latest, migrate, migrate_back
 
 SYNC_BODY = {"externalSystem": "jira", "externalId": "OPS-7", "status": "Completed"}
@@ -53,19 +54,7 @@ def limited(user, *, scopes=None, networks=(), name="Limited") -> str:
 @pytest.fixture
 def active(assigner, assignee) -> Commitment:
     """An Active commitment of the assigner's with the reference SYNC_BODY names."""
-    commitment = commitment_services.commitment_create_pending(
-        actor=Actor.for_user(assigner),
-        assigner=assigner,
-        assignee=assignee,
-        description="Ship it",
-        deadline=None,
-        external_system="jira",
-        external_id="OPS-7",
-    )
-    commitment_services.commitment_accept(
-        actor=Actor.for_user(assignee), commitment_id=commitment.pk
-    )
-    return commitment
+    return tracked_active(assigner, assignee, "OPS-7")
 
 
 def post(client, path, body, token, *, REMOTE_ADDR: str = "127.0.0.1", **headers):

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 from django.core import mail
 
+from lib import jobs
 from tests.harness.webhooks import Receiver
 from webhooks.services import webhook_endpoint_create
 
@@ -17,6 +18,19 @@ def _settings(settings):
     settings.DELIVERY_LEASE_SECONDS = 120
     settings.OUTBOX_REQUEUE_AFTER = 120
     mail.outbox = []
+
+
+@pytest.fixture
+def broker(monkeypatch) -> list:
+    """What the code queues (task name, argument), instead of the broker."""
+    sent: list = []
+
+    def enqueue(task, *args, **kwargs):
+        sent.append((task.name, args[0]))
+        return True
+
+    monkeypatch.setattr(jobs, "enqueue", enqueue)
+    return sent
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from lib import jobs
 from tests.harness.services import Reply
 from tests.harness.webhook_pages import delivery_row
 from tests.harness.webhooks import Receiver, install_clock
@@ -24,19 +23,6 @@ from webhooks.models import AttemptOutcome, WebhookAttempt, WebhookDelivery, Web
 from webhooks.services import webhook_endpoint_create
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
-
-
-@pytest.fixture
-def broker(monkeypatch) -> list:
-    """What the code queues (task name, argument), instead of the broker."""
-    sent: list = []
-
-    def enqueue(task, *args, **kwargs):
-        sent.append((task.name, args[0]))
-        return True
-
-    monkeypatch.setattr(jobs, "enqueue", enqueue)
-    return sent
 
 
 def line(endpoint, n: int, start: dt.datetime | None = None) -> list[WebhookDelivery]:

@@ -15,7 +15,6 @@ from django.utils import timezone
 from audit.services import Actor
 from commitments import services
 from commitments.models import OutboxEvent
-from lib import jobs
 from relay import outbox
 from tests.harness.webhook_pages import delivery_row
 from webhooks import dispatch as dispatch_module
@@ -23,19 +22,6 @@ from webhooks import sending, tasks, turns
 from webhooks.models import WebhookDelivery, WebhookDeliveryStatus
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
-
-
-@pytest.fixture
-def broker(monkeypatch) -> list:
-    """What the code queues (task name, argument), instead of the broker."""
-    sent: list = []
-
-    def enqueue(task, *args, **kwargs):
-        sent.append((task.name, args[0]))
-        return True
-
-    monkeypatch.setattr(jobs, "enqueue", enqueue)
-    return sent
 
 
 def complete_one(assigner, assignee, n: int) -> None:

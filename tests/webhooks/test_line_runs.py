@@ -14,7 +14,6 @@ import datetime as dt
 import pytest
 from django.db import transaction
 
-from lib import jobs
 from tests.harness.services import Reply
 from tests.harness.webhooks import Receiver, install_clock
 from tests.webhooks.test_batch_lines import Died, ids_of, line
@@ -23,18 +22,6 @@ from webhooks.models import AttemptOutcome, WebhookAttempt, WebhookDelivery, Web
 from webhooks.services import webhook_endpoint_create
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
-
-
-@pytest.fixture
-def broker(monkeypatch) -> list:
-    sent: list = []
-
-    def enqueue(task, *args, **kwargs):
-        sent.append((task.name, args[0]))
-        return True
-
-    monkeypatch.setattr(jobs, "enqueue", enqueue)
-    return sent
 
 
 def test_a_task_sends_its_line_s_next_runs_itself_in_order_each_once(
