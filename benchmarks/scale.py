@@ -745,7 +745,7 @@ def plans_of(
             else:
                 entry["generic_scans"] = plan_scans(generic)
                 bad += [
-                    {**scan, "node": f"{scan['node']} (generic plan)"}
+                    {**scan, "node": f"{scan['node']} (prepared)"}
                     for scan in flagged_scans(entry["generic_scans"], table_rows)
                 ]
         flagged += bad
@@ -758,13 +758,15 @@ def _json(plan: Any) -> Any:
 
 
 def generic_plan(sql: str, params: Any) -> dict | None:
-    """The plan PostgreSQL may keep for every value once the statement is
-    prepared (DB_PREPARED_STATEMENTS: a statement a connection runs twice
-    is prepared, and after five runs PostgreSQL keeps one generic plan when
-    it costs no more than the ones made for each call's values): the
-    statement prepared with its parameters numbered, and `EXPLAIN EXECUTE`
-    under `plan_cache_mode = force_generic_plan`. None when PostgreSQL cannot
-    tell a parameter's type from the text alone (psycopg sends the types)."""
+    """The plan PostgreSQL uses for the statement once it is prepared and has
+    run five times (DB_PREPARED_STATEMENTS: a statement a connection runs
+    twice is prepared; from its sixth run PostgreSQL keeps one generic plan
+    for every value when that plan's estimated cost is no more than the ones
+    it made for each run's values, and goes on planning each run otherwise):
+    the statement prepared with its parameters numbered, and the sixth
+    `EXPLAIN EXECUTE` of it with the call's values. None when PostgreSQL
+    cannot tell a parameter's type from the text alone (psycopg sends the
+    types)."""
     from django.db import connection, transaction
     from django.db.utils import DatabaseError
 
@@ -791,14 +793,13 @@ def generic_plan(sql: str, params: Any) -> dict | None:
         else:
             return None
         try:
-            cursor.execute("SET plan_cache_mode = force_generic_plan")
             with transaction.atomic():
-                cursor.execute(explain)
-                (plan,) = cursor.fetchone()
+                for _ in range(6):  # EXPLAIN EXECUTE goes through the plan cache too
+                    cursor.execute(explain)
+                    (plan,) = cursor.fetchone()
         except DatabaseError:
             return None
         finally:
-            cursor.execute("RESET plan_cache_mode")
             cursor.execute("DEALLOCATE scale_generic")
     return _json(plan)[0]["Plan"]
 
