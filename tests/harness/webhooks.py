@@ -19,6 +19,8 @@ from commitments import services
 from commitments.models import OutboxEvent
 from relay import outbox
 from tests.harness.services import FakeService, Process, Reply
+from tests.harness.webhook_pages import delivery_row
+from webhooks.models import WebhookDelivery
 
 
 @dataclass
@@ -132,3 +134,29 @@ def webhook_worker(env: dict[str, str], log: Path, concurrency: int = 1) -> Proc
         env,
         log,
     )
+
+
+# --- lines of deliveries to one endpoint (the batch and line tests) ---------------------
+
+
+def line(endpoint, n: int, start: dt.datetime | None = None) -> list[WebhookDelivery]:
+    """`n` deliveries to `endpoint`, made one millisecond apart."""
+    start = start or timezone.now()
+    rows = []
+    for i in range(n):
+        row = delivery_row(endpoint, None)
+        WebhookDelivery.objects.filter(pk=row.pk).update(
+            created_at=start + dt.timedelta(milliseconds=i)
+        )
+        rows.append(row)
+    return rows
+
+
+def ids_of(hits) -> list[str]:
+    """The delivery ids a receiver got, in order."""
+    return [hit.headers["X-Service-Delivery"] for hit in hits]
+
+
+class Died(BaseException):
+    """A worker killed in the middle of its batch (not an Exception: nothing
+    in the batch's loop catches it)."""

@@ -13,33 +13,14 @@ import datetime as dt
 
 import pytest
 from django.db import transaction
-from django.utils import timezone
 
 from tests.harness.services import Reply
-from tests.harness.webhook_pages import delivery_row
-from tests.harness.webhooks import Receiver, install_clock
+from tests.harness.webhooks import Died, Receiver, ids_of, install_clock, line
 from webhooks import dispatch, sending, tasks, transport
 from webhooks.models import AttemptOutcome, WebhookAttempt, WebhookDelivery, WebhookDeliveryStatus
 from webhooks.services import webhook_endpoint_create
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
-
-
-def line(endpoint, n: int, start: dt.datetime | None = None) -> list[WebhookDelivery]:
-    """`n` deliveries to `endpoint`, made one millisecond apart."""
-    start = start or timezone.now()
-    rows = []
-    for i in range(n):
-        row = delivery_row(endpoint, None)
-        WebhookDelivery.objects.filter(pk=row.pk).update(
-            created_at=start + dt.timedelta(milliseconds=i)
-        )
-        rows.append(row)
-    return rows
-
-
-def ids_of(hits) -> list[str]:
-    return [hit.headers["X-Service-Delivery"] for hit in hits]
 
 
 def test_a_line_to_one_endpoint_goes_in_one_batch_in_order_each_once(endpoint, receiver, broker):
@@ -86,11 +67,6 @@ def test_a_failed_send_stops_its_endpoint_s_line_not_the_others(assigner, broker
         assert sending.webhooks_send(delivery_ids=list(reversed(left))) == {"delivered": 3}
         assert ids_of(bad.hits)[2:] == left
     assert set(WebhookDelivery.objects.values_list("status", flat=True)) == {"delivered"}
-
-
-class Died(BaseException):
-    """A worker killed in the middle of its batch (not an Exception: nothing
-    in the batch's loop catches it)."""
 
 
 def test_a_batch_interrupted_in_the_middle_is_resumed_once_the_leases_run_out(

@@ -15,8 +15,7 @@ import pytest
 from django.db import transaction
 
 from tests.harness.services import Reply
-from tests.harness.webhooks import Receiver, install_clock
-from tests.webhooks.test_batch_lines import Died, ids_of, line
+from tests.harness.webhooks import Died, Receiver, ids_of, install_clock, line
 from webhooks import dispatch, sending, tasks, transport
 from webhooks.models import AttemptOutcome, WebhookAttempt, WebhookDelivery, WebhookDeliveryStatus
 from webhooks.services import webhook_endpoint_create

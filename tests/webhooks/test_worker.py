@@ -31,8 +31,14 @@ from tests.harness.services import (
     subprocess_env,
     wait_until,
 )
-from tests.harness.webhooks import Receiver, mapped_active, purge_queues, webhook_worker
-from tests.webhooks.test_batch_lines import ids_of, line
+from tests.harness.webhooks import (
+    Receiver,
+    ids_of,
+    line,
+    mapped_active,
+    purge_queues,
+    webhook_worker,
+)
 from webhooks import dispatch
 from webhooks.models import (
     AttemptOutcome,
