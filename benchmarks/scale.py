@@ -739,14 +739,14 @@ def plans_of(
         bad = flagged_scans(scans, table_rows)
         entry: dict[str, Any] = {"sql": sql[:300], "scans": scans}
         if prepared:
-            generic = generic_plan(sql, params)
-            if generic is None:
-                entry["generic_scans"] = None
+            plan_prepared = prepared_plan(sql, params)
+            if plan_prepared is None:
+                entry["prepared_scans"] = None
             else:
-                entry["generic_scans"] = plan_scans(generic)
+                entry["prepared_scans"] = plan_scans(plan_prepared)
                 bad += [
                     {**scan, "node": f"{scan['node']} (prepared)"}
-                    for scan in flagged_scans(entry["generic_scans"], table_rows)
+                    for scan in flagged_scans(entry["prepared_scans"], table_rows)
                 ]
         flagged += bad
         plans.append({**entry, "flagged": bool(bad)})
@@ -757,7 +757,7 @@ def _json(plan: Any) -> Any:
     return json.loads(plan) if isinstance(plan, str) else plan
 
 
-def generic_plan(sql: str, params: Any) -> dict | None:
+def prepared_plan(sql: str, params: Any) -> dict | None:
     """The plan PostgreSQL uses for the statement once it is prepared and has
     run five times (DB_PREPARED_STATEMENTS: a statement a connection runs
     twice is prepared; from its sixth run PostgreSQL keeps one generic plan
@@ -773,7 +773,7 @@ def generic_plan(sql: str, params: Any) -> dict | None:
     numbered = iter(range(1, len(params or ()) + 1))
     text = re.sub(r"%(%|s)", lambda m: "%" if m.group(1) == "%" else f"${next(numbered)}", sql)
     values = list(params or ())
-    explain = "EXPLAIN (FORMAT JSON) EXECUTE scale_generic"
+    explain = "EXPLAIN (FORMAT JSON) EXECUTE scale_prepared"
     if values:
         # The values as literals: EXECUTE, a utility statement, takes no parameters.
         explain += "(" + ", ".join(["%s"] * len(values)) + ")"
@@ -786,7 +786,7 @@ def generic_plan(sql: str, params: Any) -> dict | None:
                 return None
             try:
                 with transaction.atomic():
-                    cursor.execute(f"PREPARE scale_generic{types} AS {text}")
+                    cursor.execute(f"PREPARE scale_prepared{types} AS {text}")
                 break
             except DatabaseError:
                 continue
@@ -800,7 +800,7 @@ def generic_plan(sql: str, params: Any) -> dict | None:
         except DatabaseError:
             return None
         finally:
-            cursor.execute("DEALLOCATE scale_generic")
+            cursor.execute("DEALLOCATE scale_prepared")
     return _json(plan)[0]["Plan"]
 
 

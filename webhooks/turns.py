@@ -61,7 +61,7 @@ def in_flight_of(owners: set, *, now: dt.datetime, besides: list) -> tuple[dict,
     flying: dict = {}
     older: dict = {}
     for owner_id, endpoint_id, sending, first in (
-        WebhookDelivery.objects.filter(live | _waiting(now), endpoint__user_id__in=owners)
+        WebhookDelivery.objects.filter(live | waiting(now), endpoint__user_id__in=owners)
         .exclude(pk__in=besides)
         .values("endpoint__user_id", "endpoint_id")
         .annotate(sending=Count("pk", filter=live), first=Min("created_at", filter=~live))
@@ -74,7 +74,7 @@ def in_flight_of(owners: set, *, now: dt.datetime, besides: list) -> tuple[dict,
     return flying, older
 
 
-def _waiting(now: dt.datetime) -> Q:
+def waiting(now: dt.datetime) -> Q:
     """A delivery waiting for its turn: pending and due, or never tried (one
     left for its endpoint's or its owner's turn), or left `sending` by a
     dead worker (its lease ran out). Not one waiting for a retry."""
@@ -86,12 +86,12 @@ def _waiting(now: dt.datetime) -> Q:
 
 def older_waiting(endpoint_ids: set, *, now: dt.datetime, besides: list) -> dict:
     """For each of these endpoints, the `created_at` of its oldest delivery
-    waiting for its turn (`_waiting`) other than `besides` (the claim's own):
+    waiting for its turn (`waiting`) other than `besides` (the claim's own):
     a claim leaves a delivery made after it waiting too, so each endpoint's
     line goes in the order it was made, whichever task is taken first. One
     query. Call inside the claim's transaction, after the turn lock."""
     return dict(
-        WebhookDelivery.objects.filter(_waiting(now), endpoint_id__in=endpoint_ids)
+        WebhookDelivery.objects.filter(waiting(now), endpoint_id__in=endpoint_ids)
         .exclude(pk__in=besides)
         .values("endpoint_id")
         .annotate(first=Min("created_at"))
@@ -111,15 +111,10 @@ def lock(owner_id) -> None:
     )
 
 
-def waiting(now: dt.datetime) -> Q:
-    """`_waiting`: what a claim of the person's line (`line`) may take."""
-    return _waiting(now)
-
-
 def anyone_waiting(owner_id, *, now: dt.datetime) -> bool:
     """Whether any of the person's deliveries waits for its turn
-    (`_waiting`): one query, no lock (`line` says which, under it)."""
-    return WebhookDelivery.objects.filter(_waiting(now), endpoint__user_id=owner_id).exists()
+    (`waiting`): one query, no lock (`line` says which, under it)."""
+    return WebhookDelivery.objects.filter(waiting(now), endpoint__user_id=owner_id).exists()
 
 
 def line(owner_id, *, now: dt.datetime) -> list:
@@ -130,7 +125,7 @@ def line(owner_id, *, now: dt.datetime) -> list:
     if free <= 0:
         return []
     found = (
-        WebhookDelivery.objects.filter(_waiting(now), endpoint__user_id=owner_id)
+        WebhookDelivery.objects.filter(waiting(now), endpoint__user_id=owner_id)
         .exclude(endpoint_id__in=sending)
         .order_by("created_at", "pk")
         .values_list("pk", "endpoint_id")[:SEND_BATCH]
@@ -149,7 +144,7 @@ def line(owner_id, *, now: dt.datetime) -> list:
 def next_in_line(owner_id, *, now: dt.datetime) -> None:
     """After a send (or a batch's sends) of this person's ends: queue their
     line, after commit, as one batch task: their oldest deliveries waiting
-    for their turn (`_waiting`: due, never tried, or left `sending` by a dead
+    for their turn (`waiting`: due, never tried, or left `sending` by a dead
     worker) to endpoints with nothing in flight, up to SEND_BATCH, in the
     order they were made, for as many endpoints as their free places allow
     (WEBHOOK_USER_IN_FLIGHT less what is in flight). A batch sends one
