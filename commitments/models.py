@@ -47,8 +47,14 @@ def overdue(now) -> Q:
 class Commitment(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     status = models.CharField(max_length=24, choices=Status.choices, default=Status.DRAFT)
+    # Both sides indexed by the indexes below that lead with them (each write
+    # of a commitment writes every index that holds it: none that another
+    # already serves).
     assigner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="commitments_assigned"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="commitments_assigned",
+        db_index=False,
     )
     # Null only while the person asked has no account yet: the commitment then
     # names its `invitation` (the address asked) and waits, as a Draft or for
@@ -60,6 +66,7 @@ class Commitment(models.Model):
         related_name="commitments_owed",
         null=True,
         blank=True,
+        db_index=False,
     )
     invitation = models.ForeignKey(
         "Invitation",
@@ -67,6 +74,8 @@ class Commitment(models.Model):
         related_name="commitments",
         null=True,
         blank=True,
+        # Indexed where it is set (cmt_invitation_idx): most rows have none.
+        db_index=False,
     )
     description = models.TextField(max_length=DESCRIPTION_MAX)
     # NULL, not '', is meaningful here: raw_text is null for inbox rows
@@ -169,6 +178,13 @@ class Commitment(models.Model):
                 fields=["updated_at"],
                 condition=Q(status=Status.PENDING_HANDSHAKE),
                 name="cmt_waiting_changed_idx",
+            ),
+            # The commitments waiting for an address's account
+            # (services.commitment_invitations_claim).
+            models.Index(
+                fields=["invitation"],
+                condition=Q(invitation__isnull=False),
+                name="cmt_invitation_idx",
             ),
         ]
 

@@ -77,6 +77,9 @@ INTEGERS = (
     "INVITATIONS_PER_DAY",
 )
 
+# dj_database_url's names for PostgreSQL's backend.
+POSTGRESQL_SCHEMES = frozenset({"postgres", "postgresql", "pgsql"})
+
 
 def environment_problems(environ: Mapping[str, str] = os.environ) -> list[str]:
     """What is wrong with `environ` for config/settings.py, one message per
@@ -114,6 +117,12 @@ def environment_problems(environ: Mapping[str, str] = os.environ) -> list[str]:
         problems.append(
             f"FIELD_ENCRYPTION_KEYS: key {bad_keys[0]} is not a Fernet key (URL-safe base64 of "
             f"32 bytes); make one with: {MAKE_A_KEY}"
+        )
+    database_url = env_str("DATABASE_URL", environ=environ)
+    if database_url and urlsplit(database_url).scheme not in POSTGRESQL_SCHEMES:
+        problems.append(
+            "DATABASE_URL names PostgreSQL only (postgres://user:password@host:5432/name); "
+            "unset, the service keeps its own SQLite database in var/."
         )
     burst = env_int("API_RATE_BURST", 0, environ=environ)
     per_minute = env_int("API_RATE_PER_MINUTE", 0, environ=environ)

@@ -68,6 +68,25 @@ def test_a_real_production_environment_has_no_problem():
     assert environment_problems(PRODUCTION) == []
 
 
+@pytest.mark.parametrize(
+    "url", ["sqlite:////tmp/db.sqlite3", "mysql://root@127.0.0.1/db", "127.0.0.1:5432"]
+)
+def test_a_database_url_that_is_not_postgresql_is_refused(url):
+    """The service's PostgreSQL options (statements prepared on the server)
+    would otherwise reach another driver, which fails on its first connection
+    with a TypeError; unset, the service has its own SQLite."""
+    assert environment_problems({**DEVELOPMENT, "DATABASE_URL": url}) == [
+        "DATABASE_URL names PostgreSQL only (postgres://user:password@host:5432/name); "
+        "unset, the service keeps its own SQLite database in var/."
+    ]
+
+
+@pytest.mark.parametrize("scheme", ["postgres", "postgresql", "pgsql"])
+def test_a_postgresql_database_url_is_taken(scheme):
+    url = f"{scheme}://postgres@127.0.0.1:5432/commitments"
+    assert environment_problems({**DEVELOPMENT, "DATABASE_URL": url}) == []
+
+
 def test_production_without_a_secret_key_is_refused():
     problems = environment_problems({"DEBUG": "0"})
 
