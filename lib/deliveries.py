@@ -256,12 +256,16 @@ def claim_many(
     now: dt.datetime,
     where: Q | None = None,
     first: str | None = None,
+    skip_locked: bool = True,
 ) -> list[Any]:
     """`claim` for a batch, in one statement (lib.leasing.claim_many, whose
-    `where` and `first` these are): the ids taken. Send them within
-    `batch_window()` of now, and `release` the ones left when it is over."""
+    `where`, `first` and `skip_locked` these are): the ids taken. Send them
+    within `batch_window()` of now, and `release` the ones left when it is
+    over."""
     lease = dt.timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
-    return leasing.claim_many(rows, pks=pks, now=now, lease=lease, where=where, first=first)
+    return leasing.claim_many(
+        rows, pks=pks, now=now, lease=lease, where=where, first=first, skip_locked=skip_locked
+    )
 
 
 def batch_window() -> float:

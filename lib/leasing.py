@@ -82,6 +82,7 @@ def claim_many(
     lease: dt.timedelta,
     where: Q | None = None,
     first: str | None = None,
+    skip_locked: bool = True,
 ) -> list[Any]:
     """Take for sending those of rows `pks` that are claimable and that no
     other worker is claiming this moment: `UPDATE ... WHERE id IN (SELECT
@@ -92,11 +93,16 @@ def claim_many(
     instead of `claimable(now)`, for a caller that decides whose turn it is
     under its own lock (it must still exclude a live lease). `first`: a
     timestamp column set to `now` where it is NULL, in the same statement
-    (a retry window's start)."""
+    (a retry window's start). `skip_locked=False`: a row another
+    transaction has locked is waited for and judged again as that left it,
+    not passed over: for a caller whose turn lock already keeps other
+    claimers out, so that a lock held by a brief write of another kind (a
+    row left waiting for its turn) cannot make it take nothing and end a
+    line that has rows waiting."""
     if not pks:
         return []
     condition = claimable(now) if where is None else where
-    candidates = rows.filter(condition, pk__in=pks).select_for_update(skip_locked=True)
+    candidates = rows.filter(condition, pk__in=pks).select_for_update(skip_locked=skip_locked)
     if connections[rows.db].vendor != "postgresql":
         # SQLite: no FOR UPDATE (writes are serialized); the same update.
         taken = list(candidates.values_list("pk", flat=True))
