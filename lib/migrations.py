@@ -67,9 +67,11 @@ class DropIndexesConcurrently(Operation):
     def state_forwards(self, app_label: str, state: ProjectState) -> None:
         pass
 
-    def _here(self, schema_editor: BaseDatabaseSchemaEditor) -> tuple[bool, list[tuple[str, str]]]:
+    def _here(self, schema_editor: BaseDatabaseSchemaEditor) -> tuple[str, list[tuple[str, str]]]:
+        """How the statements say it ("CONCURRENTLY " or nothing), and the
+        indexes this database has."""
         postgresql = schema_editor.connection.vendor == "postgresql"
-        return postgresql, [
+        return "CONCURRENTLY " if postgresql else "", [
             (name, columns)
             for name, columns in self.indexes.items()
             if postgresql or "_pattern_ops" not in columns
@@ -82,8 +84,7 @@ class DropIndexesConcurrently(Operation):
         from_state: ProjectState,
         to_state: ProjectState,
     ) -> None:
-        postgresql, indexes = self._here(schema_editor)
-        how = "CONCURRENTLY " if postgresql else ""
+        how, indexes = self._here(schema_editor)
         for name, _columns in indexes:
             schema_editor.execute(f"DROP INDEX {how}IF EXISTS {schema_editor.quote_name(name)}")
 
@@ -94,8 +95,7 @@ class DropIndexesConcurrently(Operation):
         from_state: ProjectState,
         to_state: ProjectState,
     ) -> None:
-        postgresql, indexes = self._here(schema_editor)
-        how = "CONCURRENTLY " if postgresql else ""
+        how, indexes = self._here(schema_editor)
         table = schema_editor.quote_name(self.table)
         for name, columns in indexes:
             schema_editor.execute(
