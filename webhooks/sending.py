@@ -287,10 +287,11 @@ def _claim_line(owner_id, now: dt.datetime) -> list[deliveries.Claim[WebhookDeli
         return []
     rows = WebhookDelivery.objects.all()
     # Under the turn lock no other claim of theirs runs; a row locked now is
-    # being left waiting by a dispatch (`dispatch.leave_waiting`, which takes
-    # no turn lock): waited for, not skipped. Skipped, the run took nothing,
-    # the line ended with the row waiting and nobody to queue it: it waited
-    # for the sweep (36 s in a sustained run at 30 calls a second).
+    # held by a brief write that takes no turn lock (a dispatch leaving it
+    # waiting, `dispatch.leave_waiting`; the sweep stamping it): waited for,
+    # not skipped. Skipped, the run took nothing, the line ended with the
+    # row waiting and nobody to queue it: it waited for the sweep (36 s in a
+    # sustained run at 30 calls a second).
     taken = deliveries.claim_many(
         rows,
         pks=ids,
