@@ -250,7 +250,7 @@ def main() -> None:
         "--profile-clock",
         choices=("cpu", "wall"),
         default="cpu",
-        help="The clock --cprofile reads (cpu: this process's CPU time).",
+        help="The clock --cprofile reads (cpu: the worker's thread's CPU time).",
     )
     parser.add_argument(
         "--sort",

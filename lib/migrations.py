@@ -53,9 +53,7 @@ class DropIndexesConcurrently(Operation):
     for the way back; those with an operator class of PostgreSQL's
     (`varchar_pattern_ops`) exist there only."""
 
-    reduces_to_sql = False
     reversible = True
-    atomic = False
 
     def __init__(self, table: str, indexes: dict[str, str]) -> None:
         self.table = table
