@@ -192,7 +192,17 @@ def leave_waiting(stamps: dict, *, now: dt.datetime) -> int:
     line's next in line (`turns.next_in_line`, when the send in flight
     ended), and is left as that left it, due now: moved past now, its task
     could not claim it, and the line stalled until the sweep (about 25 s,
-    issue 29). Returns how many were left waiting."""
+    issue 29).
+
+    A row another transaction holds is passed over, never waited for (`FOR
+    UPDATE SKIP LOCKED`): whoever holds it is changing it (a claim takes it,
+    the line's next in line or the sweep queues it, a send records it), and
+    this write no longer applies once they commit. Waiting, it took its
+    rows' locks in no set order while the line's claim, which waits for
+    rows it is not sure of (`sending._claim_line`), took them in its own: in
+    a sustained run the two deadlocked, PostgreSQL cancelled the claim, and
+    the line waited 21 s for the sweep. Returns how many were left
+    waiting."""
     if not stamps:
         return 0
     same = Q()
@@ -200,11 +210,20 @@ def leave_waiting(stamps: dict, *, now: dt.datetime) -> int:
         same |= (
             Q(pk=pk, enqueued_at=stamp) if stamp is not None else Q(pk=pk, enqueued_at__isnull=True)
         )
-    return WebhookDelivery.objects.filter(same, status=WebhookDeliveryStatus.PENDING).update(
-        next_attempt_at=now + dt.timedelta(seconds=settings.WEBHOOK_TIMEOUT),
-        enqueued_at=None,
-        updated_at=now,
+    free = (
+        WebhookDelivery.objects.filter(same, status=WebhookDeliveryStatus.PENDING)
+        .order_by()
+        .select_for_update(skip_locked=True)
+        .values("pk")
     )
+    # One statement (`UPDATE ... WHERE id IN (SELECT ... SKIP LOCKED)`); the
+    # transaction is only what Django asks of a FOR UPDATE.
+    with transaction.atomic(savepoint=False):
+        return WebhookDelivery.objects.filter(pk__in=free).update(
+            next_attempt_at=now + dt.timedelta(seconds=settings.WEBHOOK_TIMEOUT),
+            enqueued_at=None,
+            updated_at=now,
+        )
 
 
 def webhook_deliveries_take_due(

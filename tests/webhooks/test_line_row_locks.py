@@ -100,3 +100,54 @@ def test_a_row_being_left_waiting_is_waited_for_and_claimed_by_the_line_not_skip
     row.refresh_from_db()
     assert row.status == WebhookDeliveryStatus.SENDING
     assert row.first_attempt_at is not None
+
+
+def test_leaving_rows_waiting_passes_over_a_row_another_transaction_holds_without_waiting(
+    endpoint,
+):
+    """The other side: the dispatch's write never waits for a row lock, so
+    it cannot close a cycle with the line's claim, which does. Waiting, it
+    took its rows' locks in no set order while the claim took them in its
+    own; in a sustained run the two deadlocked, PostgreSQL cancelled the
+    claim, and the line waited 21 s for the sweep."""
+    held = delivery_row(endpoint, None)
+    free = delivery_row(endpoint, None)
+    stamps = dict(
+        WebhookDelivery.objects.filter(pk__in=[held.pk, free.pk]).values_list("pk", "enqueued_at")
+    )
+
+    # Another transaction holds one of the rows (a claim taking it).
+    release, holding, errors = threading.Event(), threading.Event(), []
+    holder = held_open(
+        lambda: list(WebhookDelivery.objects.select_for_update().filter(pk=held.pk)),
+        release,
+        holding,
+        errors,
+    )
+    assert holding.wait(10) and not errors
+
+    left: list = []
+
+    def leaving() -> None:
+        try:
+            left.append(dispatch.leave_waiting(stamps, now=timezone.now()))
+        except Exception as exc:  # reported by the test
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    leaver = threading.Thread(target=leaving, daemon=True)
+    leaver.start()
+    try:
+        leaver.join(5)
+        assert not leaver.is_alive(), "leave_waiting waited for the held row"
+    finally:
+        release.set()
+        holder.join(20)
+        leaver.join(20)
+
+    assert not errors
+    assert left == [1]
+    rows = {row.pk: row for row in WebhookDelivery.objects.filter(pk__in=stamps)}
+    assert rows[free.pk].enqueued_at is None  # left waiting
+    assert rows[held.pk].enqueued_at == stamps[held.pk]  # passed over, as it was
