@@ -602,6 +602,12 @@ CELERY_TASK_TIME_LIMIT = 60
 # child per slot (docs/production.md, "Workers"). `--pool prefork` still works.
 CELERY_WORKER_POOL = "threads"
 CELERY_WORKER_CONCURRENCY = 8
+# `run_worker` starts the outbox's and nudges' worker at this much more CPU
+# niceness than the webhooks' worker (and the web, on a shared host): its work
+# comes in bulk and keeps a core busy, while a webhook line sends one request
+# at a time and, at the same priority, waits for the CPU after each answer
+# (docs/benchmarks.md, "The webhook line's turn on the CPU").
+WORKER_OUTBOX_NICE = 5
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"

@@ -16,6 +16,13 @@ runs the Celery workers and beat under it.
   shutdown: it finishes the tasks it runs) and `stop_timeout` seconds to
   exit, then SIGKILL; `run` returns 0.
 
+- A child may run at a lower CPU priority than the others (`nice`, added
+  to its niceness as it starts): `run_worker` gives the outbox's and
+  nudges' worker one, so that its bulk work on a shared core does not make
+  the webhooks' worker, which waits on one receiver at a time, wait for the
+  CPU after each answer too (docs/benchmarks.md, "The webhook line's turn
+  on the CPU").
+
 The children share this process's group, so a signal to the group (a
 terminal's Ctrl-C, a SIGKILL to the whole tree) reaches them too, and
 `preexec_fn` may make each die with its parent.
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import subprocess
 import time
@@ -42,6 +50,7 @@ POLL_SECONDS = 0.5
 class Child:
     name: str
     argv: list[str]
+    nice: int = 0  # added to its CPU niceness as it starts (`os.nice`)
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     starts: int = 0
@@ -70,8 +79,18 @@ class Supervisor:
     _stop_signal: int | None = field(default=None, init=False)
 
     @classmethod
-    def of(cls, commands: Sequence[tuple[str, list[str]]], **options: Any) -> Supervisor:
-        return cls([Child(name, list(argv)) for name, argv in commands], **options)
+    def of(
+        cls,
+        commands: Sequence[tuple[str, list[str]]],
+        nice: dict[str, int] | None = None,
+        **options: Any,
+    ) -> Supervisor:
+        """Children from (name, argv) pairs; `nice` by name."""
+        nice = nice or {}
+        return cls(
+            [Child(name, list(argv), nice=nice.get(name, 0)) for name, argv in commands],
+            **options,
+        )
 
     # --- the loop -----------------------------------------------------------------
 
@@ -142,7 +161,13 @@ class Supervisor:
         return None
 
     def _start(self, child: Child) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(child.argv, preexec_fn=self.preexec_fn)  # noqa: S603 (our own commands)
+        def before_exec() -> None:
+            if self.preexec_fn is not None:
+                self.preexec_fn()
+            if child.nice:
+                os.nice(child.nice)
+
+        proc = subprocess.Popen(child.argv, preexec_fn=before_exec)  # noqa: S603 (our own commands)
         child.proc = proc
         child.started_at = time.monotonic()
         child.starts += 1
@@ -181,8 +206,8 @@ def _die_with_parent() -> None:
 
 def main(argv: list[str]) -> int:
     """`python -m lib.supervise '<json>'`: supervise the children the JSON
-    names (`{"children": [[name, argv], ...], "stop_timeout": s}`), each made
-    to die with this process. `manage.py run_worker` execs this once it has
+    names (`{"children": [[name, argv], ...], "stop_timeout": s, "nice":
+    {name: n}}`), each made to die with this process. `manage.py run_worker` execs this once it has
     worked out its children, so the process that stays up to watch them
     holds the standard library and this module, not Django and the
     application (a few MiB where the command held a hundred)."""
@@ -194,6 +219,7 @@ def main(argv: list[str]) -> int:
     spec = json.loads(argv[0])
     supervisor = Supervisor.of(
         [(name, list(child_argv)) for name, child_argv in spec["children"]],
+        nice=spec.get("nice"),
         preexec_fn=_die_with_parent,
         stop_timeout=float(spec.get("stop_timeout", 70.0)),
     )

@@ -1,9 +1,11 @@
-"""lib.supervise: a child that could not start stops everything, with its code.
-(That a killed worker is started again and a SIGTERM stops them all is proved
-with real workers, tests/relay/test_worker.py.)"""
+"""lib.supervise: a child that could not start stops everything, with its code;
+a child given a nice runs at that much lower CPU priority. (That a killed
+worker is started again and a SIGTERM stops them all is proved with real
+workers, tests/relay/test_worker.py.)"""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -26,3 +28,26 @@ def test_a_child_that_exits_with_an_error_at_its_first_start_ends_the_run_with_i
     # The other child was stopped, not left behind.
     assert all(child.proc is None for child in supervisor.children)
     assert [child.starts for child in supervisor.children] == [1, 1]
+
+
+def test_a_child_given_a_nice_runs_at_that_much_lower_priority_and_the_others_do_not(tmp_path):
+    report = (
+        "import os, pathlib, sys; "
+        "pathlib.Path(sys.argv[1]).write_text(str(os.getpriority(os.PRIO_PROCESS, 0)))"
+    )
+    supervisor = Supervisor.of(
+        [
+            ("bulk", [sys.executable, "-c", report, str(tmp_path / "bulk")]),
+            ("line", [sys.executable, "-c", report, str(tmp_path / "line")]),
+            # Exits with an error at its first start: ends the run once the
+            # other two have had time to write.
+            ("end", [sys.executable, "-c", "import time; time.sleep(2); raise SystemExit(4)"]),
+        ],
+        nice={"bulk": 5},
+        stop_timeout=10,
+    )
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+
+    assert supervisor.run() == 4
+    assert int((tmp_path / "bulk").read_text()) == min(ours + 5, 19)
+    assert int((tmp_path / "line").read_text()) == ours

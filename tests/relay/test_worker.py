@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from audit.services import Actor
@@ -385,6 +386,11 @@ def test_run_worker_starts_a_killed_worker_again_and_stops_everything_on_sigterm
         watcher = Path(f"/proc/{supervisor.proc.pid}/cmdline").read_bytes()
         assert b"lib.supervise" in watcher
         killed = the_celery_worker(supervisor.proc.pid)
+        # The outbox's and nudges' worker yields the CPU to the webhooks'.
+        (webhooks,) = [pid for pid in children if pid != killed]
+        assert os.getpriority(os.PRIO_PROCESS, killed) == min(
+            os.getpriority(os.PRIO_PROCESS, webhooks) + settings.WORKER_OUTBOX_NICE, 19
+        )
 
         os.kill(killed, signal.SIGKILL)
         supervisor.wait_for_output("killed by SIGKILL")

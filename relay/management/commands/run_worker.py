@@ -73,6 +73,14 @@ class Command(BaseCommand):
             help=f"Queues this worker consumes (default: {DEFAULT_QUEUES}, "
             "the outbox's and the nudges').",
         )
+        parser.add_argument(
+            "--outbox-nice",
+            type=int,
+            default=settings.WORKER_OUTBOX_NICE,
+            help="Added to the CPU niceness of the worker of the outbox and the nudges "
+            f"(default {settings.WORKER_OUTBOX_NICE}; 0: the same priority as the webhooks' "
+            "worker and the web).",
+        )
         parser.add_argument("--loglevel", default="INFO")
         parser.add_argument(
             "--no-beat",
@@ -126,6 +134,12 @@ class Command(BaseCommand):
         self.stdout.flush()
         spec = {
             "children": children,
+            # The outbox's and nudges' worker yields the CPU: a bulk of
+            # dispatches and nudges on a shared core otherwise holds it while
+            # the webhooks' worker, which waits on one receiver at a time, is
+            # ready to go on after each answer (docs/benchmarks.md, "The
+            # webhook line's turn on the CPU").
+            "nice": {} if queues == settings.WEBHOOK_QUEUE else {first: options["outbox_nice"]},
             # A warm shutdown waits for the tasks running; none runs longer.
             "stop_timeout": settings.CELERY_TASK_TIME_LIMIT + 10,
         }
