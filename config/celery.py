@@ -96,6 +96,21 @@ def _drop_the_request_id(**kwargs) -> None:
     task_var.set(None)
 
 
+@signals.task_prerun.connect
+@signals.task_postrun.connect
+def _connections_as_a_request_leaves_them(sender=None, **kwargs) -> None:
+    """Before and after each task a worker runs, as Django does around each
+    request: this thread's database connection closed if it is unusable or
+    older than CONN_MAX_AGE, kept otherwise (CELERY_DB_REUSE_MAX keeps
+    Celery's fixup from closing it every time). Not for a task run eagerly,
+    inside its caller's transaction."""
+    if getattr(getattr(sender, "request", None), "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()
+
+
 # --- Readiness heartbeats (config/health.py, /readyz) ------------------------------
 
 _heartbeat = None

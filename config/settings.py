@@ -602,6 +602,13 @@ CELERY_TASK_TIME_LIMIT = 60
 # child per slot (docs/production.md, "Workers"). `--pool prefork` still works.
 CELERY_WORKER_POOL = "threads"
 CELERY_WORKER_CONCURRENCY = 8
+# Celery's Django fixup closes every database connection before and after
+# each task unless this is set, and then every 2 x this many tasks: each task
+# connected anew (about 25 new PostgreSQL sessions a second while the worker
+# drained a backlog) and prepared its statements again. Set out of reach:
+# a task leaves its thread's connection as a request does, closed only when
+# unusable or older than CONN_MAX_AGE (config/celery.py).
+CELERY_DB_REUSE_MAX = 10**9
 # `run_worker` starts the outbox's and nudges' worker at this much more CPU
 # niceness than the webhooks' worker (and the web, on a shared host): its work
 # comes in bulk and keeps a core busy, while a webhook line sends one request
