@@ -58,6 +58,23 @@ def held_open(
     return thread
 
 
+def started(work, out: list, errors: list) -> threading.Thread:
+    """`work()` in a thread of its own (its own connection), its result
+    appended to `out`; started."""
+
+    def run() -> None:
+        try:
+            out.append(work())
+        except Exception as exc:  # reported by the test
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
 def test_a_row_being_left_waiting_is_waited_for_and_claimed_by_the_line_not_skipped(endpoint):
     owner_id = endpoint.user_id
     row = delivery_row(endpoint, None)  # never tried: waiting for its turn
@@ -74,18 +91,11 @@ def test_a_row_being_left_waiting_is_waited_for_and_claimed_by_the_line_not_skip
     # The claim the batch whose send just ended makes for the person's line.
     taken: list = []
 
-    def claiming() -> None:
-        try:
-            with transaction.atomic():
-                claims = sending._claim_line(owner_id, timezone.now())
-                taken.extend(c.row.pk for c in claims)
-        except Exception as exc:  # reported by the test
-            errors.append(exc)
-        finally:
-            connections.close_all()
+    def claiming() -> list:
+        with transaction.atomic():
+            return [c.row.pk for c in sending._claim_line(owner_id, timezone.now())]
 
-    claimer = threading.Thread(target=claiming, daemon=True)
-    claimer.start()
+    claimer = started(claiming, taken, errors)
     try:
         # It waits for the row instead of passing it over (and taking nothing).
         assert wait_for(waiting_for_a_row_lock), f"the claim did not wait: took {taken}"
@@ -96,7 +106,7 @@ def test_a_row_being_left_waiting_is_waited_for_and_claimed_by_the_line_not_skip
         claimer.join(20)
 
     assert not errors
-    assert taken == [row.pk]
+    assert taken == [[row.pk]]  # one claim, that took the row
     row.refresh_from_db()
     assert row.status == WebhookDeliveryStatus.SENDING
     assert row.first_attempt_at is not None
@@ -127,17 +137,7 @@ def test_leaving_rows_waiting_passes_over_a_row_another_transaction_holds_withou
     assert holding.wait(10) and not errors
 
     left: list = []
-
-    def leaving() -> None:
-        try:
-            left.append(dispatch.leave_waiting(stamps, now=timezone.now()))
-        except Exception as exc:  # reported by the test
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    leaver = threading.Thread(target=leaving, daemon=True)
-    leaver.start()
+    leaver = started(lambda: dispatch.leave_waiting(stamps, now=timezone.now()), left, errors)
     try:
         leaver.join(5)
         assert not leaver.is_alive(), "leave_waiting waited for the held row"
