@@ -18,7 +18,9 @@ share one copy of the application where each prefork child held its own.
 The webhooks get a process of their own because a receiver may take the
 whole WEBHOOK_TIMEOUT (10 s) to fail, again and again: on the same pool,
 webhook sends would take every slot and a nudge would wait behind them.
-Two workers on two queues cannot hold each other up.
+Two workers on two queues cannot hold each other up. The first runs at
+WORKER_OUTBOX_NICE more niceness (`--outbox-nice`), so its bulk does not
+hold the core while a webhook line, one send at a time, waits for it.
 
 With REDIS_URL unset this is the embedded default: the broker is a folder
 under VAR_DIR that web and workers share, so `manage.py runserver` plus
