@@ -32,6 +32,7 @@ single `celery -A config beat` (compose.yaml does).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -77,7 +78,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--outbox-nice",
-            type=int,
+            type=niceness,
             default=settings.WORKER_OUTBOX_NICE,
             help="Added to the CPU niceness of the worker of the outbox and the nudges "
             f"(default {settings.WORKER_OUTBOX_NICE}; 0: the same priority as the webhooks' "
@@ -153,6 +154,19 @@ class Command(BaseCommand):
         sys.stdout.flush()
         sys.stderr.flush()
         os.execv(sys.executable, [sys.executable, "-m", "lib.supervise", json.dumps(spec)])  # noqa: S606
+
+
+def niceness(value: str) -> int:
+    """`--outbox-nice`: 0 or more. A process may lower its own priority but
+    not raise it without privileges: a negative value would fail each time
+    the supervisor starts the worker."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value!r}: give a whole number, 0 or more")
+    return number
 
 
 CELERY = [sys.executable, "-m", "celery", "-A", "config"]
