@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import ipaddress
+import json as json_module
 import re
 import socket
 import ssl
@@ -448,20 +449,17 @@ class _DeadlineBackend(httpcore.NetworkBackend):
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
     """One client SSL context per process (certifi's CA bundle, verifying).
-    Making one loads and parses the bundle, about 18 ms of CPU: made per send,
-    two of them (httpx's transport and its pool) cost a webhook or chat send
-    more CPU than everything else it does (docs/benchmarks.md)."""
+    Making one loads and parses the bundle, about 18 ms of CPU: made per
+    send, it would cost a webhook or chat send more CPU than everything else
+    it does (docs/benchmarks.md)."""
     return httpx.create_ssl_context(trust_env=False)
 
 
-def _deadline_transport() -> httpx.HTTPTransport:
-    context = _ssl_context()
-    transport = httpx.HTTPTransport(verify=context, trust_env=False)
-    # httpx takes no network backend, so its pool is replaced by one with the
-    # same SSL context on the deadline-bound backend (tests/lib/test_outbound.py
-    # proves a trickling server is cut off, so an httpx change would show).
-    transport._pool = httpcore.ConnectionPool(
-        ssl_context=context,
+def _deadline_pool() -> httpcore.ConnectionPool:
+    """A pool of kept-alive connections on the deadline-bound backend
+    (tests/lib/test_outbound.py proves a trickling server is cut off)."""
+    return httpcore.ConnectionPool(
+        ssl_context=_ssl_context(),
         network_backend=_DeadlineBackend(),
         # A kept-alive connection sends a request's headers and body as two
         # writes: without TCP_NODELAY the second waits for the receiver's
@@ -471,47 +469,49 @@ def _deadline_transport() -> httpx.HTTPTransport:
         max_keepalive_connections=KEEPALIVE_CONNECTIONS,
         keepalive_expiry=KEEPALIVE_SECONDS,
     )
-    return transport
 
 
-# Kept-alive connections (HTTP/1.1), one client per receiver: per scheme,
+# Kept-alive connections (HTTP/1.1), one pool per receiver: per scheme,
 # checked address, port and host name (the TLS name), so a connection made
 # to one checked address, verified for one name, only ever carries requests
 # that resolved, now, to that address for that name. At most KEEPALIVE_HOSTS
-# clients per process (the least recently used is closed), each with at most
+# pools per process (the least recently used is closed), each with at most
 # KEEPALIVE_CONNECTIONS connections, idle ones closed after KEEPALIVE_SECONDS.
+# httpcore's pool itself, not an httpx client over it: httpx's request and
+# response models, cookies, header merging and redirect handling cost a
+# webhook send more CPU than the HTTP/1.1 exchange (issue 29,
+# docs/benchmarks.md); what this module needs of them is below (`_target`,
+# `post`'s headers).
 KEEPALIVE_HOSTS = 64
 KEEPALIVE_CONNECTIONS = 16
 KEEPALIVE_SECONDS = 30.0
-_clients: OrderedDict[tuple[str, str, int, str], httpx.Client] = OrderedDict()
-_clients_lock = threading.Lock()
+_pools: OrderedDict[tuple[str, str, int, str], httpcore.ConnectionPool] = OrderedDict()
+_pools_lock = threading.Lock()
 
 
-def _client_for(key: tuple[str, str, int, str]) -> httpx.Client:
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is not None:
-            _clients.move_to_end(key)
-            return client
-        client = httpx.Client(
-            follow_redirects=False, trust_env=False, transport=_deadline_transport()
-        )
-        _clients[key] = client
-        while len(_clients) > KEEPALIVE_HOSTS:
-            _, oldest = _clients.popitem(last=False)
+def _pool_for(key: tuple[str, str, int, str]) -> httpcore.ConnectionPool:
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is not None:
+            _pools.move_to_end(key)
+            return pool
+        pool = _deadline_pool()
+        _pools[key] = pool
+        while len(_pools) > KEEPALIVE_HOSTS:
+            _, oldest = _pools.popitem(last=False)
             with contextlib.suppress(Exception):
                 oldest.close()
-        return client
+        return pool
 
 
 def close_connections() -> None:
     """Close every kept-alive connection (tests; a worker that stops)."""
-    with _clients_lock:
-        clients = list(_clients.values())
-        _clients.clear()
-    for client in clients:
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+    for pool in pools:
         with contextlib.suppress(Exception):
-            client.close()
+            pool.close()
 
 
 @dataclass(frozen=True)
@@ -535,6 +535,30 @@ class OutboundResponse:
             return max(0.0, float(self.headers.get("Retry-After", "")))
         except ValueError:
             return None
+
+
+# What httpx raised as an httpx.TransportError (no answer), from its transport.
+_TRANSPORT_ERRORS = (
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    httpcore.UnsupportedProtocol,
+    httpcore.ConnectionNotAvailable,
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def _target(url: str) -> bytes:
+    """The request target (path and query) as httpx sends it for `url`:
+    percent-encoded as `canonical_url` stores it. Kept per URL: parsing one
+    costs more than the rest of what a send does before it writes."""
+    return httpx.URL(url).raw_path
+
+
+def _json_bytes(value: Any) -> bytes:
+    """A JSON body as httpx encodes one."""
+    return json_module.dumps(
+        value, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    ).encode("utf-8")
 
 
 def is_retryable_status(status_code: int) -> bool:
@@ -569,41 +593,54 @@ def post(
     left = ends_at - time.monotonic()
     ip = resolve(host, port, allow_loopback=allow_loopback, timeout=min(timeout, left))
     ip_host = f"[{ip}]" if ip.version == 6 else str(ip)
-    pinned = parts._replace(netloc=ip_host if parts.port is None else f"{ip_host}:{parts.port}")
     request_headers = {
-        "User-Agent": USER_AGENT,
-        "Accept-Encoding": "identity",
         "Host": host if parts.port is None else f"{host}:{parts.port}",
-        **(headers or {}),
+        "Accept": "*/*",
+        "Accept-Encoding": "identity",
+        "User-Agent": USER_AGENT,
     }
-    # The TLS handshake and certificate check use the name, not the address.
-    extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
-    client = _client_for((parts.scheme, ip_host, port, host))
+    if json is not None and content is None:
+        content = _json_bytes(json)
+        request_headers["Content-Type"] = "application/json"
+    for name, value in (headers or {}).items():  # the caller's win, whatever their case
+        for same in [known for known in request_headers if known.lower() == name.lower()]:
+            del request_headers[same]
+        request_headers[name] = value
+    extensions: dict[str, Any] = {
+        "timeout": dict.fromkeys(("connect", "read", "write", "pool"), timeout)
+    }
+    if parts.scheme == "https":
+        # The TLS handshake and certificate check use the name, not the address.
+        extensions["sni_hostname"] = host
+    # The connection goes to the checked address (httpcore takes it bare,
+    # an IPv6 one without brackets); the Host header names the host.
+    target = httpcore.URL(scheme=parts.scheme, host=str(ip), port=port, target=_target(url))
+    pool = _pool_for((parts.scheme, ip_host, port, host))
     _call.deadline = ends_at
     try:
-        with client.stream(
+        with pool.stream(
             "POST",
-            pinned.geturl(),
-            json=json,
-            content=content,
-            headers=request_headers,
+            target,
+            headers=list(request_headers.items()),
+            content=content if content is not None else b"",
             extensions=extensions,
-            timeout=httpx.Timeout(timeout),
         ) as response:
             body = bytearray()
             try:
-                for chunk in response.iter_raw():  # raw: never decompressed
+                for chunk in response.iter_stream():  # raw: never decompressed
                     body += chunk
                     if len(body) >= max_bytes:
                         break
-            except httpx.TimeoutException:
+            except httpcore.TimeoutException:
                 pass  # the status came in time; the rest of the body is not needed
-            return OutboundResponse(response.status_code, response.headers, bytes(body[:max_bytes]))
-    except httpx.TimeoutException as exc:
+            return OutboundResponse(
+                response.status, httpx.Headers(response.headers), bytes(body[:max_bytes])
+            )
+    except httpcore.TimeoutException as exc:
         if time.monotonic() >= ends_at:
             raise OutboundFailed(
                 f"No complete answer within {overall:g} s ({type(exc).__name__})."
             ) from exc
         raise OutboundFailed(f"No answer within {timeout:g} s ({type(exc).__name__}).") from exc
-    except httpx.HTTPError as exc:
+    except _TRANSPORT_ERRORS as exc:
         raise OutboundFailed(excerpt(f"Connection failed: {exc!r}")) from exc

@@ -5,6 +5,8 @@ OUTBOUND_ALLOW_LOOPBACK allows."""
 from __future__ import annotations
 
 import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -398,3 +400,89 @@ def test_an_address_written_as_the_host_is_checked_without_a_resolver_thread(mon
     assert str(outbound.resolve("::1", 80, allow_loopback=True)) == "::1"
     with pytest.raises(outbound.AddressRefused):
         outbound.resolve("10.0.0.1", 80, allow_loopback=False)
+
+
+# --- kept-alive connections and what goes on the wire ---------------------------------
+
+
+class _KeptAliveServer:
+    """An HTTP/1.1 server on 127.0.0.1 that keeps each connection open and
+    notes, for each POST, the client's port (one per connection), the
+    request target and the header lines as they came."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, str, list[tuple[str, str]]]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                server.seen.append((self.client_address[1], self.path, list(self.headers.items())))
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.http.daemon_threads = True
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.http.server_port}"
+
+    def close(self) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+
+
+@pytest.fixture
+def kept_alive():
+    outbound.close_connections()
+    server = _KeptAliveServer()
+    yield server
+    outbound.close_connections()
+    server.close()
+
+
+def test_sends_to_one_receiver_share_one_kept_alive_connection(settings, kept_alive):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+
+    for n in range(5):
+        assert outbound.post(f"{kept_alive.url}/hook", json={"n": n}, timeout=2).status_code == 200
+
+    assert len(kept_alive.seen) == 5
+    assert len({port for port, _, _ in kept_alive.seen}) == 1
+
+
+def test_each_header_is_sent_once_and_the_caller_s_win_whatever_their_case(settings, kept_alive):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+
+    outbound.post(
+        f"{kept_alive.url}/hook",
+        json={"a": 1},
+        headers={"content-type": "application/cloudevents+json", "user-agent": "theirs"},
+        timeout=2,
+    )
+
+    ((_, _, lines),) = kept_alive.seen
+    names = [name.lower() for name, _ in lines]
+    assert len(names) == len(set(names))
+    sent = {name.lower(): value for name, value in lines}
+    assert sent["content-type"] == "application/cloudevents+json"
+    assert sent["user-agent"] == "theirs"
+    assert sent["content-length"] == str(len(b'{"a":1}'))
+    assert sent["accept-encoding"] == "identity"
+
+
+def test_the_path_and_query_go_percent_encoded_as_canonical_url_stores_them(settings, kept_alive):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    url = f"{kept_alive.url}/hooks/ünïcode?team=ä&x=1#fragment"
+
+    outbound.post(url, json={}, timeout=2)
+
+    ((_, target, _),) = kept_alive.seen
+    assert target == "/hooks/%C3%BCn%C3%AFcode?team=%C3%A4&x=1"
+    assert outbound.canonical_url(url).endswith(target)
