@@ -361,7 +361,7 @@ def worker_rates(bench: Bench) -> None:
     args, receiver = bench.args, bench.receiver
     bench.service.start(
         "worker",
-        ["taskset", "-c", args.server_cpu, PYTHON, "manage.py", "run_worker", "--loglevel=WARNING", *os.environ.get("BENCH_WORKER_ARGS", "").split()],
+        ["taskset", "-c", args.server_cpu, PYTHON, "manage.py", "run_worker", "--loglevel=WARNING"],
         dict(bench.env, NUDGE_COALESCE_WINDOW="0"),
     )
     counts = {

@@ -182,17 +182,6 @@ def private_redis(redis_server):
 
 
 @pytest.fixture(autouse=True)
-def _recorders_closed():
-    """A webhook line's records are written on a thread of their own, with a
-    database connection of its own (webhooks.sending): closed after each
-    test, so nothing holds the test database when it goes."""
-    yield
-    from webhooks.sending import close_recorders
-
-    close_recorders()
-
-
-@pytest.fixture(autouse=True)
 def _fresh_limits():
     """Every test starts with no rate limit spent. The database cache and
     buckets go with the test's transaction or flush; with REDIS_URL the cache

@@ -13,18 +13,15 @@ on the schedule (`webhooks.schedule`). A test event is sent once.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import datetime as dt
 import logging
-import threading
 import time
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connections, transaction
+from django.db import transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -44,7 +41,7 @@ from webhooks.models import (
 from webhooks.schedule import next_attempt_at
 from webhooks.transport import HOST_REFUSED, Outcome, webhook_post
 
-__all__ = ["HOST_REFUSED", "close_recorders", "webhook_send", "webhooks_send"]
+__all__ = ["HOST_REFUSED", "webhook_send", "webhooks_send"]
 
 log = logging.getLogger(__name__)
 
@@ -111,16 +108,10 @@ def _send_claimed(
     then queue the person's next one waiting; with `begin`, the next row of
     its batch, write that one's attempt with a delivered outcome: its id is
     returned)."""
-    outcome = _post(claim.row)
-    # From the answer until this commit is the duplicate window: keep it short.
-    return _record(claim, outcome, next_in_line=next_in_line, begin=begin)
-
-
-def _post(delivery: WebhookDelivery) -> Outcome:
-    """The delivery's POST, its outcome (an unexpected error is one)."""
+    delivery = claim.row
     now = timezone.now()
     try:
-        return webhook_post(
+        outcome = webhook_post(
             delivery_id=delivery.pk,
             event_name=delivery.event_name,
             url=delivery.endpoint.url,
@@ -130,7 +121,9 @@ def _post(delivery: WebhookDelivery) -> Outcome:
         )
     except Exception as exc:  # a bug or a time limit: log it, retry like a failure
         log.exception("Webhook delivery %s failed unexpectedly", delivery.pk)
-        return Outcome(delivered=False, error=excerpt(repr(exc)))
+        outcome = Outcome(delivered=False, error=excerpt(repr(exc)))
+    # From the answer until this commit is the duplicate window: keep it short.
+    return _record(claim, outcome, next_in_line=next_in_line, begin=begin)
 
 
 # A batch task that ends with its person's line waiting (a line to one
@@ -200,34 +193,9 @@ def _run(
     unmade: list = []  # the attempts begun for them, never made
     released = False
     first = None
-    recorder = _recorder()
-    pending: _Pending | None = None  # the last delivered send's record, being written
-
-    def settle() -> bool:
-        """Wait for the record being written (`pending`), its next row's
-        attempt id set; False when it failed: that send is not recorded
-        (its lease runs out and the sweep queues it again), its endpoint
-        stopped, and the attempt it began for the next row was never made."""
-        nonlocal pending
-        if pending is None:
-            return True
-        was, pending = pending, None
-        try:
-            begun = was.future.result()
-        except Exception:
-            log.exception("Webhook delivery %s was sent; its outcome was not recorded", was.pk)
-            outcomes[AttemptOutcome.DELIVERED] -= 1
-            outcomes["error"] = outcomes.get("error", 0) + 1
-            stopped.setdefault(was.endpoint_id, [])
-            failed.setdefault(was.endpoint_id, was.pk)
-            return False
-        if begun is not None:
-            claims[was.next_index] = replace(claims[was.next_index], attempt_id=begun)
-        return True
-
     for index in range(len(claims)):
+        claim = claims[index]
         if time.monotonic() - started > deliveries.batch_window():
-            settle()
             with transaction.atomic():
                 rest: list[Any] = []
                 for later in claims[index:]:
@@ -242,13 +210,7 @@ def _run(
             outcomes["released"] = outcomes.get("released", 0) + len(left)
             released = True
             break
-        claim = claims[index]
         endpoint_id = claim.row.endpoint_id
-        if endpoint_id in stopped or (pending is not None and pending.endpoint_id != endpoint_id):
-            # Whether its endpoint's line stopped, or its attempt was begun,
-            # is known once the record before it is written.
-            settle()
-            claim = claims[index]
         if endpoint_id in stopped:
             stopped[endpoint_id].append(claim.row.pk)
             if claim.attempt_id is not None:  # begun with the send before it
@@ -256,34 +218,13 @@ def _run(
             continue
         following = claims[index + 1].row if index + 1 < len(claims) else None
         try:
-            begun_before = pending is not None  # its attempt is in that record
-            if claim.attempt_id is None and not begun_before:  # first, or after a failure
+            if claim.attempt_id is None:  # the batch's first, or after a failure
                 attempt = claim.row.attempt_log.create(started_at=timezone.now())
                 claim = replace(claim, attempt_id=attempt.pk)
             claim = replace(claim, started=time.monotonic())
-            answer = _post(claim.row)
-            if begun_before:
-                if not settle() or claims[index].attempt_id is None:
-                    raise _NotRecorded
-                claim = replace(claim, attempt_id=claims[index].attempt_id)
-            if recorder is not None and answer.delivered:
-                # Written beside the next send, which goes at once: the
-                # duplicate window is as short as when it was written first.
-                pending = _Pending(
-                    future=recorder.submit(
-                        contextvars.copy_context().run, _record_beside, claim, answer, following
-                    ),
-                    pk=claim.row.pk,
-                    endpoint_id=endpoint_id,
-                    next_index=index + 1,
-                )
-                outcome: str = AttemptOutcome.DELIVERED
-            else:
-                outcome, begun = _record(claim, answer, next_in_line=False, begin=following)
-                if begun is not None:
-                    claims[index + 1] = replace(claims[index + 1], attempt_id=begun)
-        except _NotRecorded:
-            outcome = "error"  # sent with the attempt the record before it failed to begin
+            outcome, begun = _send_claimed(claim, next_in_line=False, begin=following)
+            if begun is not None:
+                claims[index + 1] = replace(claims[index + 1], attempt_id=begun)
         except Exception:
             # Not recorded (the database failed?): its lease runs out and the
             # sweep queues it again.
@@ -295,7 +236,6 @@ def _run(
             stopped[endpoint_id] = []
             failed[endpoint_id] = claim.row.pk
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
-    settle()
     held_back = [pk for ids in stopped.values() for pk in ids]
     if held_back:
         with transaction.atomic():
@@ -303,70 +243,6 @@ def _run(
             _hold_back(stopped, failed, now=timezone.now())
         outcomes["held back"] = outcomes.get("held back", 0) + len(held_back)
     return released, first
-
-
-class _NotRecorded(Exception):
-    """The record before a send, which was to begin its attempt, failed."""
-
-
-@dataclass(frozen=True)
-class _Pending:
-    """A delivered send's record being written on the recorder (`_run`)."""
-
-    future: Future[int | None]
-    pk: Any
-    endpoint_id: Any
-    next_index: int
-
-
-_recorders = threading.local()
-_all_recorders: list[ThreadPoolExecutor] = []  # every thread's, for `close_recorders`
-_all_recorders_lock = threading.Lock()
-
-
-def _recorder() -> ThreadPoolExecutor | None:
-    """This thread's recorder: one thread of its own, with its own database
-    connection, that writes a delivered send's outcome (and begins the next
-    row's attempt, `_record`) while the line posts the next row. A send's
-    record took about as long as its POST on a busy database (issue 29,
-    docs/benchmarks.md): one after the other, a line waited for both. None
-    inside a transaction (the caller's rows are seen only on its own
-    connection): then each is recorded before the next send, as always."""
-    if transaction.get_connection().in_atomic_block:
-        return None
-    recorder = getattr(_recorders, "executor", None)
-    if recorder is None or recorder not in _all_recorders:  # none yet, or closed
-        recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webhook-record")
-        _recorders.executor = recorder
-        with _all_recorders_lock:
-            _all_recorders.append(recorder)
-    return recorder
-
-
-def close_recorders() -> None:
-    """Stop every recorder, its database connection closed (tests, before
-    their database goes; a worker's go with its process)."""
-    with _all_recorders_lock:
-        recorders = list(_all_recorders)
-        _all_recorders.clear()
-    for recorder in recorders:
-        with contextlib.suppress(Exception):
-            recorder.submit(connections.close_all).result(timeout=10)
-        recorder.shutdown(wait=True)
-
-
-def _record_beside(
-    claim: deliveries.Claim[WebhookDelivery], outcome: Outcome, begin: WebhookDelivery | None
-) -> int | None:
-    """`_record` of a delivered send, on the recorder's thread. Its
-    connection is kept as a task's is (`config/celery.py`): closed when
-    unusable or past DB_CONN_MAX_AGE."""
-    close_old_connections()
-    try:
-        return _record(claim, outcome, next_in_line=False, begin=begin)[1]
-    except Exception:
-        close_old_connections()
-        raise
 
 
 def _after(
