@@ -615,6 +615,12 @@ CELERY_DB_REUSE_MAX = 10**9
 # at a time and, at the same priority, waits for the CPU after each answer
 # (docs/benchmarks.md, "The webhook line's turn on the CPU").
 WORKER_OUTBOX_NICE = 5
+# And under Linux's idle scheduling policy (SCHED_IDLE): preempted the moment
+# the line wakes, where at a higher niceness the line still waited for the
+# running slice to end after each answer (docs/benchmarks.md, "The line's
+# wake-ups"). It then runs only on what the web and the webhooks leave of
+# the CPU: on a host whose web saturates its cores, nudges wait for a lull.
+WORKER_OUTBOX_IDLE = env_bool("WORKER_OUTBOX_IDLE", True)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"

@@ -17,11 +17,13 @@ runs the Celery workers and beat under it.
   exit, then SIGKILL; `run` returns 0.
 
 - A child may run at a lower CPU priority than the others (`nice`, added
-  to its niceness as it starts): `run_worker` gives the outbox's and
-  nudges' worker one, so that its bulk work on a shared core does not make
-  the webhooks' worker, which waits on one receiver at a time, wait for the
+  to its niceness as it starts), or under Linux's idle scheduling policy
+  (`idle`: SCHED_IDLE, the CPU only when no other process wants it, given
+  up the moment one wakes): `run_worker` gives the outbox's and nudges'
+  worker both, so that its bulk work on a shared core does not make the
+  webhooks' worker, which waits on one receiver at a time, wait for the
   CPU after each answer too (docs/benchmarks.md, "The webhook line's turn
-  on the CPU").
+  on the CPU" and "The line's wake-ups").
 
 The children share this process's group, so a signal to the group (a
 terminal's Ctrl-C, a SIGKILL to the whole tree) reaches them too, and
@@ -51,6 +53,7 @@ class Child:
     name: str
     argv: list[str]
     nice: int = 0  # added to its CPU niceness as it starts (`os.nice`)
+    idle: bool = False  # runs under SCHED_IDLE where there is one (`run_idle`)
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     starts: int = 0
@@ -83,12 +86,17 @@ class Supervisor:
         cls,
         commands: Sequence[tuple[str, list[str]]],
         nice: dict[str, int] | None = None,
+        idle: Sequence[str] = (),
         **options: Any,
     ) -> Supervisor:
-        """Children from (name, argv) pairs; `nice` by name."""
+        """Children from (name, argv) pairs; `nice` by name; `idle`, the
+        names of those that run under SCHED_IDLE."""
         nice = nice or {}
         return cls(
-            [Child(name, list(argv), nice=nice.get(name, 0)) for name, argv in commands],
+            [
+                Child(name, list(argv), nice=nice.get(name, 0), idle=name in idle)
+                for name, argv in commands
+            ],
             **options,
         )
 
@@ -166,6 +174,8 @@ class Supervisor:
                 self.preexec_fn()
             if child.nice:
                 os.nice(child.nice)
+            if child.idle:
+                run_idle()
 
         proc = subprocess.Popen(child.argv, preexec_fn=before_exec)  # noqa: S603 (our own commands)
         child.proc = proc
@@ -192,6 +202,24 @@ class Supervisor:
             child.proc = None
 
 
+def run_idle() -> bool:
+    """Put this process under the idle scheduling policy (Linux's
+    SCHED_IDLE; its threads and children inherit it): it runs when no other
+    process wants the CPU and is preempted the moment one wakes. Under the
+    normal policy at a higher niceness, a woken process waits for the
+    running one's slice to end (a few ms), and a webhook line wakes two or
+    three times a send. Any process may lower its own policy so. False where
+    there is no such policy (the niceness still applies)."""
+    policy = getattr(os, "SCHED_IDLE", None)
+    if policy is None:
+        return False
+    try:
+        os.sched_setscheduler(0, policy, os.sched_param(0))
+    except OSError:
+        return False
+    return True
+
+
 # --- a supervisor process of its own ---------------------------------------------------
 
 
@@ -207,7 +235,7 @@ def _die_with_parent() -> None:
 def main(argv: list[str]) -> int:
     """`python -m lib.supervise '<json>'`: supervise the children the JSON
     names (`{"children": [[name, argv], ...], "stop_timeout": s, "nice":
-    {name: n}}`), each made to die with this process. `manage.py
+    {name: n}, "idle": [name, ...]}`), each made to die with this process. `manage.py
     run_worker` execs this once it has worked out its children, so the
     process that stays up to watch them holds the standard library and this
     module, not Django and the application (a few MiB where the command held
@@ -221,6 +249,7 @@ def main(argv: list[str]) -> int:
     supervisor = Supervisor.of(
         [(name, list(child_argv)) for name, child_argv in spec["children"]],
         nice=spec.get("nice"),
+        idle=spec.get("idle", ()),
         preexec_fn=_die_with_parent,
         stop_timeout=float(spec.get("stop_timeout", 70.0)),
     )

@@ -1,5 +1,6 @@
 """lib.supervise: a child that could not start stops everything, with its code;
-a child given a nice runs at that much lower CPU priority. (That a killed
+a child given a nice runs at that much lower CPU priority, and one made
+idle under Linux's idle scheduling policy. (That a killed
 worker is started again and a SIGTERM stops them all is proved with real
 workers, tests/relay/test_worker.py.)"""
 
@@ -51,3 +52,24 @@ def test_a_child_given_a_nice_runs_at_that_much_lower_priority_and_the_others_do
     assert supervisor.run() == 4
     assert int((tmp_path / "bulk").read_text()) == min(ours + 5, 19)
     assert int((tmp_path / "line").read_text()) == ours
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux's idle policy")
+def test_a_child_made_idle_runs_under_the_idle_policy_and_the_others_do_not(tmp_path):
+    report = (
+        "import os, pathlib, sys; "
+        "pathlib.Path(sys.argv[1]).write_text(str(os.sched_getscheduler(0)))"
+    )
+    supervisor = Supervisor.of(
+        [
+            ("bulk", [sys.executable, "-c", report, str(tmp_path / "bulk")]),
+            ("line", [sys.executable, "-c", report, str(tmp_path / "line")]),
+            ("end", [sys.executable, "-c", "import time; time.sleep(2); raise SystemExit(4)"]),
+        ],
+        idle=["bulk"],
+        stop_timeout=10,
+    )
+
+    assert supervisor.run() == 4
+    assert int((tmp_path / "bulk").read_text()) == os.SCHED_IDLE
+    assert int((tmp_path / "line").read_text()) == os.sched_getscheduler(0) != os.SCHED_IDLE

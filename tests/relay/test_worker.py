@@ -391,6 +391,10 @@ def test_run_worker_starts_a_killed_worker_again_and_stops_everything_on_sigterm
         assert os.getpriority(os.PRIO_PROCESS, killed) == min(
             os.getpriority(os.PRIO_PROCESS, webhooks) + settings.WORKER_OUTBOX_NICE, 19
         )
+        # And is preempted the moment the webhooks' worker wakes (Linux).
+        if settings.WORKER_OUTBOX_IDLE and hasattr(os, "SCHED_IDLE"):
+            assert os.sched_getscheduler(killed) == os.SCHED_IDLE
+            assert os.sched_getscheduler(webhooks) != os.SCHED_IDLE
 
         os.kill(killed, signal.SIGKILL)
         supervisor.wait_for_output("killed by SIGKILL")
@@ -400,6 +404,8 @@ def test_run_worker_starts_a_killed_worker_again_and_stops_everything_on_sigterm
         wait_until(lambda: readies(supervisor, "celery") == 2, what="the new worker ready")
         again = the_celery_worker(supervisor.proc.pid)
         assert again != killed
+        if settings.WORKER_OUTBOX_IDLE and hasattr(os, "SCHED_IDLE"):
+            assert os.sched_getscheduler(again) == os.SCHED_IDLE  # started again as it was
         assert supervisor.proc.poll() is None
 
         # It consumes: a nudge queued now is delivered.

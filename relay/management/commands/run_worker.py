@@ -19,8 +19,10 @@ The webhooks get a process of their own because a receiver may take the
 whole WEBHOOK_TIMEOUT (10 s) to fail, again and again: on the same pool,
 webhook sends would take every slot and a nudge would wait behind them.
 Two workers on two queues cannot hold each other up. The first runs at
-WORKER_OUTBOX_NICE more niceness (`--outbox-nice`), so its bulk does not
-hold the core while a webhook line, one send at a time, waits for it.
+WORKER_OUTBOX_NICE more niceness (`--outbox-nice`) and, with
+WORKER_OUTBOX_IDLE (`--outbox-idle`, the default), under Linux's idle
+scheduling policy, so its bulk does not hold the core while a webhook line,
+one send at a time, waits for it.
 
 With REDIS_URL unset this is the embedded default: the broker is a folder
 under VAR_DIR that web and workers share, so `manage.py runserver` plus
@@ -84,6 +86,15 @@ class Command(BaseCommand):
             f"(default {settings.WORKER_OUTBOX_NICE}; 0: the same priority as the webhooks' "
             "worker and the web).",
         )
+        parser.add_argument(
+            "--outbox-idle",
+            action=argparse.BooleanOptionalAction,
+            default=settings.WORKER_OUTBOX_IDLE,
+            help="Run the worker of the outbox and the nudges under Linux's idle scheduling "
+            "policy: the CPU only when nothing else wants it (default "
+            f"{'on' if settings.WORKER_OUTBOX_IDLE else 'off'}; --no-outbox-idle: the "
+            "niceness alone).",
+        )
         parser.add_argument("--loglevel", default="INFO")
         parser.add_argument(
             "--no-beat",
@@ -143,6 +154,9 @@ class Command(BaseCommand):
             # ready to go on after each answer (docs/benchmarks.md, "The
             # webhook line's turn on the CPU").
             "nice": {} if queues == settings.WEBHOOK_QUEUE else {first: options["outbox_nice"]},
+            # Yielded at once, not at the end of its slice, when the line
+            # wakes ("The line's wake-ups").
+            "idle": [first] if queues != settings.WEBHOOK_QUEUE and options["outbox_idle"] else [],
             # A warm shutdown waits for the tasks running; none runs longer.
             "stop_timeout": settings.CELERY_TASK_TIME_LIMIT + 10,
         }
