@@ -31,11 +31,11 @@ def test_a_child_that_exits_with_an_error_at_its_first_start_ends_the_run_with_i
     assert [child.starts for child in supervisor.children] == [1, 1]
 
 
-def test_a_child_given_a_nice_runs_at_that_much_lower_priority_and_the_others_do_not(tmp_path):
-    report = (
-        "import os, pathlib, sys; "
-        "pathlib.Path(sys.argv[1]).write_text(str(os.getpriority(os.PRIO_PROCESS, 0)))"
-    )
+def _as_the_children_report(tmp_path, expression: str, **options) -> tuple[int, int]:
+    """Run two children, "bulk" and "line", under a supervisor given
+    `options`; each writes what `expression` (of `os`) is in it. Returns
+    (bulk's, line's)."""
+    report = f"import os, pathlib, sys; pathlib.Path(sys.argv[1]).write_text(str({expression}))"
     supervisor = Supervisor.of(
         [
             ("bulk", [sys.executable, "-c", report, str(tmp_path / "bulk")]),
@@ -44,32 +44,27 @@ def test_a_child_given_a_nice_runs_at_that_much_lower_priority_and_the_others_do
             # other two have had time to write.
             ("end", [sys.executable, "-c", "import time; time.sleep(2); raise SystemExit(4)"]),
         ],
-        nice={"bulk": 5},
         stop_timeout=10,
+        **options,
     )
+    assert supervisor.run() == 4
+    return int((tmp_path / "bulk").read_text()), int((tmp_path / "line").read_text())
+
+
+def test_a_child_given_a_nice_runs_at_that_much_lower_priority_and_the_others_do_not(tmp_path):
     ours = os.getpriority(os.PRIO_PROCESS, 0)
 
-    assert supervisor.run() == 4
-    assert int((tmp_path / "bulk").read_text()) == min(ours + 5, 19)
-    assert int((tmp_path / "line").read_text()) == ours
+    bulk, line = _as_the_children_report(
+        tmp_path, "os.getpriority(os.PRIO_PROCESS, 0)", nice={"bulk": 5}
+    )
+
+    assert bulk == min(ours + 5, 19)
+    assert line == ours
 
 
 @pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux's idle policy")
 def test_a_child_made_idle_runs_under_the_idle_policy_and_the_others_do_not(tmp_path):
-    report = (
-        "import os, pathlib, sys; "
-        "pathlib.Path(sys.argv[1]).write_text(str(os.sched_getscheduler(0)))"
-    )
-    supervisor = Supervisor.of(
-        [
-            ("bulk", [sys.executable, "-c", report, str(tmp_path / "bulk")]),
-            ("line", [sys.executable, "-c", report, str(tmp_path / "line")]),
-            ("end", [sys.executable, "-c", "import time; time.sleep(2); raise SystemExit(4)"]),
-        ],
-        idle=["bulk"],
-        stop_timeout=10,
-    )
+    bulk, line = _as_the_children_report(tmp_path, "os.sched_getscheduler(0)", idle=["bulk"])
 
-    assert supervisor.run() == 4
-    assert int((tmp_path / "bulk").read_text()) == os.SCHED_IDLE
-    assert int((tmp_path / "line").read_text()) == os.sched_getscheduler(0) != os.SCHED_IDLE
+    assert bulk == os.SCHED_IDLE
+    assert line == os.sched_getscheduler(0) != os.SCHED_IDLE
