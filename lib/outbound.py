@@ -593,8 +593,9 @@ def post(
     left = ends_at - time.monotonic()
     ip = resolve(host, port, allow_loopback=allow_loopback, timeout=min(timeout, left))
     ip_host = f"[{ip}]" if ip.version == 6 else str(ip)
+    named = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
     request_headers = {
-        "Host": host if parts.port is None else f"{host}:{parts.port}",
+        "Host": named if parts.port is None else f"{named}:{parts.port}",
         "Accept": "*/*",
         "Accept-Encoding": "identity",
         "User-Agent": USER_AGENT,

@@ -486,3 +486,44 @@ def test_the_path_and_query_go_percent_encoded_as_canonical_url_stores_them(sett
     ((_, target, _),) = kept_alive.seen
     assert target == "/hooks/%C3%BCn%C3%AFcode?team=%C3%A4&x=1"
     assert outbound.canonical_url(url).endswith(target)
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback here")
+def test_an_ipv6_address_goes_in_brackets_in_the_host_header(settings):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+
+    class Server(ThreadingHTTPServer):
+        address_family = socket.AF_INET6
+
+    hosts = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            hosts.append(self.headers["Host"])
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = Server(("::1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        response = outbound.post(f"http://[::1]:{server.server_port}/hook", json={}, timeout=2)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert response.status_code == 200
+    assert hosts == [f"[::1]:{server.server_port}"]
