@@ -160,7 +160,9 @@ def _wanted(events: list[OutboxEvent]) -> list[tuple[OutboxEvent, Any, str]]:
     made = set(
         NudgeDelivery.objects.filter(
             event_id__in=[event.pk for event in events], recipient__isnull=False
-        ).values_list("event_id", "recipient_id")
+        )
+        .order_by()  # a set: the default ordering would only sort
+        .values_list("event_id", "recipient_id")
     )
     return [
         (event, recipient, news_kind(event, recipient))

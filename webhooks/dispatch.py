@@ -95,7 +95,9 @@ def webhook_deliveries_create_many(
         WebhookDelivery.objects.filter(
             event_id__in=[event.pk for event, _, _ in chosen],
             endpoint_id__in={endpoint.pk for _, _, endpoint in chosen},
-        ).values_list("event_id", "endpoint_id")
+        )
+        .order_by()  # a set: the default ordering would only sort
+        .values_list("event_id", "endpoint_id")
     )
     deliveries_made: list[WebhookDelivery] = []
     bodies: list[WebhookPayload] = []

@@ -360,16 +360,18 @@ def _claim_many(delivery_ids: list, now: dt.datetime) -> list[deliveries.Claim[W
         found = {}
         stamps = {}  # each one's `enqueued_at` before the look (`dispatch.leave_waiting`)
         live = set()  # the endpoints of the batch's own rows another worker holds
-        for pk, endpoint_id, owner_id, created_at, stamp, status, lease in rows.filter(
-            pk__in=ids
-        ).values_list(
-            "pk",
-            "endpoint_id",
-            "endpoint__user_id",
-            "created_at",
-            "enqueued_at",
-            "status",
-            "claimed_until",
+        for pk, endpoint_id, owner_id, created_at, stamp, status, lease in (
+            rows.filter(pk__in=ids)
+            .order_by()
+            .values_list(
+                "pk",
+                "endpoint_id",
+                "endpoint__user_id",
+                "created_at",
+                "enqueued_at",
+                "status",
+                "claimed_until",
+            )
         ):
             found[pk] = (endpoint_id, owner_id, created_at)
             stamps[pk] = stamp
