@@ -593,20 +593,18 @@ def post(
     left = ends_at - time.monotonic()
     ip = resolve(host, port, allow_loopback=allow_loopback, timeout=min(timeout, left))
     ip_host = f"[{ip}]" if ip.version == 6 else str(ip)
-    named = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
-    request_headers = {
-        "Host": named if parts.port is None else f"{named}:{parts.port}",
+    defaults = {
+        "Host": parts.netloc,  # the URL's authority: an IPv6 address in brackets
         "Accept": "*/*",
         "Accept-Encoding": "identity",
         "User-Agent": USER_AGENT,
     }
     if json is not None and content is None:
         content = _json_bytes(json)
-        request_headers["Content-Type"] = "application/json"
-    for name, value in (headers or {}).items():  # the caller's win, whatever their case
-        for same in [known for known in request_headers if known.lower() == name.lower()]:
-            del request_headers[same]
-        request_headers[name] = value
+        defaults["Content-Type"] = "application/json"
+    given = headers or {}
+    theirs = {name.lower() for name in given}  # the caller's win, whatever their case
+    request_headers = {k: v for k, v in defaults.items() if k.lower() not in theirs} | given
     extensions: dict[str, Any] = {
         "timeout": dict.fromkeys(("connect", "read", "write", "pool"), timeout)
     }
