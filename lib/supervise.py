@@ -235,11 +235,11 @@ def _die_with_parent() -> None:
 def main(argv: list[str]) -> int:
     """`python -m lib.supervise '<json>'`: supervise the children the JSON
     names (`{"children": [[name, argv], ...], "stop_timeout": s, "nice":
-    {name: n}, "idle": [name, ...]}`), each made to die with this process. `manage.py
-    run_worker` execs this once it has worked out its children, so the
-    process that stays up to watch them holds the standard library and this
-    module, not Django and the application (a few MiB where the command held
-    a hundred)."""
+    {name: n}, "idle": [name, ...]}`), each made to die with this process.
+    `manage.py run_worker` execs this once it has worked out its children,
+    so the process that stays up to watch them holds the standard library
+    and this module, not Django and the application (a few MiB where the
+    command held a hundred)."""
     import json
 
     logging.basicConfig(

@@ -146,17 +146,17 @@ class Command(BaseCommand):
             + "."
         )
         self.stdout.flush()
+        # The outbox's and nudges' worker yields the CPU: a bulk of
+        # dispatches and nudges on a shared core otherwise holds it while the
+        # webhooks' worker, which waits on one receiver at a time, is ready to
+        # go on after each answer; under the idle policy it yields at once,
+        # not at the end of its slice (docs/benchmarks.md, "The webhook
+        # line's turn on the CPU", "The line's wake-ups").
+        bulk = [] if queues == settings.WEBHOOK_QUEUE else [first]
         spec = {
             "children": children,
-            # The outbox's and nudges' worker yields the CPU: a bulk of
-            # dispatches and nudges on a shared core otherwise holds it while
-            # the webhooks' worker, which waits on one receiver at a time, is
-            # ready to go on after each answer (docs/benchmarks.md, "The
-            # webhook line's turn on the CPU").
-            "nice": {} if queues == settings.WEBHOOK_QUEUE else {first: options["outbox_nice"]},
-            # Yielded at once, not at the end of its slice, when the line
-            # wakes ("The line's wake-ups").
-            "idle": [first] if queues != settings.WEBHOOK_QUEUE and options["outbox_idle"] else [],
+            "nice": {name: options["outbox_nice"] for name in bulk},
+            "idle": bulk if options["outbox_idle"] else [],
             # A warm shutdown waits for the tasks running; none runs longer.
             "stop_timeout": settings.CELERY_TASK_TIME_LIMIT + 10,
         }
