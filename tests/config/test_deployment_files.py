@@ -31,8 +31,10 @@ import yaml
 from celery import Celery
 from celery.app.utils import find_app
 from django.conf import settings
+from django.core.management import call_command
 from django.urls import resolve
 
+from relay.management.commands import run_worker
 from tests.harness.services import REQUIRE_SERVICES
 
 ROOT = Path(settings.BASE_DIR)
@@ -397,13 +399,56 @@ def test_web_is_published_on_the_hosts_loopback_only(compose, compose_config):
     assert _published(yaml.safe_load(result.stdout)) == [f"127.0.0.1:8080:{PORT}"]
 
 
-@pytest.mark.parametrize(("name", "role"), [("worker", "worker"), ("beat", "beat")])
-def test_celery_services_start_the_project_app(compose_file, name, role):
-    command = compose_file["services"][name]["command"]
+def test_beat_starts_the_project_app(compose_file):
+    command = compose_file["services"]["beat"]["command"]
 
-    assert command[:4] == ["celery", "-A", "config", role]
+    assert command[:4] == ["celery", "-A", "config", "beat"]
     assert "--loglevel=INFO" in command
     assert isinstance(find_app(command[2]), Celery)
+
+
+def _run_worker_spec(monkeypatch, command: list[str]) -> dict:
+    """What `manage.py run_worker` with compose's arguments hands its
+    supervisor (lib/supervise.py)."""
+    assert command[:3] == ["python", "manage.py", "run_worker"], command
+    seen = {}
+
+    def execv(path, argv):
+        seen["spec"] = json.loads(argv[-1])
+        raise SystemExit(0)
+
+    monkeypatch.setattr(run_worker.os, "execv", execv)
+    with pytest.raises(SystemExit):
+        call_command(*command[2:])
+    return seen["spec"]
+
+
+def test_the_workers_run_as_run_worker_starts_them(compose_file, monkeypatch, settings):
+    """The services run the workers the benchmarks and the fault run measure:
+    one each (beat is a service of its own, run once), a pool of threads,
+    the outbox's and nudges' at lower CPU priority than web and the
+    webhooks' worker, each under the supervisor that restarts it."""
+    settings.WORKER_OUTBOX_IDLE = True
+    services = compose_file["services"]
+
+    outbox = _run_worker_spec(monkeypatch, services["worker"]["command"])
+    ((name, argv),) = outbox["children"]
+    assert f"--queues={','.join(settings.CELERY_TASK_QUEUES)}" in argv
+    assert "--hostname=celery@%h" in argv and "--pool=threads" in argv
+    assert not any(arg.startswith("--beat") for arg in argv)
+    assert outbox["idle"] == [name]
+    assert outbox["nice"] == {name: settings.WORKER_OUTBOX_NICE}
+
+    webhooks = _run_worker_spec(monkeypatch, services["webhook-worker"]["command"])
+    ((name, argv),) = webhooks["children"]
+    assert f"--queues={settings.WEBHOOK_QUEUE}" in argv
+    assert "--hostname=webhooks@%h" in argv and "--pool=threads" in argv
+    assert f"--concurrency={settings.CELERY_WORKER_CONCURRENCY}" in argv
+    assert not any(arg.startswith("--beat") for arg in argv)
+    assert (webhooks["idle"], webhooks["nice"]) == ([], {})
+    # The health checks ping the workers by the names run_worker gives them.
+    assert "celery@$$HOSTNAME" in " ".join(services["worker"]["healthcheck"]["test"])
+    assert "webhooks@$$HOSTNAME" in " ".join(services["webhook-worker"]["healthcheck"]["test"])
 
 
 def test_non_web_services_do_not_inherit_the_http_healthcheck(compose_file):

@@ -27,9 +27,10 @@ one send at a time, waits for it.
 With REDIS_URL unset this is the embedded default: the broker is a folder
 under VAR_DIR that web and workers share, so `manage.py runserver` plus
 `manage.py run_worker` deliver nudges and webhooks with no other service.
-With Redis, run this command, or, for more workers, `celery -A config
-worker` processes, `celery -A config worker -Q webhooks` processes, and a
-single `celery -A config beat` (compose.yaml does).
+With Redis, run this command, or, for more workers, more of them with
+`--no-beat` (one worker each: `--webhook-concurrency=0` for the outbox's and
+nudges', `--queues=webhooks` for the webhooks'; compose.yaml runs them so)
+and a single `celery -A config beat`.
 """
 
 from __future__ import annotations
