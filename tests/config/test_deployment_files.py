@@ -31,10 +31,9 @@ import yaml
 from celery import Celery
 from celery.app.utils import find_app
 from django.conf import settings
-from django.core.management import call_command
 from django.urls import resolve
 
-from relay.management.commands import run_worker
+from tests.harness.run_worker import supervisor_spec
 from tests.harness.services import REQUIRE_SERVICES
 
 ROOT = Path(settings.BASE_DIR)
@@ -411,16 +410,7 @@ def _run_worker_spec(monkeypatch, command: list[str]) -> dict:
     """What `manage.py run_worker` with compose's arguments hands its
     supervisor (lib/supervise.py)."""
     assert command[:3] == ["python", "manage.py", "run_worker"], command
-    seen = {}
-
-    def execv(path, argv):
-        seen["spec"] = json.loads(argv[-1])
-        raise SystemExit(0)
-
-    monkeypatch.setattr(run_worker.os, "execv", execv)
-    with pytest.raises(SystemExit):
-        call_command(*command[2:])
-    return seen["spec"]
+    return supervisor_spec(monkeypatch, *command[3:])
 
 
 def test_the_workers_run_as_run_worker_starts_them(compose_file, monkeypatch, settings):

@@ -5,12 +5,10 @@ and what the supervisor is told of the outbox worker's priority."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.core.management import CommandError, call_command
 
-from relay.management.commands import run_worker
+from tests.harness.run_worker import supervisor_spec
 
 
 @pytest.mark.parametrize("value", ["-3", "five"])
@@ -19,26 +17,12 @@ def test_an_outbox_nice_below_zero_or_not_a_number_is_refused(value):
         call_command("run_worker", f"--outbox-nice={value}")
 
 
-def _spec(monkeypatch, *options: str) -> dict:
-    """The supervisor's spec `run_worker` execs with these options."""
-    seen = {}
-
-    def execv(path, argv):
-        seen["spec"] = json.loads(argv[-1])
-        raise SystemExit(0)
-
-    monkeypatch.setattr(run_worker.os, "execv", execv)
-    with pytest.raises(SystemExit):
-        call_command("run_worker", "--no-beat", *options)
-    return seen["spec"]
-
-
 def test_the_outbox_worker_is_made_idle_unless_told_not_to(monkeypatch, settings):
     settings.WORKER_OUTBOX_IDLE = True
-    made = _spec(monkeypatch)
+    made = supervisor_spec(monkeypatch, "--no-beat")
     (first, _), (second, _) = made["children"]
     assert made["idle"] == [first]
     assert made["nice"] == {first: settings.WORKER_OUTBOX_NICE}
     assert "webhooks" in second
 
-    assert _spec(monkeypatch, "--no-outbox-idle")["idle"] == []
+    assert supervisor_spec(monkeypatch, "--no-beat", "--no-outbox-idle")["idle"] == []
