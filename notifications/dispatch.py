@@ -293,7 +293,8 @@ def _newest(
     it are written here. Django compiles a filter on window functions (its
     QUALIFY emulation) at about four times the cost of the rows' query
     itself, in every batch of dispatches: 3.7-4.6 ms against 0.9
-    (docs/benchmarks.md, "A dispatch batch's fixed cost")."""
+    (docs/benchmarks.md, "A dispatch batch's fixed cost, compose's
+    workers")."""
     db = connections[rows.db]
     compiler = (
         rows.filter(**{f"{column}__gt": since})
@@ -304,7 +305,7 @@ def _newest(
     base, params = compiler.as_sql()
     quote = db.ops.quote_name
     keys = [f"ranked.{quote(name)}" for name in by]
-    at = quote(column)
+    counted = quote(column)
     partition = f"PARTITION BY {', '.join(f'base.{quote(name)}' for name in by)}" if by else ""
     params = [*params, cap, cap]
     # What each group may still gain: its `adds`, nothing for the others.
@@ -324,8 +325,8 @@ def _newest(
     # order: the newest of a group has the rank of its count. (Names quoted by
     # the backend, the rows' SQL the ORM's, every value a parameter.)
     sql = (
-        f"SELECT {''.join(f'{key}, ' for key in keys)}ranked.{at}, ranked.tally_rank FROM ("  # noqa: S608
-        f"SELECT base.*, ROW_NUMBER() OVER ({partition} ORDER BY base.{at}) AS tally_rank, "
+        f"SELECT {''.join(f'{key}, ' for key in keys)}ranked.{counted}, ranked.tally_rank FROM ("  # noqa: S608
+        f"SELECT base.*, ROW_NUMBER() OVER ({partition} ORDER BY base.{counted}) AS tally_rank, "
         f"COUNT(*) OVER ({partition}) AS tally_count FROM ({base}) base"
         ") ranked WHERE ranked.tally_rank = ranked.tally_count"
         " OR (ranked.tally_rank > ranked.tally_count - %s"
