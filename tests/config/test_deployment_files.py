@@ -417,7 +417,8 @@ def test_the_workers_run_as_run_worker_starts_them(compose_file, monkeypatch, se
     """The services run the workers the benchmarks and the fault run measure:
     one each (beat is a service of its own, run once), a pool of threads,
     the outbox's and nudges' at lower CPU priority than web and the
-    webhooks' worker, each under the supervisor that restarts it."""
+    webhooks' worker, each under the supervisor that restarts it, and
+    given the time of its warm shutdown before compose kills it."""
     settings.WORKER_OUTBOX_IDLE = True
     services = compose_file["services"]
 
@@ -436,6 +437,11 @@ def test_the_workers_run_as_run_worker_starts_them(compose_file, monkeypatch, se
     assert f"--concurrency={settings.CELERY_WORKER_CONCURRENCY}" in argv
     assert not any(arg.startswith("--beat") for arg in argv)
     assert (webhooks["idle"], webhooks["nice"]) == ([], {})
+    # Compose waits for the warm shutdown the supervisor waits for.
+    for name, spec in (("worker", outbox), ("webhook-worker", webhooks)):
+        grace = services[name]["stop_grace_period"]
+        assert re.fullmatch(r"\d+s", grace), grace
+        assert int(grace[:-1]) > spec["stop_timeout"], (name, grace)
     # The health checks ping the workers by the names run_worker gives them.
     assert "celery@$$HOSTNAME" in " ".join(services["worker"]["healthcheck"]["test"])
     assert "webhooks@$$HOSTNAME" in " ".join(services["webhook-worker"]["healthcheck"]["test"])
