@@ -202,22 +202,19 @@ class Supervisor:
             child.proc = None
 
 
-def run_idle() -> bool:
+def run_idle() -> None:
     """Put this process under the idle scheduling policy (Linux's
     SCHED_IDLE; its threads and children inherit it): it runs when no other
     process wants the CPU and is preempted the moment one wakes. Under the
     normal policy at a higher niceness, a woken process waits for the
     running one's slice to end (a few ms), and a webhook line wakes two or
-    three times a send. Any process may lower its own policy so. False where
-    there is no such policy (the niceness still applies)."""
+    three times a send. Any process may lower its own policy so. Where there
+    is no such policy, or it is refused, nothing changes (the niceness still
+    applies)."""
     policy = getattr(os, "SCHED_IDLE", None)
-    if policy is None:
-        return False
-    try:
-        os.sched_setscheduler(0, policy, os.sched_param(0))
-    except OSError:
-        return False
-    return True
+    if policy is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, policy, os.sched_param(0))
 
 
 # --- a supervisor process of its own ---------------------------------------------------
