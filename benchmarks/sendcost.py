@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -214,13 +216,30 @@ def measured(
     # renders every statement's text with its values, CPU the worker never
     # spends.
     statements = 0
+    # --statements: per kind of statement, how many ran, the CPU spent since
+    # the previous statement ended (building and compiling this one, and
+    # whatever else ran between), and the CPU of its execution.
+    texts: Counter[str] = Counter()
+    before: dict[str, float] = {}
+    during: dict[str, float] = {}
+    ended = time.thread_time()
 
     def counted(execute: Callable, sql: str, params: Any, many: bool, context: Any) -> Any:
-        nonlocal statements
+        nonlocal statements, ended
         statements += 1
-        return execute(sql, params, many, context)
+        if args.statements != name:
+            return execute(sql, params, many, context)
+        kind, started = _shape(sql), time.thread_time()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            texts[kind] += 1
+            before[kind] = before.get(kind, 0.0) + started - ended
+            ended = time.thread_time()
+            during[kind] = during.get(kind, 0.0) + ended - started
 
     cpu0, wall0 = time.thread_time(), time.perf_counter()
+    ended = cpu0
     with connection.execute_wrapper(counted):
         if profiler:
             profiler.enable()
@@ -233,9 +252,25 @@ def measured(
         f"{name:9} {len(ids):6} {cpu * 1000 / n:8.2f} {wall * 1000 / n:8.2f} "
         f"{statements / n:8.1f} {sink.connections - smtp_before:10}"
     )
+    if texts:
+        print(
+            f"\nThe {name} phase's statements: each kind, how many ran, and CPU ms a run"
+            " before it (since the previous one ended: building it, and all else) and in it:"
+        )
+        print(f"{'runs':>6} {'before':>7} {'in':>6}  statement")
+        for text, times in texts.most_common():
+            print(
+                f"{times:6} {before[text] * 1000 / times:7.2f} {during[text] * 1000 / times:6.2f}"
+                f"  {text[:120]}"
+            )
     if profiler:
         print(f"\ncProfile of the {name} phase ({args.profile_clock} time), by {args.sort} time:")
         pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.top)
+
+
+def _shape(sql: str) -> str:
+    """A statement's kind: its text with runs of parameters made one."""
+    return re.sub(r"%s(, %s)+", "%s, ...", " ".join(sql.split()))
 
 
 def main() -> None:
@@ -245,6 +280,9 @@ def main() -> None:
     )
     parser.add_argument("--batch", type=int, default=20, help="Ids per batch task.")
     parser.add_argument("--cprofile", choices=PHASES, help="Profile this phase.")
+    parser.add_argument(
+        "--statements", choices=PHASES, help="Print the kinds of statements this phase ran."
+    )
     parser.add_argument("--top", type=int, default=40, help="Functions printed by --cprofile.")
     parser.add_argument(
         "--profile-clock",

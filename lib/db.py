@@ -36,7 +36,7 @@ import datetime as dt
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet, FullResultSet, ValidationError
@@ -700,9 +700,33 @@ def _select(queryset: QuerySet[Any], fields: list[Any], using: str) -> _Part:
 # makes its rows into instances (the compiler's converters and, for a
 # `select_related`, its related populators, as ModelIterable does), and later
 # runs the text with the new values. Kept only when the compiled parameters
-# are exactly the values given, in order (`_same`); else every call goes
-# through the ORM. With DB_CHECK_STATEMENTS the queryset is built and
+# are exactly the values given, in order (`_same`), or each is a value or a
+# plain constant of the build's own (`Prepared._places`); else every call
+# goes through the ORM. With DB_CHECK_STATEMENTS the queryset is built and
 # compiled on every call too, and its text and parameters compared.
+
+
+_LISTS = (list, tuple, set, frozenset)
+# A build's own constants kept in a read's parameters: immutable plain values
+# (and their subclasses: psycopg's Int4 of an Exists' 1).
+_PLAIN = (bool, int, str, float, uuid.UUID)
+
+
+def _in_values(values: Any) -> list[Any]:
+    """An IN's values as Django's `In` lookup writes them: in their order,
+    each once, None left out (a set's order is its iteration's)."""
+    return [value for value in dict.fromkeys(values) if value is not None]
+
+
+def _flat(values: Sequence[Any]) -> list[Any]:
+    """A read's parameters: each value, a list's items in its place."""
+    flat: list[Any] = []
+    for value in values:
+        if isinstance(value, list):
+            flat.extend(value)
+        else:
+            flat.append(value)
+    return flat
 
 
 @dataclass(frozen=True)
@@ -715,26 +739,48 @@ class _Read:
     start: int
     end: int
     populators: list[Any]
+    # Each parameter's source, where not every one is a value in order: the
+    # index of a value (of the flat list, `_flat`), or a constant of the
+    # build's own (`_CONSTANT`, the value).
+    places: list[tuple[bool, Any]] | None = None
 
 
-class Prepared:
+_M = TypeVar("_M", bound=Model)
+
+
+class Prepared(Generic[_M]):
     """A SELECT of model instances whose text is compiled once: `rows(*values)`
     is `list(build(*values))`, without building the queryset again. `build`
     must give the same statement for any values of the same types, each value
     one parameter, in order (e.g. `lambda digest:
     ApiToken.objects.select_related("user").filter(digest=digest)[:1]`); no
-    annotations, no `only()`/`defer()`, no `values()`."""
+    annotations, no `only()`/`defer()`, no `values()`.
 
-    def __init__(self, build: Any) -> None:
+    A list (or set, or tuple) is one value for an `__in` lookup: its items
+    are the parameters, in its order, after Django's own clean-up of an
+    IN's values (duplicates and None left out). The statement is kept per
+    length of each list (an IN's length is in its text), like the moves'
+    (KEPT_AT_MOST per read); an empty list goes through the ORM (which may
+    answer without the database).
+
+    Constants the build writes in itself (a selector's `is_active=True`)
+    are kept too, when the build is compiled a second time with stand-ins
+    for the values (`_stand_in`, as a `Later`'s) and every other parameter
+    is the same plain value both times: then each parameter is known to be
+    a value's or the build's own. Anything else is compiled every call."""
+
+    def __init__(self, build: Callable[..., QuerySet[_M]]) -> None:
         self.build = build
-        self._kept: dict[tuple[type, ...], _Read | None] = {}
+        self._kept: dict[tuple[Any, ...], _Read | None] = {}
 
-    def rows(self, *values: Any) -> list[Model]:
-        queryset: QuerySet[Any] = self.build(*values)
-        return list(queryset)
+    def rows(self, *values: Any) -> list[_M]:
+        return list(self.build(*values))
 
-    def __call__(self, *values: Any) -> list[Model]:
-        key = tuple(type(v) for v in values)
+    def __call__(self, *values: Any) -> list[_M]:
+        values = tuple(_in_values(v) if isinstance(v, _LISTS) else v for v in values)
+        key = tuple((list, len(v)) if isinstance(v, list) else type(v) for v in values)
+        if any(shape == (list, 0) for shape in key):
+            return self.rows(*values)
         if key not in self._kept:
             if len(self._kept) >= KEPT_AT_MOST:
                 return self.rows(*values)
@@ -743,15 +789,19 @@ class Prepared:
         if kept is None:
             return self.rows(*values)
         using = kept.using
+        params = _flat(values)
+        if kept.places is not None:
+            params = [params[at] if is_value else at for is_value, at in kept.places]
         if _checking():
             compiler = self.build(*values).query.get_compiler(using=using)
-            text, params = compiler.as_sql()
-            assert (text, _same(list(values), params)) == (kept.text, True), (
-                f"A kept read is not Django's: {kept.text!r} {values!r} against {text!r} {params!r}"
+            text, compiled = compiler.as_sql()
+            assert (text, _same(params, compiled)) == (kept.text, True), (
+                f"A kept read is not Django's: {kept.text!r} {values!r} "
+                f"against {text!r} {compiled!r}"
             )
         connection = connections[using]
         with connection.cursor() as cursor:
-            cursor.execute(kept.text, values)
+            cursor.execute(kept.text, params)
             fetched = cursor.fetchall()
         rows: Any = fetched
         if kept.converters:
@@ -766,7 +816,7 @@ class Prepared:
         return out
 
     def _compile(self, values: Sequence[Any]) -> _Read | None:
-        queryset = self.build(*values)
+        queryset: Any = self.build(*values)  # its private attributes are read below
         query = queryset.query
         using = queryset.db
         if (
@@ -779,8 +829,13 @@ class Prepared:
             return None
         compiler = query.get_compiler(using=using)
         text, params = compiler.as_sql()
-        if not _same(list(values), params) or compiler.annotation_col_map:
+        if compiler.annotation_col_map:
             return None
+        places = None
+        if not _same(_flat(values), params):
+            places = self._places(values, text, list(params), using)
+            if places is None:
+                return None
         select, klass_info = compiler.select, compiler.klass_info
         fields = [s[0] for s in select[: compiler.col_count]]
         start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
@@ -793,7 +848,41 @@ class Prepared:
             start=start,
             end=end,
             populators=get_related_populators(klass_info, select, using),
+            places=places,
         )
+
+    def _places(
+        self, values: Sequence[Any], text: str, params: list[Any], using: str
+    ) -> list[tuple[bool, Any]] | None:
+        """Where each of `params` (the build's, compiled with `values`) comes
+        from: a value (its index in `_flat(values)`) or the build itself (a
+        plain constant, the same when compiled with stand-ins); None when
+        any is neither, or the text is not the same."""
+        flat = _flat(values)
+        stand_ins = [
+            [_stand_in(v) for v in value] if isinstance(value, list) else _stand_in(value)
+            for value in values
+        ]
+        flat_stand_ins = _flat(stand_ins)
+        if any(s is None for s in flat_stand_ins):
+            return None
+        try:
+            other = self.build(*stand_ins).query.get_compiler(using=using)
+            other_text, other_params = other.as_sql()
+        except (EmptyResultSet, FullResultSet, ValidationError):
+            return None
+        if other_text != text or len(other_params) != len(params):
+            return None
+        places: list[tuple[bool, Any]] = []
+        for mine, theirs in zip(params, other_params, strict=True):
+            at = next((i for i, s in enumerate(flat_stand_ins) if _same([s], [theirs])), None)
+            if at is not None and _same([flat[at]], [mine]):
+                places.append((True, at))
+            elif isinstance(mine, _PLAIN) and _same([mine], [theirs]):
+                places.append((False, mine))
+            else:
+                return None
+        return places
 
 
 # --- a decide built once per shape ------------------------------------------------------

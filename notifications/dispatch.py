@@ -28,6 +28,7 @@ from accounts.timezones import zone_named
 from commitments.models import EventKind, OutboxEvent
 from commitments.outbox import invitation_lock
 from lib import deliveries
+from lib.db import Prepared
 from notifications import services, tasks, turns
 from notifications.models import (
     ChannelKind,
@@ -46,6 +47,10 @@ from notifications.selectors import news_when
 # An address nobody has an account for gets at most one invitation mail in
 # this window: the first ask's, then at most one digest of the later asks.
 INVITATION_MAIL_WINDOW = dt.timedelta(days=1)
+
+
+# The batch's recipients' channels, compiled once per number of people.
+_channels_of = Prepared(lambda ids: NudgeChannel.objects.filter(user_id__in=ids))
 
 
 def nudges_queue_on_commit(delivery_ids: list) -> None:
@@ -104,7 +109,7 @@ def nudge_deliveries_create_many(*, events: list[OutboxEvent], now: dt.datetime)
     made: list[NudgeDelivery] = []
     if wanted:
         recipients = {recipient.pk: recipient for _, recipient, _ in wanted}
-        channels = {c.user_id: c for c in NudgeChannel.objects.filter(user_id__in=recipients)}
+        channels = {c.user_id: c for c in _channels_of(list(recipients))}
         plans = []
         for event, recipient, kind in wanted:
             channel = channels.get(recipient.pk)

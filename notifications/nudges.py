@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import uuid
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -25,6 +26,7 @@ from audit.models import ActorKind
 from commitments.answer_links import answer_path
 from commitments.models import Commitment, EventKind, OutboxEvent, Proposal, Status
 from commitments.selectors import comment_body, commitment_decline_reason, proposal_of
+from lib.db import Prepared
 from lib.text import excerpt
 from notifications.models import DigestReason, NewsKind, NudgeDelivery, Reminder, ReminderKind
 from notifications.selectors import reminder_still_due, reminders_turned_off
@@ -112,6 +114,11 @@ def nudge_recipients(event: OutboxEvent) -> list:
     return nudge_recipients_many([event])[event.pk]
 
 
+# Who of these people has a proved address of an active account: a read of
+# every dispatch batch, compiled once per number of people (lib.db.Prepared).
+_verified_people = Prepared(lambda ids: users_with_verified_primary_email().filter(pk__in=ids))
+
+
 def nudge_recipients_many(events: list[OutboxEvent]) -> dict[int, list]:
     """`nudge_recipients` of each event of a batch, by event id, in one
     query for the batch (who of them has a proved address of an active
@@ -129,7 +136,7 @@ def nudge_recipients_many(events: list[OutboxEvent]) -> dict[int, list]:
     wanted = {str(p) for ids in named.values() for p in ids}
     wanted |= {str(person.pk) for people in told.values() for person in people if person}
     verified = (
-        {str(user.pk): user for user in users_with_verified_primary_email().filter(pk__in=wanted)}
+        {str(user.pk): user for user in _verified_people([uuid.UUID(p) for p in sorted(wanted)])}
         if wanted
         else {}
     )

@@ -17,6 +17,7 @@ from audit.models import AuditAction
 from audit.services import Actor, audit_event_record
 from commitments.models import OutboxEvent
 from lib import deliveries
+from lib.db import Prepared
 from webhooks import payloads, tasks
 from webhooks.models import (
     OWNER_INACTIVE_REASON,
@@ -48,6 +49,19 @@ def webhooks_publish(delivery_ids: list) -> None:
     )
 
 
+# The endpoints of a batch's assigners for its external systems, compiled
+# once per number of each (lib.db.Prepared).
+_endpoints_of = Prepared(
+    lambda people, systems: (
+        WebhookEndpoint.objects.filter(
+            user_id__in=people, external_system__in=systems, paused_at__isnull=True
+        )
+        .select_related("user")
+        .order_by("pk")
+    )
+)
+
+
 def webhook_deliveries_create_many(
     *, events: list[OutboxEvent], now: dt.datetime
 ) -> list[uuid.UUID]:
@@ -73,14 +87,9 @@ def webhook_deliveries_create_many(
     if not wanted:
         return []
     endpoints: dict[tuple, WebhookEndpoint] = {}
-    for endpoint in (
-        WebhookEndpoint.objects.filter(
-            user_id__in={event.commitment.assigner_id for event, _ in wanted},
-            external_system__in={event.commitment.external_system for event, _ in wanted},
-            paused_at__isnull=True,
-        )
-        .select_related("user")
-        .order_by("pk")
+    for endpoint in _endpoints_of(
+        sorted({event.commitment.assigner_id for event, _ in wanted}, key=str),
+        sorted({event.commitment.external_system for event, _ in wanted}),
     ):
         endpoints.setdefault((endpoint.user_id, endpoint.external_system), endpoint)
     chosen = []

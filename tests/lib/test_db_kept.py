@@ -45,10 +45,66 @@ def test_a_prepared_read_is_kept_only_when_its_parameters_are_the_values():
     kept("a")
     assert kept._kept[(str,)] is not None
 
-    # A value the build makes itself: never kept, and still answered.
-    made = Prepared(lambda digest: ApiToken.objects.filter(digest=digest, name="constant"))
+    # A value the build makes of its input: never kept, and still answered.
+    made = Prepared(lambda digest: ApiToken.objects.filter(digest=digest.upper()))
     assert made("a") == []
     assert made._kept[(str,)] is None
+
+
+@pytest.mark.postgres
+def test_a_prepared_read_keeps_the_builds_own_constants_and_answers_with_each_calls_values(
+    assigner,
+):
+    named = token_of(assigner, name="constant")
+    other = token_of(assigner, name="other")
+    read = Prepared(lambda digest: ApiToken.objects.filter(digest=digest, name="constant"))
+
+    assert [t.pk for t in read(named.digest)] == [named.pk]
+    assert read._kept[(str,)] is not None  # kept: "constant" is the build's own
+    # The kept text, with the call's value and the constant in their places
+    # (DB_CHECK_STATEMENTS compares each call with Django's own compile).
+    assert read(other.digest) == []
+    assert [t.pk for t in read(named.digest)] == [named.pk]
+
+
+@pytest.mark.postgres
+def test_a_prepared_read_of_a_list_is_kept_per_length_and_answers_as_the_orm(assigner, assignee):
+    tokens = [token_of(assigner, name=f"t{n}") for n in range(4)]
+    read = Prepared(
+        lambda ids, user: ApiToken.objects.filter(pk__in=ids, user_id=user).order_by("pk")
+    )
+    pks = [t.pk for t in tokens]
+
+    assert [t.pk for t in read(pks[:2], assigner.pk)] == sorted(pks[:2])
+    assert [t.pk for t in read(pks[2:], assigner.pk)] == sorted(pks[2:])  # the same length: kept
+    assert read(pks[2:], assignee.pk) == []  # another user: the call's own values
+    # Duplicates and None left out, as Django's IN leaves them: length 3.
+    assert [t.pk for t in read([pks[0], pks[0], None, pks[1], pks[3]], assigner.pk)] == sorted(
+        [pks[0], pks[1], pks[3]]
+    )
+    assert [t.pk for t in read({pks[1]}, assigner.pk)] == [pks[1]]  # a set is a list
+    assert set(read._kept) == {
+        ((list, 2), uuid.UUID),
+        ((list, 3), uuid.UUID),
+        ((list, 1), uuid.UUID),
+    }
+    assert all(kept is not None for kept in read._kept.values())
+    with CaptureQueriesContext(connection) as queries:
+        assert read([], assigner.pk) == []  # through the ORM, which asks nothing
+    assert len(queries) == 0
+
+
+@pytest.mark.postgres
+def test_a_prepared_read_with_a_subquery_keeps_its_constant_and_its_rows(assigner, assignee):
+    from accounts.selectors import users_with_verified_primary_email
+
+    read = Prepared(lambda ids: users_with_verified_primary_email().filter(pk__in=ids))
+    ids = [assigner.pk, assignee.pk, uuid.uuid4()]
+    expected = set(users_with_verified_primary_email().filter(pk__in=ids))
+
+    assert set(read(ids)) == expected and expected  # the stage's people are verified
+    assert read._kept[((list, 3),)] is not None
+    assert set(read(list(reversed(ids)))) == expected
 
 
 def active(assigner, assignee, ref: str) -> Commitment:
