@@ -45,7 +45,9 @@ from django.db.models import Field, Model, QuerySet, sql
 from django.db.models.expressions import Col, RawSQL
 from django.db.models.lookups import Lookup
 from django.db.models.query import (  # type: ignore[attr-defined]  # not in django-stubs
+    FlatValuesListIterable,
     ModelIterable,
+    ValuesListIterable,
     get_related_populators,
 )
 from django.db.models.sql.where import ExtraWhere, WhereNode
@@ -707,6 +709,8 @@ def _select(queryset: QuerySet[Any], fields: list[Any], using: str) -> _Part:
 
 
 _LISTS = (list, tuple, set, frozenset)
+# The values_list() iterables a Prepared read answers as (named tuples not).
+_VALUES: dict[Any, str] = {ValuesListIterable: "tuples", FlatValuesListIterable: "flat"}
 # A build's own constants kept in a read's parameters: immutable plain values
 # (and their subclasses: psycopg's Int4 of an Exists' 1).
 _PLAIN = (bool, int, str, float, uuid.UUID)
@@ -741,20 +745,22 @@ class _Read:
     populators: list[Any]
     # Each parameter's source, where not every one is a value in order: the
     # index of a value (of the flat list, `_flat`), or a constant of the
-    # build's own (`_CONSTANT`, the value).
+    # build's own (`Prepared._places`).
     places: list[tuple[bool, Any]] | None = None
+    values: str | None = None  # None: instances; "tuples" or "flat": values_list's
 
 
-_M = TypeVar("_M", bound=Model)
+_Row = TypeVar("_Row")
 
 
-class Prepared(Generic[_M]):
+class Prepared(Generic[_Row]):
     """A SELECT of model instances whose text is compiled once: `rows(*values)`
     is `list(build(*values))`, without building the queryset again. `build`
     must give the same statement for any values of the same types, each value
     one parameter, in order (e.g. `lambda digest:
     ApiToken.objects.select_related("user").filter(digest=digest)[:1]`); no
-    annotations, no `only()`/`defer()`, no `values()`.
+    annotations, no `only()`/`defer()`, no `values()`; `values_list()` of
+    the model's columns (tuples, or `flat=True`'s values) is kept too.
 
     A list (or set, or tuple) is one value for an `__in` lookup: its items
     are the parameters, in its order, after Django's own clean-up of an
@@ -769,14 +775,14 @@ class Prepared(Generic[_M]):
     is the same plain value both times: then each parameter is known to be
     a value's or the build's own. Anything else is compiled every call."""
 
-    def __init__(self, build: Callable[..., QuerySet[_M]]) -> None:
+    def __init__(self, build: Callable[..., QuerySet[Any, _Row]]) -> None:
         self.build = build
         self._kept: dict[tuple[Any, ...], _Read | None] = {}
 
-    def rows(self, *values: Any) -> list[_M]:
+    def rows(self, *values: Any) -> list[_Row]:
         return list(self.build(*values))
 
-    def __call__(self, *values: Any) -> list[_M]:
+    def __call__(self, *values: Any) -> list[_Row]:
         values = tuple(_in_values(v) if isinstance(v, _LISTS) else v for v in values)
         key = tuple((list, len(v)) if isinstance(v, list) else type(v) for v in values)
         if any(shape == (list, 0) for shape in key):
@@ -806,6 +812,10 @@ class Prepared(Generic[_M]):
         rows: Any = fetched
         if kept.converters:
             rows = kept.compiler.apply_converters(fetched, kept.converters)
+        if kept.values == "flat":
+            return [row[0] for row in rows]
+        if kept.values == "tuples":
+            return [tuple(row) for row in rows]  # type: ignore[misc]  # _Row: values_list's tuples
         out = []
         model = kept.compiler.klass_info["model"]
         for row in rows:
@@ -819,8 +829,10 @@ class Prepared(Generic[_M]):
         queryset: Any = self.build(*values)  # its private attributes are read below
         query = queryset.query
         using = queryset.db
+        iterable = queryset._iterable_class
+        answer = _VALUES.get(iterable)
         if (
-            queryset._iterable_class is not ModelIterable
+            (iterable is not ModelIterable and answer is None)
             or query.annotations
             or query.extra
             or query.deferred_loading != (frozenset(), True)
@@ -829,7 +841,8 @@ class Prepared(Generic[_M]):
             return None
         compiler = query.get_compiler(using=using)
         text, params = compiler.as_sql()
-        if compiler.annotation_col_map:
+        if compiler.annotation_col_map and answer is None:
+            # (values_list's columns are selected by name: no annotation.)
             return None
         places = None
         if not _same(_flat(values), params):
@@ -838,6 +851,12 @@ class Prepared(Generic[_M]):
                 return None
         select, klass_info = compiler.select, compiler.klass_info
         fields = [s[0] for s in select[: compiler.col_count]]
+        if answer is not None:
+            # As `results_iter` reads them (no composite key among them).
+            if compiler.has_composite_fields(fields):
+                return None
+            converters = compiler.get_converters(fields)
+            return _Read(using, text, compiler, converters, [], 0, 0, [], places, answer)
         start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
         return _Read(
             using=using,

@@ -51,6 +51,14 @@ INVITATION_MAIL_WINDOW = dt.timedelta(days=1)
 
 # The batch's recipients' channels, compiled once per number of people.
 _channels_of = Prepared(lambda ids: NudgeChannel.objects.filter(user_id__in=ids))
+# The nudges made already of these events, to people: (event, recipient).
+_made_for = Prepared(
+    lambda event_ids: (
+        NudgeDelivery.objects.filter(event_id__in=event_ids, recipient__isnull=False)
+        .order_by()  # a set: the default ordering would only sort
+        .values_list("event_id", "recipient_id")
+    )
+)
 
 
 def nudges_queue_on_commit(delivery_ids: list) -> None:
@@ -162,13 +170,7 @@ def _wanted(events: list[OutboxEvent]) -> list[tuple[OutboxEvent, Any, str]]:
     recipients = nudge_recipients_many(events)
     if not any(recipients.values()):
         return []
-    made = set(
-        NudgeDelivery.objects.filter(
-            event_id__in=[event.pk for event in events], recipient__isnull=False
-        )
-        .order_by()  # a set: the default ordering would only sort
-        .values_list("event_id", "recipient_id")
-    )
+    made = set(_made_for([event.pk for event in events]))
     return [
         (event, recipient, news_kind(event, recipient))
         for event in events

@@ -31,6 +31,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from commitments.outbox import outbox_event_undispatched_before, outbox_events_first_undispatched
+from lib.db import Prepared
 from notifications.models import NudgeDelivery, NudgeDeliveryStatus
 
 
@@ -144,19 +145,29 @@ def next_in_line(
     return [delivery_id]
 
 
+# What is still to go to these people about these commitments, in the order
+# of the moves: a read of every dispatch and nudge batch, compiled once per
+# number of each (lib.db.Prepared).
+_still_to_go_of = Prepared(
+    lambda people, commitments, now: (
+        _all_still_to_go(now=now)
+        .filter(recipient_id__in=people, event__commitment_id__in=commitments)
+        .values_list("pk", "recipient_id", "event__commitment_id", "status", "next_attempt_at")
+    )
+)
+
+
 def next_in_line_many(pairs: set[tuple[Any, Any]], *, now: dt.datetime) -> list[uuid.UUID]:
     """`next_in_line` for each (person, commitment) of a batch of dispatched
     moves: one query for the batch, and one UPDATE stamping the ones found."""
     if not pairs:
         return []
     pairs = {(str(person), str(commitment)) for person, commitment in pairs}
-    rows = _all_still_to_go(now=now).filter(
-        recipient_id__in={person for person, _ in pairs},
-        event__commitment_id__in={commitment for _, commitment in pairs},
-    )
     first: dict[tuple[Any, Any], tuple[Any, Any, Any]] = {}
-    for delivery_id, person, commitment, status, due_at in rows.values_list(
-        "pk", "recipient_id", "event__commitment_id", "status", "next_attempt_at"
+    for delivery_id, person, commitment, status, due_at in _still_to_go_of(
+        sorted({uuid.UUID(person) for person, _ in pairs}, key=str),
+        sorted({uuid.UUID(commitment) for _, commitment in pairs}, key=str),
+        now,
     ):
         if (str(person), str(commitment)) in pairs:
             first.setdefault((person, commitment), (delivery_id, status, due_at))

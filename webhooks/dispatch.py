@@ -62,6 +62,31 @@ _endpoints_of = Prepared(
 )
 
 
+# The deliveries made already of these events to these endpoints.
+_made_for = Prepared(
+    lambda event_ids, endpoint_ids: (
+        WebhookDelivery.objects.filter(event_id__in=event_ids, endpoint_id__in=endpoint_ids)
+        .order_by()  # a set: the default ordering would only sort
+        .values_list("event_id", "endpoint_id")
+    )
+)
+# The endpoints of these deliveries with a send in flight (a live lease)
+# other than theirs: after each dispatch's commit.
+_busy_endpoints_of = Prepared(
+    lambda delivery_ids, now: (
+        WebhookDelivery.objects.filter(
+            endpoint_id__in=WebhookDelivery.objects.filter(pk__in=delivery_ids).values(
+                "endpoint_id"
+            ),
+            status=WebhookDeliveryStatus.SENDING,
+            claimed_until__gt=now,
+        )
+        .exclude(pk__in=delivery_ids)
+        .values_list("endpoint_id", flat=True)
+    )
+)
+
+
 def webhook_deliveries_create_many(
     *, events: list[OutboxEvent], now: dt.datetime
 ) -> list[uuid.UUID]:
@@ -101,12 +126,10 @@ def webhook_deliveries_create_many(
     if not chosen:
         return []
     made = set(
-        WebhookDelivery.objects.filter(
-            event_id__in=[event.pk for event, _, _ in chosen],
-            endpoint_id__in={endpoint.pk for _, _, endpoint in chosen},
+        _made_for(
+            [event.pk for event, _, _ in chosen],
+            sorted({endpoint.pk for _, _, endpoint in chosen}),
         )
-        .order_by()  # a set: the default ordering would only sort
-        .values_list("event_id", "endpoint_id")
     )
     deliveries_made: list[WebhookDelivery] = []
     bodies: list[WebhookPayload] = []
@@ -166,18 +189,8 @@ def _queue_unless_in_flight(delivery_ids: list, *, stamped: dt.datetime | None =
 
 def _busy_endpoints(delivery_ids: list, *, now: dt.datetime) -> set:
     """The endpoints of these deliveries with a send in flight (a live
-    lease) other than theirs."""
-    return set(
-        WebhookDelivery.objects.filter(
-            endpoint_id__in=WebhookDelivery.objects.filter(pk__in=delivery_ids).values(
-                "endpoint_id"
-            ),
-            status=WebhookDeliveryStatus.SENDING,
-            claimed_until__gt=now,
-        )
-        .exclude(pk__in=delivery_ids)
-        .values_list("endpoint_id", flat=True)
-    )
+    lease) other than theirs (`_busy_endpoints_of`)."""
+    return set(_busy_endpoints_of(delivery_ids, now))
 
 
 def _left_for_the_line(delivery_ids: list, *, stamped: dt.datetime | None = None) -> set:

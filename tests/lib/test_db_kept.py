@@ -161,3 +161,28 @@ def test_a_later_with_a_value_not_among_its_inputs_is_built_each_time(assigner, 
 
     assert lib.db._LATER[(key, (str, str, uuid.UUID, str, str))] is None
     assert done.row.pk == c.pk
+
+
+@pytest.mark.postgres
+def test_a_prepared_values_list_is_kept_and_answers_as_the_orm(assigner, assignee):
+    mine = [token_of(assigner, name=f"m{n}") for n in range(2)]
+    theirs = token_of(assignee, name="theirs")
+    ids = [t.pk for t in [*mine, theirs]]
+
+    def pairs(ids, since):
+        return (
+            ApiToken.objects.filter(pk__in=ids, created_at__gte=since)
+            .order_by("name")
+            .values_list("name", "user__email", "created_at")
+        )
+
+    read = Prepared(pairs)
+    flat = Prepared(lambda ids: ApiToken.objects.filter(pk__in=ids).values_list("pk", flat=True))
+    since = mine[0].created_at
+
+    for _ in range(2):  # compiled, then kept
+        assert read(ids, since) == list(pairs(ids, since))
+        assert set(flat(ids)) == set(ids)
+    assert read(ids, since)[0] == ("m0", assigner.email, mine[0].created_at)
+    assert read._kept[((list, 3), type(since))] is not None
+    assert flat._kept[((list, 3),)] is not None
