@@ -30,6 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from lib import deliveries, leasing
+from lib.db import Prepared
 from lib.text import excerpt
 from notifications import dispatch, services, turns
 from notifications.models import AttemptOutcome, ChannelKind, NudgeDelivery, NudgeDeliveryStatus
@@ -83,6 +84,18 @@ def _loaded():
     )
 
 
+# A batch's reads, compiled once per batch size (lib.db.Prepared): who each
+# nudge goes to about which move, and the claimed rows with all a send reads.
+_whose_turn_of = Prepared(
+    lambda ids: (
+        NudgeDelivery.objects.filter(pk__in=ids)
+        .order_by()
+        .values_list("pk", "recipient_id", "event_id", "event__commitment_id")
+    )
+)
+_loaded_many = Prepared(lambda ids: _loaded().filter(pk__in=ids))
+
+
 def _claim(delivery_id, now: dt.datetime) -> _Claim | None:
     with transaction.atomic():
         found = NudgeDelivery.objects.filter(pk=delivery_id).values_list(
@@ -106,16 +119,13 @@ def _claim_many(delivery_ids: list, now: dt.datetime) -> list[_Claim]:
             ids.append(uuid.UUID(str(delivery_id)))
     with transaction.atomic():
         found = {
-            pk: (person, event, commitment)
-            for pk, person, event, commitment in NudgeDelivery.objects.filter(pk__in=ids)
-            .order_by()
-            .values_list("pk", "recipient_id", "event_id", "event__commitment_id")
+            pk: (person, event, commitment) for pk, person, event, commitment in _whose_turn_of(ids)
         }
         waiting = turns.waits_for_earlier_many(found, now=now)
         turns.wait_turn_many(list(waiting), now=now)
         ready = [pk for pk in ids if pk in found and pk not in waiting]
         taken = set(deliveries.claim_many(NudgeDelivery.objects.all(), pks=ready, now=now))
-        loaded = {row.pk: row for row in _loaded().filter(pk__in=taken)}
+        loaded = {row.pk: row for row in _loaded_many(list(taken))}
         return _begun([loaded[pk] for pk in ready if pk in loaded], now)
 
 

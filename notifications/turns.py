@@ -88,10 +88,10 @@ def waits_for_earlier_many(
     people = {person for person, _, _ in moves.values()}
     commitments = {commitment for _, _, commitment in moves.values()}
     first_to_go: dict[tuple[str, str], int] = {}
-    for to_go_person, to_go_commitment, to_go_event in (
-        _all_still_to_go(now=now)
-        .filter(recipient_id__in=people, event__commitment_id__in=commitments)
-        .values_list("recipient_id", "event__commitment_id", "event_id")
+    for to_go_person, to_go_commitment, to_go_event in _events_to_go_of(
+        sorted({uuid.UUID(person) for person in people}, key=str),
+        sorted({uuid.UUID(commitment) for commitment in commitments}, key=str),
+        now,
     ):
         key = (str(to_go_person), str(to_go_commitment))
         first_to_go[key] = min(first_to_go.get(key, to_go_event), to_go_event)
@@ -153,6 +153,16 @@ _still_to_go_of = Prepared(
         _all_still_to_go(now=now)
         .filter(recipient_id__in=people, event__commitment_id__in=commitments)
         .values_list("pk", "recipient_id", "event__commitment_id", "status", "next_attempt_at")
+    )
+)
+
+
+# The moves still to go to these people about these commitments.
+_events_to_go_of = Prepared(
+    lambda people, commitments, now: (
+        _all_still_to_go(now=now)
+        .filter(recipient_id__in=people, event__commitment_id__in=commitments)
+        .values_list("recipient_id", "event__commitment_id", "event_id")
     )
 )
 

@@ -27,6 +27,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from lib import deliveries
+from lib.db import Prepared
 from lib.text import excerpt
 from webhooks import dispatch, payloads, turns
 from webhooks.models import (
@@ -336,6 +337,32 @@ def _hold_back(stopped: dict, failed: dict, *, now: dt.datetime) -> None:
         )
 
 
+# A batch's reads, compiled once per batch size (lib.db.Prepared): its rows'
+# endpoints, owners and states, and the claimed rows with their bodies.
+_batch_of = Prepared(
+    lambda ids: (
+        WebhookDelivery.objects.filter(pk__in=ids)
+        .order_by()
+        .values_list(
+            "pk",
+            "endpoint_id",
+            "endpoint__user_id",
+            "created_at",
+            "enqueued_at",
+            "status",
+            "claimed_until",
+        )
+    )
+)
+_loaded_many = Prepared(
+    lambda ids: (
+        WebhookDelivery.objects.select_related("endpoint__user", "payload")
+        .filter(pk__in=ids)
+        .order_by("created_at", "pk")
+    )
+)
+
+
 def _claim_many(delivery_ids: list, now: dt.datetime) -> list[deliveries.Claim[WebhookDelivery]]:
     """`_claim` for a batch, in one transaction and a few statements: the
     rows and their owners read at once; every owner's turn lock taken in one
@@ -360,19 +387,7 @@ def _claim_many(delivery_ids: list, now: dt.datetime) -> list[deliveries.Claim[W
         found = {}
         stamps = {}  # each one's `enqueued_at` before the look (`dispatch.leave_waiting`)
         live = set()  # the endpoints of the batch's own rows another worker holds
-        for pk, endpoint_id, owner_id, created_at, stamp, status, lease in (
-            rows.filter(pk__in=ids)
-            .order_by()
-            .values_list(
-                "pk",
-                "endpoint_id",
-                "endpoint__user_id",
-                "created_at",
-                "enqueued_at",
-                "status",
-                "claimed_until",
-            )
-        ):
+        for pk, endpoint_id, owner_id, created_at, stamp, status, lease in _batch_of(ids):
             found[pk] = (endpoint_id, owner_id, created_at)
             stamps[pk] = stamp
             if status == WebhookDeliveryStatus.SENDING and lease is not None and lease > now:
@@ -421,13 +436,8 @@ def _claimed(taken: list, now: dt.datetime) -> list[deliveries.Claim[WebhookDeli
     their previous workers left open closed. In the claim's transaction."""
     if not taken:
         return []
-    rows = WebhookDelivery.objects.all()
     claimed = []
-    for delivery in (
-        rows.select_related("endpoint__user", "payload")
-        .filter(pk__in=taken)
-        .order_by("created_at", "pk")
-    ):
+    for delivery in _loaded_many(list(taken)):
         if not _settled_without_attempt(delivery, now):
             claimed.append(delivery)
     # Each attempt is written as its send begins (`webhooks_send`): a row

@@ -11,6 +11,7 @@ import datetime as dt
 from django.conf import settings
 from django.db.models import Count, Min, Q
 
+from lib.db import Prepared
 from lib.deliveries import SEND_BATCH
 from webhooks import dispatch
 from webhooks.models import WebhookDelivery, WebhookDeliveryStatus, WebhookEndpoint
@@ -30,17 +31,56 @@ def _in_flight(owner_id, *, now: dt.datetime, besides=None) -> list:
     """The endpoint ids of the person's sends in flight (live leases), one
     per endpoint: a batch that holds several of one endpoint's deliveries
     sends them one at a time (`sending.webhooks_send`)."""
-    return list(
-        set(
-            WebhookDelivery.objects.filter(
-                endpoint__user_id=owner_id,
-                status=WebhookDeliveryStatus.SENDING,
-                claimed_until__gt=now,
-            )
-            .exclude(pk=besides)
-            .values_list("endpoint_id", flat=True)
-        )
+    if besides is None:
+        return list(set(_in_flight_of(owner_id, now)))
+    return list(set(_in_flight_besides(owner_id, now, besides)))
+
+
+def _live_sends(owner_id, now: dt.datetime):
+    return WebhookDelivery.objects.filter(
+        endpoint__user_id=owner_id, status=WebhookDeliveryStatus.SENDING, claimed_until__gt=now
     )
+
+
+# The reads of every claim and line, compiled once per shape (lib.db.Prepared).
+_in_flight_of = Prepared(
+    lambda owner_id, now: _live_sends(owner_id, now).values_list("endpoint_id", flat=True)
+)
+_in_flight_besides = Prepared(
+    lambda owner_id, now, besides: (
+        _live_sends(owner_id, now).exclude(pk=besides).values_list("endpoint_id", flat=True)
+    )
+)
+_lock = Prepared(
+    lambda owner_id: (
+        WebhookEndpoint.objects.select_for_update()
+        .filter(user_id=owner_id)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+)
+_one_waiting = Prepared(
+    lambda owner_id, now: (
+        WebhookDelivery.objects.filter(waiting(now), endpoint__user_id=owner_id)
+        .order_by()
+        .values_list("pk", flat=True)[:1]
+    )
+)
+_line_of = Prepared(
+    lambda owner_id, now: (
+        WebhookDelivery.objects.filter(waiting(now), endpoint__user_id=owner_id)
+        .order_by("created_at", "pk")
+        .values_list("pk", "endpoint_id")[:SEND_BATCH]
+    )
+)
+_line_besides = Prepared(
+    lambda owner_id, now, sending: (
+        WebhookDelivery.objects.filter(waiting(now), endpoint__user_id=owner_id)
+        .exclude(endpoint_id__in=sending)
+        .order_by("created_at", "pk")
+        .values_list("pk", "endpoint_id")[:SEND_BATCH]
+    )
+)
 
 
 def in_flight_of(owners: set, *, now: dt.datetime, besides: list) -> tuple[dict, dict]:
@@ -103,18 +143,13 @@ def lock(owner_id) -> None:
     """The person's turn lock (their endpoints' rows, in the one order of
     their ids), as `busy` and `in_flight_of` take it. Call inside the
     claim's transaction."""
-    list(
-        WebhookEndpoint.objects.select_for_update()
-        .filter(user_id=owner_id)
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
+    _lock(owner_id)
 
 
 def anyone_waiting(owner_id, *, now: dt.datetime) -> bool:
     """Whether any of the person's deliveries waits for its turn
     (`waiting`): one query, no lock (`line` says which, under it)."""
-    return WebhookDelivery.objects.filter(waiting(now), endpoint__user_id=owner_id).exists()
+    return bool(_one_waiting(owner_id, now))
 
 
 def line(owner_id, *, now: dt.datetime) -> list:
@@ -124,12 +159,7 @@ def line(owner_id, *, now: dt.datetime) -> list:
     free = settings.WEBHOOK_USER_IN_FLIGHT - len(sending)
     if free <= 0:
         return []
-    found = (
-        WebhookDelivery.objects.filter(waiting(now), endpoint__user_id=owner_id)
-        .exclude(endpoint_id__in=sending)
-        .order_by("created_at", "pk")
-        .values_list("pk", "endpoint_id")[:SEND_BATCH]
-    )
+    found = _line_besides(owner_id, now, sending) if sending else _line_of(owner_id, now)
     endpoints: set = set()
     ids = []
     for pk, endpoint_id in found:
