@@ -708,7 +708,9 @@ def _select(queryset: QuerySet[Any], fields: list[Any], using: str) -> _Part:
 # compiled on every call too, and its text and parameters compared.
 
 
-_LISTS = (list, tuple, set, frozenset)
+# The values a Prepared read takes as an IN's (a tuple is a value as it is:
+# a range's bounds, say).
+_LISTS = (list, set, frozenset)
 # The values_list() iterables a Prepared read answers as (named tuples not).
 _VALUES: dict[Any, str] = {ValuesListIterable: "tuples", FlatValuesListIterable: "flat"}
 # A build's own constants kept in a read's parameters: immutable plain values
@@ -754,15 +756,15 @@ _Row = TypeVar("_Row")
 
 
 class Prepared(Generic[_Row]):
-    """A SELECT of model instances whose text is compiled once: `rows(*values)`
+    """A SELECT whose text is compiled once: `rows(*values)`
     is `list(build(*values))`, without building the queryset again. `build`
-    must give the same statement for any values of the same types, each value
-    one parameter, in order (e.g. `lambda digest:
+    must give the same statement for any values of the same types (lists of
+    the same lengths), each value one parameter, in order (e.g. `lambda digest:
     ApiToken.objects.select_related("user").filter(digest=digest)[:1]`); no
     annotations, no `only()`/`defer()`, no `values()`; `values_list()` of
     the model's columns (tuples, or `flat=True`'s values) is kept too.
 
-    A list (or set, or tuple) is one value for an `__in` lookup: its items
+    A list (or set) is one value for an `__in` lookup: its items
     are the parameters, in its order, after Django's own clean-up of an
     IN's values (duplicates and None left out). The statement is kept per
     length of each list (an IN's length is in its text), like the moves'

@@ -145,24 +145,26 @@ def next_in_line(
     return [delivery_id]
 
 
-# What is still to go to these people about these commitments, in the order
-# of the moves: a read of every dispatch and nudge batch, compiled once per
-# number of each (lib.db.Prepared).
-_still_to_go_of = Prepared(
-    lambda people, commitments, now: (
-        _all_still_to_go(now=now)
-        .filter(recipient_id__in=people, event__commitment_id__in=commitments)
-        .values_list("pk", "recipient_id", "event__commitment_id", "status", "next_attempt_at")
+def _to_go_of(
+    people: list[uuid.UUID], commitments: list[uuid.UUID], *, now: dt.datetime
+) -> QuerySet[NudgeDelivery, Any]:
+    """What is still to go to these people about these commitments."""
+    return _all_still_to_go(now=now).filter(
+        recipient_id__in=people, event__commitment_id__in=commitments
+    )
+
+
+# Its reads in every dispatch and nudge batch, compiled once per number of
+# people and commitments (lib.db.Prepared): the moves still to go, and the
+# first of each with its state.
+_events_to_go_of = Prepared(
+    lambda people, commitments, now: _to_go_of(people, commitments, now=now).values_list(
+        "recipient_id", "event__commitment_id", "event_id"
     )
 )
-
-
-# The moves still to go to these people about these commitments.
-_events_to_go_of = Prepared(
-    lambda people, commitments, now: (
-        _all_still_to_go(now=now)
-        .filter(recipient_id__in=people, event__commitment_id__in=commitments)
-        .values_list("recipient_id", "event__commitment_id", "event_id")
+_still_to_go_of = Prepared(
+    lambda people, commitments, now: _to_go_of(people, commitments, now=now).values_list(
+        "pk", "recipient_id", "event__commitment_id", "status", "next_attempt_at"
     )
 )
 

@@ -42,6 +42,11 @@ def _live_sends(owner_id, now: dt.datetime):
     )
 
 
+def _waiting_of(owner_id, now: dt.datetime):
+    """The person's deliveries waiting for their turn (`waiting`)."""
+    return WebhookDelivery.objects.filter(waiting(now), endpoint__user_id=owner_id)
+
+
 # The reads of every claim and line, compiled once per shape (lib.db.Prepared).
 _in_flight_of = Prepared(
     lambda owner_id, now: _live_sends(owner_id, now).values_list("endpoint_id", flat=True)
@@ -60,22 +65,18 @@ _lock = Prepared(
     )
 )
 _one_waiting = Prepared(
-    lambda owner_id, now: (
-        WebhookDelivery.objects.filter(waiting(now), endpoint__user_id=owner_id)
-        .order_by()
-        .values_list("pk", flat=True)[:1]
-    )
+    lambda owner_id, now: _waiting_of(owner_id, now).order_by().values_list("pk", flat=True)[:1]
 )
 _line_of = Prepared(
     lambda owner_id, now: (
-        WebhookDelivery.objects.filter(waiting(now), endpoint__user_id=owner_id)
+        _waiting_of(owner_id, now)
         .order_by("created_at", "pk")
         .values_list("pk", "endpoint_id")[:SEND_BATCH]
     )
 )
 _line_besides = Prepared(
     lambda owner_id, now, sending: (
-        WebhookDelivery.objects.filter(waiting(now), endpoint__user_id=owner_id)
+        _waiting_of(owner_id, now)
         .exclude(endpoint_id__in=sending)
         .order_by("created_at", "pk")
         .values_list("pk", "endpoint_id")[:SEND_BATCH]
