@@ -858,7 +858,18 @@ class Prepared(Generic[_Row]):
             if compiler.has_composite_fields(fields):
                 return None
             converters = compiler.get_converters(fields)
-            return _Read(using, text, compiler, converters, [], 0, 0, [], places, answer)
+            return _Read(
+                using=using,
+                text=text,
+                compiler=compiler,
+                converters=converters,
+                init_list=[],
+                start=0,
+                end=0,
+                populators=[],
+                places=places,
+                values=answer,
+            )
         start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
         return _Read(
             using=using,

@@ -136,7 +136,7 @@ def nudge_recipients_many(events: list[OutboxEvent]) -> dict[int, list]:
     wanted = {str(p) for ids in named.values() for p in ids}
     wanted |= {str(person.pk) for people in told.values() for person in people if person}
     verified = (
-        {str(user.pk): user for user in _verified_people([uuid.UUID(p) for p in sorted(wanted)])}
+        {str(user.pk): user for user in _verified_people({uuid.UUID(p) for p in wanted})}
         if wanted
         else {}
     )

@@ -89,8 +89,8 @@ def waits_for_earlier_many(
     commitments = {commitment for _, _, commitment in moves.values()}
     first_to_go: dict[tuple[str, str], int] = {}
     for to_go_person, to_go_commitment, to_go_event in _events_to_go_of(
-        sorted({uuid.UUID(person) for person in people}, key=str),
-        sorted({uuid.UUID(commitment) for commitment in commitments}, key=str),
+        {uuid.UUID(person) for person in people},
+        {uuid.UUID(commitment) for commitment in commitments},
         now,
     ):
         key = (str(to_go_person), str(to_go_commitment))
@@ -146,7 +146,7 @@ def next_in_line(
 
 
 def _to_go_of(
-    people: list[uuid.UUID], commitments: list[uuid.UUID], *, now: dt.datetime
+    people: set[uuid.UUID], commitments: set[uuid.UUID], *, now: dt.datetime
 ) -> QuerySet[NudgeDelivery, Any]:
     """What is still to go to these people about these commitments."""
     return _all_still_to_go(now=now).filter(
@@ -177,8 +177,8 @@ def next_in_line_many(pairs: set[tuple[Any, Any]], *, now: dt.datetime) -> list[
     pairs = {(str(person), str(commitment)) for person, commitment in pairs}
     first: dict[tuple[Any, Any], tuple[Any, Any, Any]] = {}
     for delivery_id, person, commitment, status, due_at in _still_to_go_of(
-        sorted({uuid.UUID(person) for person, _ in pairs}, key=str),
-        sorted({uuid.UUID(commitment) for _, commitment in pairs}, key=str),
+        {uuid.UUID(person) for person, _ in pairs},
+        {uuid.UUID(commitment) for _, commitment in pairs},
         now,
     ):
         if (str(person), str(commitment)) in pairs:

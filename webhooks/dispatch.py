@@ -113,8 +113,8 @@ def webhook_deliveries_create_many(
         return []
     endpoints: dict[tuple, WebhookEndpoint] = {}
     for endpoint in _endpoints_of(
-        sorted({event.commitment.assigner_id for event, _ in wanted}, key=str),
-        sorted({event.commitment.external_system for event, _ in wanted}),
+        {event.commitment.assigner_id for event, _ in wanted},
+        {event.commitment.external_system for event, _ in wanted},
     ):
         endpoints.setdefault((endpoint.user_id, endpoint.external_system), endpoint)
     chosen = []
@@ -128,7 +128,7 @@ def webhook_deliveries_create_many(
     made = set(
         _made_for(
             [event.pk for event, _, _ in chosen],
-            sorted({endpoint.pk for _, _, endpoint in chosen}),
+            {endpoint.pk for _, _, endpoint in chosen},
         )
     )
     deliveries_made: list[WebhookDelivery] = []
