@@ -15,10 +15,11 @@ import datetime as dt
 import psycopg
 from django.db import connection
 from django.db.models import F, Min, Q
+from django.db.models.lookups import IsNull
 
 from commitments.models import Invitation, OutboxEvent
 from lib import leasing
-from lib.db import Prepared
+from lib.db import Prepared, Unindexed
 
 # The channel of the outbox trigger (migrations 0006, 0011, 0012): a
 # notification with no payload, sent on commit by a transaction that wrote
@@ -57,6 +58,14 @@ def outbox_relay_waits(pg: psycopg.Connection, *, relay: str, seconds: float) ->
     )
 
 
+def _undispatched() -> Unindexed:
+    """Not dispatched yet, for a lookup by ids or commitments: never through
+    the index of the undispatched events (`outbox_undispatched_idx`, which
+    is for the relay's look at what is due), whose size the statistics may
+    not know (`lib.db.Unindexed`)."""
+    return Unindexed(IsNull(F("dispatched_at"), True))
+
+
 def outbox_relay_works(pg: psycopg.Connection, *, relay: str) -> None:
     """Relay `relay` is awake and looks: writers need not notify it (an
     UPDATE of its row, which stays: a HOT update, the table one page)."""
@@ -90,10 +99,11 @@ def outbox_events_claim(*, event_ids: list[int], now: dt.datetime) -> list[Outbo
         ops.quote_name(name) for name in ("dispatched_at", "dispatch_attempts", "id")
     )
     marks = ", ".join(["%s"] * len(event_ids))
-    # Names from the model (quoted), values as parameters.
+    # Names from the model (quoted), values as parameters; the undispatched
+    # check as `_undispatched` writes it (the ids' index, never the backlog's).
     sql = (
         f"UPDATE {table} SET {at} = %s, {attempts} = {attempts} + 1 "  # noqa: S608
-        f"WHERE {pk} IN ({marks}) AND {at} IS NULL RETURNING {pk}"
+        f"WHERE {pk} IN ({marks}) AND ({at} IS NULL) IS TRUE RETURNING {pk}"
     )
     with connection.cursor() as cursor:
         stamp = ops.adapt_datetimefield_value(now)
@@ -127,10 +137,7 @@ def outbox_event_undispatched_before(*, event_id: int, commitment_id) -> bool:
     dispatch has failed (`dispatch_attempts`) is not waited for: it may keep
     failing, and nothing else should wait on it."""
     return OutboxEvent.objects.filter(
-        commitment_id=commitment_id,
-        dispatched_at__isnull=True,
-        dispatch_attempts=0,
-        pk__lt=event_id,
+        _undispatched(), commitment_id=commitment_id, dispatch_attempts=0, pk__lt=event_id
     ).exists()
 
 
@@ -141,7 +148,7 @@ def outbox_events_first_undispatched(*, commitment_ids: set[str]) -> dict[str, i
     return {
         str(commitment): first
         for commitment, first in OutboxEvent.objects.filter(
-            commitment_id__in=commitment_ids, dispatched_at__isnull=True, dispatch_attempts=0
+            _undispatched(), commitment_id__in=commitment_ids, dispatch_attempts=0
         )
         .values("commitment_id")
         .annotate(first=Min("id"))
@@ -157,7 +164,7 @@ def outbox_event_retry_later(*, event_id: int, now: dt.datetime) -> None:
         or 0
     ) + 1
     wait = leasing.backoff_seconds(attempts, base=RETRY_BASE, cap=RETRY_CAP)
-    OutboxEvent.objects.filter(pk=event_id, dispatched_at__isnull=True).update(
+    OutboxEvent.objects.filter(_undispatched(), pk=event_id).update(
         dispatch_attempts=attempts, next_attempt_at=now + dt.timedelta(seconds=wait)
     )
 
@@ -166,7 +173,7 @@ def outbox_events_due_again(*, event_ids: list[int], now: dt.datetime) -> None:
     """Events taken but not queued (the broker refused them): due at once
     again, for the relay's next look, as never queued (`next_attempt_at`
     back at the moment they were written: see `outbox_events_take_due`)."""
-    OutboxEvent.objects.filter(pk__in=event_ids, dispatched_at__isnull=True).update(
+    OutboxEvent.objects.filter(_undispatched(), pk__in=event_ids).update(
         next_attempt_at=F("occurred_at")
     )
 
@@ -208,7 +215,7 @@ def outbox_events_take_due(
     taken = list(due.order_by("next_attempt_at").values_list("id", "request_id")[:limit])
     if taken:
         OutboxEvent.objects.filter(
-            pk__in=[event_id for event_id, _ in taken], dispatched_at__isnull=True
+            _undispatched(), pk__in=[event_id for event_id, _ in taken]
         ).update(next_attempt_at=now + requeue_after)
     return taken
 

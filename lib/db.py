@@ -41,7 +41,7 @@ from typing import Any, Generic, TypeVar
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet, FullResultSet, ValidationError
 from django.db import connections, router, transaction
-from django.db.models import Field, Model, QuerySet, sql
+from django.db.models import BooleanField, Field, Func, Model, QuerySet, sql
 from django.db.models.expressions import Col, RawSQL
 from django.db.models.lookups import Lookup
 from django.db.models.query import (  # type: ignore[attr-defined]  # not in django-stubs
@@ -104,6 +104,24 @@ class Later:
     key: Any
     inputs: tuple[Any, ...]
     build: Callable[..., tuple[Decide, Sequence[tuple[QuerySet[Any], dict[str, Any]]]]]
+
+
+class Unindexed(Func):
+    """A condition written `(<condition>) IS TRUE`: the same rows, but
+    PostgreSQL's planner cannot prove a partial index's predicate from it (it
+    matches an index's WHERE only to conditions of that shape), so it picks
+    among the table's other indexes. For a lookup by key (ids, a commitment)
+    that also checks the state a partial index keeps (`dispatched_at IS
+    NULL`): planned from statistics taken while few rows were in that state,
+    such a lookup went through the partial index and filtered every row in
+    it, a whole backlog for each statement of the worker's, growing with the
+    backlog, while the key's own index finds its few rows whatever the
+    statistics say (issue 29; docs/benchmarks.md, "A stage with history, and
+    a backlog the statistics had not seen"). Use it where the key, not the
+    state, narrows the rows."""
+
+    template = "(%(expressions)s) IS TRUE"
+    output_field = BooleanField()
 
 
 def row_version() -> RawSQL:
