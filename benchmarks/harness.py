@@ -359,17 +359,23 @@ def fresh_database(url: str, env: dict[str, str]) -> None:
 
 
 def make_stage(
-    env: dict[str, str], *, active: int, completed: int, receiver_url: str, gather: bool = False
+    env: dict[str, str],
+    *,
+    active: int,
+    completed: int,
+    receiver_url: str,
+    gather: bool = False,
+    history: int = 0,
 ) -> dict:
     """The stage in the service's database (benchmarks/fixtures.py): users, a
     token, the webhook endpoint at `receiver_url`, commitments to complete and
-    to replay. Returns what fixtures.py printed (the token, the captured
-    inbox statements, ...)."""
+    to replay, and `history` past ones with what they left. Returns what
+    fixtures.py printed (the token, the captured inbox statements, ...)."""
     out = run_checked(
         [
             *(PYTHON, "-m", "benchmarks.fixtures"),
             *("--active", str(active), "--completed", str(completed)),
-            *("--receiver", receiver_url),
+            *("--receiver", receiver_url, "--history", str(history)),
             *(["--gather"] if gather else []),
         ],
         env,

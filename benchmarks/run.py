@@ -475,6 +475,12 @@ def parse_args() -> argparse.Namespace:
         "--active", type=int, default=20000, help="Active commitments to complete by sync."
     )
     parser.add_argument(
+        "--history",
+        type=int,
+        default=50000,
+        help="Past commitments in the stage, with what they left (fixtures.py's HISTORY).",
+    )
+    parser.add_argument(
         "--drain-timeout",
         type=float,
         default=120.0,
@@ -494,6 +500,7 @@ def parse_args() -> argparse.Namespace:
         args.duration = min(args.duration, 1.5)
         args.concurrency = "1,8"
         args.active = min(args.active, 2000)
+        args.history = min(args.history, 5000)
         args.drain_timeout = min(args.drain_timeout, 10.0)
         args.drain_window = min(args.drain_window, 3.0)
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
@@ -541,6 +548,7 @@ class Bench:
                 "server_cpu": args.server_cpu,
                 "load_cpu": args.load_cpu,
                 "rate_fraction": args.rate_fraction,
+                "history": args.history,
             },
             "http": {},
         }
@@ -571,6 +579,7 @@ def the_stage(bench: Bench) -> None:
         completed=COMPLETED,
         receiver_url=bench.receiver.url,
         gather="gather" in bench.args.parts,
+        history=bench.args.history,
     )
 
 
