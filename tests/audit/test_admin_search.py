@@ -6,7 +6,6 @@ newest events only; and the capped count says "or more"."""
 
 from __future__ import annotations
 
-import json
 import uuid
 
 import pytest
@@ -18,6 +17,7 @@ from audit.models import AuditAction, AuditEvent
 from audit.services import Actor, audit_event_record
 from integrations import tokens
 from lib.admin import CappedCountPaginator
+from tests.harness.plans import indexes_used, plan_nodes, plan_of
 
 pytestmark = pytest.mark.django_db
 
@@ -173,19 +173,11 @@ FROM generate_series(0, 999) i
 
 
 def seq_scans_of_the_trail(plan: dict) -> list[str]:
-    found = []
-    if plan.get("Node Type") == "Seq Scan" and plan.get("Relation Name") == "audit_auditevent":
-        found.append(plan.get("Filter", ""))
-    for child in plan.get("Plans", []):
-        found += seq_scans_of_the_trail(child)
-    return found
-
-
-def indexes_used(plan: dict) -> set[str]:
-    used = {plan["Index Name"]} if "Index Name" in plan else set()
-    for child in plan.get("Plans", []):
-        used |= indexes_used(child)
-    return used
+    return [
+        node.get("Filter", "")
+        for node in plan_nodes(plan)
+        if node.get("Node Type") == "Seq Scan" and node.get("Relation Name") == "audit_auditevent"
+    ]
 
 
 @pytest.mark.postgres
@@ -216,10 +208,7 @@ def test_each_kind_of_term_is_read_off_an_index(staff_client, make_user, monkeyp
         statements = audit_queries(staff_client, {"q": term})
         used: set[str] = set()
         for sql in statements:
-            with connection.cursor() as cursor:
-                cursor.execute("EXPLAIN (FORMAT JSON) " + sql)
-                (document,) = cursor.fetchone()
-            plan = (json.loads(document) if isinstance(document, str) else document)[0]["Plan"]
+            plan = plan_of(sql)
             assert seq_scans_of_the_trail(plan) == [], (term, sql)
             used |= indexes_used(plan)
         assert indexes <= used, (term, used)

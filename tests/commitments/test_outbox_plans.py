@@ -9,7 +9,6 @@ keeps that index: it is its purpose."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 import pytest
 from django.db import connection, transaction
@@ -19,25 +18,11 @@ from django.utils import timezone
 from commitments import outbox
 from commitments.models import Commitment, OutboxEvent
 from tests.harness.commitments import many_commitments
+from tests.harness.plans import indexes_used, plan_of
 
 pytestmark = pytest.mark.postgres
 
 BACKLOG_INDEX = "outbox_undispatched_idx"
-
-
-def _indexes(sql: str) -> set[str]:
-    """The indexes the plan of `sql` reads."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}")
-        (row,) = cursor.fetchone()
-    found: set[str] = set()
-    stack = [(row if isinstance(row, list) else json.loads(row))[0]["Plan"]]
-    while stack:
-        node = stack.pop()
-        if "Index Name" in node:
-            found.add(node["Index Name"])
-        stack.extend(node.get("Plans", []))
-    return found
 
 
 def _plans(call) -> list[tuple[str, set[str]]]:
@@ -47,7 +32,7 @@ def _plans(call) -> list[tuple[str, set[str]]]:
     table = OutboxEvent._meta.db_table
     statements = [q["sql"] for q in captured.captured_queries if f'"{table}"' in q["sql"]]
     assert statements, "nothing ran on the outbox"
-    return [(sql, _indexes(sql)) for sql in statements]
+    return [(sql, indexes_used(plan_of(sql))) for sql in statements]
 
 
 @pytest.fixture

@@ -16,29 +16,21 @@ from django.utils import timezone
 from commitments import selectors
 from commitments.models import Commitment, Status
 from tests.harness.commitments import many_commitments
+from tests.harness.plans import indexes_used, plan_nodes, plan_of
 
 pytestmark = pytest.mark.postgres
 
 TABLE = Commitment._meta.db_table
 
 
-def _nodes(plan: dict):
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from _nodes(child)
-
-
 def _plans_of_the_list(**filters) -> list[dict]:
     with CaptureQueriesContext(connection) as captured:
         selectors.commitment_page_for(limit=50, **filters)
-    plans = []
-    with connection.cursor() as cursor:
-        for query in captured.captured_queries:
-            if f'FROM "{TABLE}"' not in query["sql"]:
-                continue
-            cursor.execute(f"EXPLAIN (FORMAT JSON) {query['sql']}")
-            (row,) = cursor.fetchone()
-            plans.append((row if isinstance(row, list) else json.loads(row))[0]["Plan"])
+    plans = [
+        plan_of(query["sql"])
+        for query in captured.captured_queries
+        if f'FROM "{TABLE}"' in query["sql"]
+    ]
     assert plans, "the list ran no query on the commitments"
     return plans
 
@@ -75,12 +67,11 @@ def test_every_filter_of_the_list_is_served_by_an_index(crowded):
     report = {}
     for name, filters in _filters(crowded).items():
         for plan in _plans_of_the_list(user=crowded, **filters):
-            scans = [node for node in _nodes(plan) if node.get("Relation Name") == TABLE]
+            scans = [node for node in plan_nodes(plan) if node.get("Relation Name") == TABLE]
             kinds = {node["Node Type"] for node in scans}
             assert "Seq Scan" not in kinds, (name, json.dumps(plan, indent=1))
             assert kinds & {"Index Scan", "Index Only Scan", "Bitmap Heap Scan"}, (name, kinds)
-            indexes = {node.get("Index Name") for node in _nodes(plan) if node.get("Index Name")}
-            report.setdefault(name, set()).update(indexes)
+            report.setdefault(name, set()).update(indexes_used(plan))
     # Each side's plain list walks its own (updated_at, id) index, in order.
     assert "cmt_assigner_changed_idx" in report["assigner"], report
     assert "cmt_assignee_changed_idx" in report["assignee"], report
