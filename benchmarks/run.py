@@ -34,7 +34,7 @@ if __name__ == "__main__" and not __package__:
 import psycopg
 import redis
 
-from benchmarks import sustained
+from benchmarks import ratios, sustained
 from benchmarks.harness import (
     ENDPOINTS,
     PYTHON,
@@ -448,6 +448,7 @@ def summarize(results: dict) -> str:
             f"{key}: {value.get('made')} in {value.get('seconds')} s = "
             f"{value.get('per_second')}/s{more}"
         )
+    lines += ratios.summary_lines(results)
     lines += sustained.summary_lines(results)
     return "\n".join(lines)
 
@@ -460,7 +461,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--parts",
         default=",".join(ALL_PARTS),
-        help=",".join(ALL_PARTS) + " (all by default), and sustained (only when named)",
+        help=",".join(ALL_PARTS) + " (all by default), and ratios, sustained (only when named)",
     )
     parser.add_argument(
         "--rate-fraction",
@@ -494,6 +495,7 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--out", default=str(ROOT / "var" / "benchmarks" / "latest.json"))
     parser.add_argument("--keep", action="store_true", help="Keep the run's folder (logs).")
+    ratios.add_arguments(parser)
     sustained.add_arguments(parser)
     args = parser.parse_args()
     if args.smoke:
@@ -503,8 +505,11 @@ def parse_args() -> argparse.Namespace:
         args.history = min(args.history, 5000)
         args.drain_timeout = min(args.drain_timeout, 10.0)
         args.drain_window = min(args.drain_window, 3.0)
+        args.ratio_rounds = min(args.ratio_rounds, 2)
+        args.ratio_duration = min(args.ratio_duration, 1.0)
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     args.parts = set(args.parts.split(","))
+    ratios.check_args(args)
     sustained.check_args(args)
     return args
 
@@ -603,6 +608,8 @@ def the_measurements(bench: Bench) -> None:
     if "first" in args.parts:
         first_requests(args, ctx, results)
     http_endpoints(args, ctx, results)
+    if "ratios" in args.parts:
+        ratios.ratios(bench)
     if "gather" in args.parts:
         fake_port = urlsplit(bench.provider.url).port
         assert fake_port is not None  # the fake provider's URL names its port

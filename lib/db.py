@@ -41,7 +41,7 @@ from typing import Any, Generic, TypeVar
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet, FullResultSet, ValidationError
 from django.db import connections, router, transaction
-from django.db.models import BooleanField, Field, Func, Model, QuerySet, sql
+from django.db.models import BooleanField, F, Field, Func, Model, QuerySet, Subquery, sql
 from django.db.models.expressions import Col, RawSQL
 from django.db.models.lookups import Lookup
 from django.db.models.query import (  # type: ignore[attr-defined]  # not in django-stubs
@@ -122,6 +122,31 @@ class Unindexed(Func):
 
     template = "(%(expressions)s) IS TRUE"
     output_field = BooleanField()
+
+
+class InFirst(Func):
+    """`InFirst("endpoint_id", <a queryset of one column>)`: the column is
+    among the subquery's values, with the subquery run first, once, on
+    PostgreSQL (`endpoint_id = ANY(ARRAY(SELECT ...))`: an init plan, whose
+    values the column's index then looks up). Written `IN (SELECT ...)`, the
+    planner joins the two instead and may take the other side first: for a
+    person's deliveries waiting for their turn, planned from statistics that
+    call such rows few (they always are when the table is analysed), it
+    walked every endpoint's line for the first row of the person's, thousands
+    of another receiver's retries filtered each call (issue 29;
+    tests/webhooks/test_turn_plans.py). Elsewhere (SQLite) the plain `IN`."""
+
+    arg_joiner = " IN "
+    template = "%(expressions)s"
+    output_field = BooleanField()
+
+    def __init__(self, column: str, values: QuerySet[Any]) -> None:
+        super().__init__(F(column), Subquery(values))
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(
+            compiler, connection, template="%(expressions)s)", arg_joiner=" = ANY(ARRAY", **extra
+        )
 
 
 def row_version() -> RawSQL:

@@ -1,6 +1,7 @@
 """PostgreSQL's plans, for the tests that check which indexes a statement
-reads: `EXPLAIN (FORMAT JSON)` of a statement as Django ran it (its
-parameters bound, as `CaptureQueriesContext` records it), and its nodes."""
+reads, or how many rows it visits: `EXPLAIN (FORMAT JSON)` of a statement as
+Django ran it (its parameters bound, as `CaptureQueriesContext` records it),
+and its nodes."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from collections.abc import Iterator
 from django.db import connection
 
 
-def plan_of(sql: str) -> dict:
-    """The root node of the plan of `sql` (not run: EXPLAIN without ANALYZE)."""
+def plan_of(sql: str, *, analyze: bool = False) -> dict:
+    """The root node of the plan of `sql` (not run: EXPLAIN without ANALYZE;
+    `analyze`: run, with each node's actual rows)."""
+    options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (FORMAT JSON) " + sql)
+        cursor.execute(f"EXPLAIN ({options}) " + sql)
         (document,) = cursor.fetchone()
     return (json.loads(document) if isinstance(document, str) else document)[0]["Plan"]
 
@@ -28,3 +31,19 @@ def plan_nodes(plan: dict) -> Iterator[dict]:
 def indexes_used(plan: dict) -> set[str]:
     """The indexes the plan reads."""
     return {node["Index Name"] for node in plan_nodes(plan) if "Index Name" in node}
+
+
+def rows_visited(plan: dict, table: str) -> int:
+    """The rows of `table` the plan (`plan_of(..., analyze=True)`) fetched:
+    those its scans of the table returned and those they filtered out, over
+    all their loops."""
+    return sum(
+        (
+            node["Actual Rows"]
+            + node.get("Rows Removed by Filter", 0)
+            + node.get("Rows Removed by Index Recheck", 0)
+        )
+        * node["Actual Loops"]
+        for node in plan_nodes(plan)
+        if node.get("Relation Name") == table
+    )
