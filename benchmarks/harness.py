@@ -261,6 +261,25 @@ def bare_gunicorn_command(workers: int) -> list[str]:
     ]
 
 
+def start_bare_floor(
+    folder: Path, env: dict[str, str], *, workers: int, cpu: str, name: str
+) -> tuple[Service, int]:
+    """The bare floor's gunicorn (`bare_gunicorn_command`) pinned to `cpu`,
+    on a port of its own, answering: its processes (`stop_all`) and port."""
+    port = free_port()
+    log(f"{name}: the bare floor, {workers} workers on CPU {cpu}, port {port}")
+    service = Service(folder)
+    service.start(
+        name, ["taskset", "-c", cpu, *bare_gunicorn_command(workers)], dict(env, PORT=str(port))
+    )
+    try:
+        wait_for_http(port)
+    except BaseException:
+        service.stop_all()
+        raise
+    return service, port
+
+
 def run_checked(args: list[str], env: dict[str, str]) -> str:
     done = subprocess.run(  # noqa: S603
         args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False

@@ -30,12 +30,9 @@ from typing import Any
 
 from benchmarks.harness import (
     ENDPOINTS,
-    Service,
-    bare_gunicorn_command,
-    free_port,
     load,
     log,
-    wait_for_http,
+    start_bare_floor,
 )
 from benchmarks.sustained import more_stage  # fixtures.py's --more
 
@@ -115,16 +112,15 @@ def ratios(bench: Any) -> None:
     needed = syncs_needed(args)
     log(f"ratios: {needed} Active commitments for the syncs ({PREFIX}<n>)")
     more_stage(bench, active=needed, prefix=PREFIX)
-    bare_port = free_port()
-    log(f"ratios: the bare floor's gunicorn beside the service's, port {bare_port}")
-    bare = Service(bench.folder)
-    bare.start(
-        "gunicorn-bare-ratios",
-        ["taskset", "-c", args.server_cpu, *bare_gunicorn_command(args.workers)],
-        dict(bench.env, PORT=str(bare_port)),
+    # Beside the service's gunicorn, on the same core.
+    bare, bare_port = start_bare_floor(
+        bench.folder,
+        bench.env,
+        workers=args.workers,
+        cpu=args.server_cpu,
+        name="gunicorn-bare-ratios",
     )
     try:
-        wait_for_http(bare_port)
         ports = {"bare": bare_port, "inbox": ctx["port"], "sync": ctx["port"]}
         found = {}
         # Where each one's numbering goes on: the syncs' commitments are

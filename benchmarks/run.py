@@ -40,7 +40,6 @@ from benchmarks.harness import (
     PYTHON,
     ROOT,
     Service,
-    bare_gunicorn_command,
     cpu_model,
     fetch_row,
     free_port,
@@ -53,6 +52,7 @@ from benchmarks.harness import (
     now_iso,
     own_database_and_redis,
     service_env,
+    start_bare_floor,
     wait_for_http,
     write_results,
 )
@@ -119,16 +119,10 @@ def bare_floor(bench: Bench) -> None:
     same concurrencies; measured just before the service starts, then
     stopped, so the two never share the core."""
     args, ctx = bench.args, bench.ctx
-    port = free_port()
-    log(f"bare floor: gunicorn, {args.workers} workers on CPU {args.server_cpu}, port {port}")
-    service = Service(bench.folder)
-    service.start(
-        "gunicorn-bare",
-        ["taskset", "-c", args.server_cpu, *bare_gunicorn_command(args.workers)],
-        dict(bench.env, PORT=str(port)),
+    service, port = start_bare_floor(
+        bench.folder, bench.env, workers=args.workers, cpu=args.server_cpu, name="gunicorn-bare"
     )
     try:
-        wait_for_http(port)
         headers = {"Authorization": f"Bearer {ctx['token']}", "Content-Type": "application/json"}
         counters = {"floor": 0}
         rows = []
