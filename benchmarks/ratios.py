@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import sys
 from typing import Any
 
 from benchmarks.harness import (
@@ -223,8 +224,6 @@ def self_check() -> None:
 
 
 if __name__ == "__main__":
-    import sys
-
     if sys.argv[1:] == ["check"]:
         self_check()
     else:
