@@ -12,13 +12,12 @@ import datetime as dt
 
 import pytest
 from django.db import connection, transaction
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from commitments import outbox
 from commitments.models import Commitment, OutboxEvent
 from tests.harness.commitments import many_commitments
-from tests.harness.plans import indexes_used, plan_of
+from tests.harness.plans import indexes_used, plan_of, statements_on
 
 pytestmark = pytest.mark.postgres
 
@@ -27,11 +26,7 @@ BACKLOG_INDEX = "outbox_undispatched_idx"
 
 def _plans(call) -> list[tuple[str, set[str]]]:
     """Each statement `call` ran on the outbox's table, with the indexes of its plan."""
-    with CaptureQueriesContext(connection) as captured:
-        call()
-    table = OutboxEvent._meta.db_table
-    statements = [q["sql"] for q in captured.captured_queries if f'"{table}"' in q["sql"]]
-    assert statements, "nothing ran on the outbox"
+    statements = statements_on(OutboxEvent._meta.db_table, call)
     return [(sql, indexes_used(plan_of(sql))) for sql in statements]
 
 

@@ -6,9 +6,20 @@ and its nodes."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+
+def statements_on(table: str, call: Callable[[], object]) -> list[str]:
+    """The SQL of each statement `call` ran that names `table` (as Django
+    ran it, its values bound: what `plan_of` takes); at least one."""
+    with CaptureQueriesContext(connection) as captured:
+        call()
+    statements = [q["sql"] for q in captured.captured_queries if f'"{table}"' in q["sql"]]
+    assert statements, f"nothing ran on {table}"
+    return statements
 
 
 def plan_of(sql: str, *, analyze: bool = False) -> dict:
